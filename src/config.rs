@@ -1,0 +1,392 @@
+//! Runtime configuration: the [`Builder`], its defaults, and the
+//! `CANTUS_*` environment variables that override it.
+
+use crate::error::{Error, ErrorKind};
+use std::time::Duration;
+
+/// How idle workers wait for work (seed 002, "hybrid waiting").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitPolicy {
+    /// Spin forever: lowest latency, burns the core. Use only with no more
+    /// workers than cores and nothing else to run.
+    Active,
+    /// Sleep as soon as no work is found.
+    Passive,
+    /// Spin for the spin budget, then sleep (the default).
+    Hybrid,
+}
+
+/// The default spin budget: idle-loop iterations before a hybrid worker
+/// sleeps. Each iteration looks at the worker's queues and tries one steal;
+/// measured on the 2-core reference machine this is roughly 0.1-0.3 ms.
+pub const DEFAULT_SPIN: u32 = 4_000;
+/// The default task stack size (bytes). Only touched pages use memory.
+pub const DEFAULT_STACK_SIZE: usize = 256 * 1024;
+/// The smallest stack size accepted.
+pub const MIN_STACK_SIZE: usize = 16 * 1024;
+/// The largest stack size accepted.
+pub const MAX_STACK_SIZE: usize = 1 << 30;
+/// The default limit on threads the runtime may start (Chapel's default).
+pub const DEFAULT_MAX_THREADS: usize = 255;
+/// How long every worker must sit idle, with tasks blocked and an outside
+/// thread waiting, before a deadlock is reported.
+pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
+
+/// Builds a [`Runtime`](crate::Runtime). Every setting can be overridden by
+/// an environment variable, so a program can be tuned without rebuilding:
+///
+/// | variable | accepts | default |
+/// |---|---|---|
+/// | `CANTUS_WORKERS` | a positive integer | CPUs in the affinity mask |
+/// | `CANTUS_STACK_SIZE` | bytes, optional `K`/`M`/`G` suffix, 16K..1G | 256K |
+/// | `CANTUS_WAIT_POLICY` | `active`, `passive`, `hybrid` | `hybrid` |
+/// | `CANTUS_SPIN` | idle-loop iterations before sleeping (0..=10^9) | [`DEFAULT_SPIN`] |
+/// | `CANTUS_MAX_THREADS` | a positive integer | 255 |
+/// | `CANTUS_PIN` | `1`/`0`, `true`/`false`, `yes`/`no` | pinned |
+/// | `CANTUS_DEADLOCK_MS` | milliseconds, `0` turns detection off | 1000 |
+/// | `CANTUS_STATS` | `1` prints statistics at shutdown | off |
+#[derive(Clone, Debug, Default)]
+pub struct Builder {
+    workers: Option<usize>,
+    stack_size: Option<usize>,
+    wait_policy: Option<WaitPolicy>,
+    spin: Option<u32>,
+    max_threads: Option<usize>,
+    pin: Option<bool>,
+    deadlock_ms: Option<u64>,
+    stats: Option<bool>,
+    ignore_env: bool,
+}
+
+/// A validated configuration.
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) workers: usize,
+    pub(crate) stack_size: usize,
+    pub(crate) wait_policy: WaitPolicy,
+    pub(crate) spin: u32,
+    pub(crate) max_threads: usize,
+    pub(crate) pin: bool,
+    pub(crate) deadlock: Option<Duration>,
+    pub(crate) stats: bool,
+    /// The CPUs of the process affinity mask, in order.
+    pub(crate) cpus: Vec<usize>,
+}
+
+impl Builder {
+    /// A builder with every setting at its default.
+    pub fn new() -> Builder {
+        Builder::default()
+    }
+
+    /// Number of worker threads.
+    pub fn workers(mut self, n: usize) -> Builder {
+        self.workers = Some(n);
+        self
+    }
+
+    /// Size in bytes of each task stack (rounded up to whole pages).
+    pub fn stack_size(mut self, bytes: usize) -> Builder {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// How idle workers wait.
+    pub fn wait_policy(mut self, policy: WaitPolicy) -> Builder {
+        self.wait_policy = Some(policy);
+        self
+    }
+
+    /// Idle-loop iterations a hybrid worker spins before it sleeps.
+    pub fn spin(mut self, iterations: u32) -> Builder {
+        self.spin = Some(iterations);
+        self
+    }
+
+    /// Upper bound on the threads the runtime may start, checked before
+    /// any starts.
+    pub fn max_threads(mut self, n: usize) -> Builder {
+        self.max_threads = Some(n);
+        self
+    }
+
+    /// Pin worker `i` to the `i`-th CPU of the affinity mask.
+    pub fn pin(mut self, pin: bool) -> Builder {
+        self.pin = Some(pin);
+        self
+    }
+
+    /// Grace period for deadlock detection; `None` turns it off.
+    pub fn deadlock_detection(mut self, after: Option<Duration>) -> Builder {
+        self.deadlock_ms = Some(after.map_or(0, |d| d.as_millis().max(1) as u64));
+        self
+    }
+
+    /// Print statistics when the runtime shuts down.
+    pub fn stats(mut self, on: bool) -> Builder {
+        self.stats = Some(on);
+        self
+    }
+
+    /// Ignore `CANTUS_*` environment variables (for embedding runtimes that
+    /// configure cantus themselves).
+    pub fn ignore_environment(mut self) -> Builder {
+        self.ignore_env = true;
+        self
+    }
+
+    /// Starts the runtime.
+    pub fn build(self) -> Result<crate::Runtime, Error> {
+        let config = self.resolve(&|name| std::env::var(name).ok())?;
+        crate::Runtime::start(config)
+    }
+
+    /// Applies environment overrides and defaults, and validates.
+    pub(crate) fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
+        let env = |name: &str| if self.ignore_env { None } else { env(name) };
+        let cpus = affinity_cpus();
+        let workers = match env("CANTUS_WORKERS") {
+            Some(v) => parse_count("CANTUS_WORKERS", &v)?,
+            None => self.workers.unwrap_or(cpus.len().max(1)),
+        };
+        if workers == 0 {
+            return Err(invalid("workers", "0", "a positive integer"));
+        }
+        let stack_size = match env("CANTUS_STACK_SIZE") {
+            Some(v) => parse_size("CANTUS_STACK_SIZE", &v)?,
+            None => self.stack_size.unwrap_or(DEFAULT_STACK_SIZE),
+        };
+        if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
+            return Err(invalid(
+                "stack size",
+                &stack_size.to_string(),
+                "a size in bytes from 16K to 1G",
+            ));
+        }
+        let wait_policy = match env("CANTUS_WAIT_POLICY") {
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "active" => WaitPolicy::Active,
+                "passive" => WaitPolicy::Passive,
+                "hybrid" => WaitPolicy::Hybrid,
+                _ => {
+                    return Err(invalid(
+                        "CANTUS_WAIT_POLICY",
+                        &v,
+                        "one of active, passive, hybrid",
+                    ));
+                }
+            },
+            None => self.wait_policy.unwrap_or(WaitPolicy::Hybrid),
+        };
+        let spin = match env("CANTUS_SPIN") {
+            Some(v) => {
+                let n = v.trim().parse::<u32>().ok().filter(|n| *n <= 1_000_000_000);
+                n.ok_or_else(|| invalid("CANTUS_SPIN", &v, "an integer from 0 to 1000000000"))?
+            }
+            None => self.spin.unwrap_or(DEFAULT_SPIN),
+        };
+        let max_threads = match env("CANTUS_MAX_THREADS") {
+            Some(v) => parse_count("CANTUS_MAX_THREADS", &v)?,
+            None => self.max_threads.unwrap_or(DEFAULT_MAX_THREADS),
+        };
+        if max_threads == 0 {
+            return Err(invalid("max threads", "0", "a positive integer"));
+        }
+        let pin = match env("CANTUS_PIN") {
+            Some(v) => parse_bool("CANTUS_PIN", &v)?,
+            None => self.pin.unwrap_or(true),
+        };
+        let deadlock_ms = match env("CANTUS_DEADLOCK_MS") {
+            Some(v) => v.trim().parse::<u64>().map_err(|_| {
+                invalid(
+                    "CANTUS_DEADLOCK_MS",
+                    &v,
+                    "milliseconds as an integer (0 turns detection off)",
+                )
+            })?,
+            None => self.deadlock_ms.unwrap_or(DEFAULT_DEADLOCK_MS),
+        };
+        let stats = match env("CANTUS_STATS") {
+            Some(v) => parse_bool("CANTUS_STATS", &v)?,
+            None => self.stats.unwrap_or(false),
+        };
+        if workers > max_threads {
+            return Err(Error::new(
+                ErrorKind::TooManyThreads,
+                format!(
+                    "cantus needs {workers} worker threads but the thread limit is {max_threads}: \
+                     lower CANTUS_WORKERS or raise CANTUS_MAX_THREADS (checked before any thread started)"
+                ),
+            ));
+        }
+        let page = page_size();
+        Ok(Config {
+            workers,
+            stack_size: stack_size.div_ceil(page) * page,
+            wait_policy,
+            spin: if wait_policy == WaitPolicy::Passive {
+                0
+            } else {
+                spin
+            },
+            max_threads,
+            pin,
+            deadlock: (deadlock_ms > 0).then(|| Duration::from_millis(deadlock_ms)),
+            stats,
+            cpus,
+        })
+    }
+}
+
+fn invalid(what: &str, value: &str, accepts: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidConfig,
+        format!("invalid {what}={value:?}: expected {accepts}"),
+    )
+}
+
+fn parse_count(name: &str, v: &str) -> Result<usize, Error> {
+    v.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| *n > 0 && *n <= 65_536)
+        .ok_or_else(|| invalid(name, v, "a positive integer up to 65536"))
+}
+
+fn parse_bool(name: &str, v: &str) -> Result<bool, Error> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(invalid(name, v, "1/0, true/false, yes/no or on/off")),
+    }
+}
+
+/// Parses `4096`, `64K`, `1M`, `1G` (case-insensitive, optional `B`/`iB`).
+pub(crate) fn parse_size(name: &str, v: &str) -> Result<usize, Error> {
+    let accepts = "a size in bytes with an optional K, M or G suffix (e.g. 256K), from 16K to 1G";
+    let t = v.trim().to_ascii_uppercase();
+    let t = t
+        .strip_suffix("IB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(&t);
+    let (digits, mult) = match t.chars().last() {
+        Some('K') => (&t[..t.len() - 1], 1usize << 10),
+        Some('M') => (&t[..t.len() - 1], 1 << 20),
+        Some('G') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n = digits
+        .trim()
+        .parse::<usize>()
+        .map_err(|_| invalid(name, v, accepts))?;
+    let bytes = n
+        .checked_mul(mult)
+        .ok_or_else(|| invalid(name, v, accepts))?;
+    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&bytes) {
+        return Err(invalid(name, v, accepts));
+    }
+    Ok(bytes)
+}
+
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as usize } else { 4096 }
+}
+
+/// The CPUs this process may run on, from its affinity mask.
+pub(crate) fn affinity_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size we pass.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return (0..n).collect();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: `i` is below CPU_SETSIZE, the set's capacity.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_env(vars: &[(&str, &str)]) -> Result<Config, Error> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect();
+        Builder::new()
+            .resolve(&move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_follow_the_affinity_mask() {
+        let c = with_env(&[]).unwrap();
+        assert_eq!(c.workers, affinity_cpus().len());
+        assert_eq!(c.stack_size, DEFAULT_STACK_SIZE);
+        assert_eq!(c.wait_policy, WaitPolicy::Hybrid);
+        assert!(c.pin);
+    }
+
+    #[test]
+    fn environment_overrides_builder() {
+        let c = Builder::new()
+            .workers(3)
+            .resolve(&|n| (n == "CANTUS_WORKERS").then(|| "5".to_string()))
+            .unwrap();
+        assert_eq!(c.workers, 5);
+        let c = with_env(&[
+            ("CANTUS_STACK_SIZE", "64k"),
+            ("CANTUS_WAIT_POLICY", "Active"),
+            ("CANTUS_PIN", "no"),
+        ])
+        .unwrap();
+        assert_eq!(c.stack_size, 64 * 1024);
+        assert_eq!(c.wait_policy, WaitPolicy::Active);
+        assert!(!c.pin);
+        let c = with_env(&[("CANTUS_WAIT_POLICY", "passive"), ("CANTUS_SPIN", "77")]).unwrap();
+        assert_eq!(c.spin, 0, "passive never spins");
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_what_it_accepts() {
+        for (var, val, accepts) in [
+            ("CANTUS_WORKERS", "two", "positive integer"),
+            ("CANTUS_WORKERS", "0", "positive integer"),
+            ("CANTUS_STACK_SIZE", "12Q", "K, M or G"),
+            ("CANTUS_STACK_SIZE", "1K", "from 16K"),
+            ("CANTUS_WAIT_POLICY", "lazy", "active, passive, hybrid"),
+            ("CANTUS_SPIN", "-1", "integer from 0"),
+            ("CANTUS_MAX_THREADS", "x", "positive integer"),
+            ("CANTUS_PIN", "maybe", "true/false"),
+            ("CANTUS_DEADLOCK_MS", "soon", "milliseconds"),
+        ] {
+            let e = with_env(&[(var, val)]).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+            let msg = e.to_string();
+            assert!(msg.contains(var) && msg.contains(accepts), "{msg}");
+        }
+    }
+
+    #[test]
+    fn thread_limit_is_checked_before_start() {
+        let e = with_env(&[("CANTUS_WORKERS", "8"), ("CANTUS_MAX_THREADS", "4")]).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::TooManyThreads);
+        assert!(e.to_string().contains("CANTUS_MAX_THREADS"));
+    }
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("X", "16384").unwrap(), 16384);
+        assert_eq!(parse_size("X", "1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("X", "2MiB").unwrap(), 2 << 20);
+        assert_eq!(parse_size("X", "1g").unwrap(), 1 << 30);
+        assert!(parse_size("X", "2G").is_err());
+        assert!(parse_size("X", "99999999999999999999K").is_err());
+    }
+}

@@ -1,0 +1,46 @@
+//! cantus: a runtime for *talking tasks* — millions of lightweight
+//! user-level tasks on every core, synchronizing through full/empty
+//! variables.
+//!
+//! This crate is the single-locale tasking layer: stackful tasks on pooled
+//! stacks with guard pages ([`begin`], [`join`], [`cobegin!`], [`coforall`],
+//! [`scope`], [`TaskList`], [`TaskGroup`]), full/empty synchronization
+//! ([`Sync`], [`Single`]), task control ([`yield_now`], [`sleep`]) and
+//! queries ([`query`]). See `ARCHITECTURE.md` for the layers and the
+//! papers each comes from.
+//!
+//! ```
+//! let total = cantus::run(|| {
+//!     let v = cantus::Sync::new();
+//!     cantus::scope(|s| {
+//!         s.spawn(|| v.write_ef(20));
+//!         let x = v.read_fe();
+//!         let (a, b) = cantus::join(|| x + 1, || x + 1);
+//!         a + b
+//!     })
+//! })
+//! .unwrap();
+//! assert_eq!(total, 42);
+//! ```
+
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod config;
+mod error;
+mod fiber;
+mod loom;
+mod par;
+pub mod query;
+mod runtime;
+mod sched;
+mod sync;
+
+pub use config::{
+    Builder, DEFAULT_DEADLOCK_MS, DEFAULT_MAX_THREADS, DEFAULT_SPIN, DEFAULT_STACK_SIZE,
+    MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
+};
+pub use error::{Error, ErrorKind};
+pub use par::{Scope, TaskGroup, TaskList, begin, coforall, join, scope, try_begin};
+pub use query::{sleep, yield_now};
+pub use runtime::{OutsideActivity, Runtime, run};
+pub use sync::{Single, Sync};

@@ -1,0 +1,91 @@
+//! Task groups: an end count with wait-for-zero that tasks of any
+//! lifetime can join (for structured borrowing use [`scope`](crate::scope)).
+
+use super::join::wait_group;
+use crate::sched::WorkerLocal;
+use crate::sched::task::Task;
+use crate::sync::end_count::EndCount;
+use crate::sync::wait::BlockKind;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// A set of tasks to wait for. Cloning gives another handle to the same
+/// group, so tasks can add tasks to their own group.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::sync::atomic::{AtomicU32, Ordering};
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// let group = cantus::TaskGroup::new();
+/// let done = Arc::new(AtomicU32::new(0));
+/// for _ in 0..10 {
+///     let d = done.clone();
+///     group.spawn(move || { d.fetch_add(1, Ordering::Relaxed); });
+/// }
+/// group.wait();
+/// assert_eq!(done.load(Ordering::Relaxed), 10);
+/// ```
+#[derive(Clone)]
+pub struct TaskGroup {
+    count: Arc<EndCount>,
+}
+
+// A panic never leaves the variable's lock held or its queue half-linked
+// (no user code runs inside the critical sections), so it stays usable.
+impl std::panic::RefUnwindSafe for TaskGroup {}
+impl std::panic::UnwindSafe for TaskGroup {}
+
+impl Default for TaskGroup {
+    fn default() -> Self {
+        TaskGroup::new()
+    }
+}
+
+impl TaskGroup {
+    /// An empty group.
+    pub fn new() -> TaskGroup {
+        TaskGroup {
+            count: Arc::new(EndCount::new(0)),
+        }
+    }
+
+    /// Spawns `f` as a task of this group. Panics if no runtime runs.
+    pub fn spawn<F>(&self, f: F)
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        self.count.add(1);
+        let count = self.count.clone();
+        let group = Arc::as_ptr(&self.count) as *const ();
+        let wrapped = move || {
+            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(f)) {
+                count.record_panic(p);
+            }
+            count.done_one();
+        };
+        // SAFETY: the closure is 'static (it owns an Arc to the count).
+        let task = unsafe { Task::from_closure(wrapped, group) };
+        if let Err(e) = crate::runtime::push_task("TaskGroup::spawn", task) {
+            self.count.done_one();
+            panic!("{e}");
+        }
+    }
+
+    /// Tasks of the group not yet finished.
+    pub fn pending(&self) -> usize {
+        self.count.count()
+    }
+
+    /// Waits until every task of the group has finished, then re-raises
+    /// the first panic among them, if any.
+    pub fn wait(&self) {
+        let group = Arc::as_ptr(&self.count) as *const ();
+        match WorkerLocal::current().filter(|l| l.in_task()) {
+            Some(local) => wait_group(local, &self.count, group),
+            None => self.count.wait_blocking(BlockKind::GroupWait),
+        }
+        if let Some(p) = self.count.take_panic() {
+            panic::resume_unwind(p);
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Queries about the running runtime (seed 000, section 3), task control
+//! (yield, sleep), and the statistics report of `CANTUS_STATS=1`.
+
+use crate::sched::WorkerLocal;
+use crate::sched::registry::Registry;
+use std::fmt::Write;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Lets other tasks run, then continues. In a task, the task goes to the
+/// back of its worker's ready list; in an outside thread, the OS thread
+/// yields.
+pub fn yield_now() {
+    match WorkerLocal::current().filter(|l| l.in_task()) {
+        Some(local) => local.yield_current(),
+        None => std::thread::yield_now(),
+    }
+}
+
+/// Sleeps for `duration`. In a task, only the task sleeps: its worker runs
+/// other tasks meanwhile. In an outside thread, the OS thread sleeps.
+pub fn sleep(duration: Duration) {
+    match WorkerLocal::current().filter(|l| l.in_task()) {
+        Some(local) => local.sleep_current(Instant::now() + duration),
+        None => std::thread::sleep(duration),
+    }
+}
+
+/// A snapshot of the runtime's task counts. Counts are summed from
+/// per-worker counters without stopping the workers, so while tasks run
+/// they are approximate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Worker threads.
+    pub workers: usize,
+    /// Tasks running now (started, not finished, blocked or sleeping).
+    pub running: u64,
+    /// Tasks spawned and not started.
+    pub queued: u64,
+    /// Tasks blocked on sync variables, task groups, joins.
+    pub blocked: u64,
+    /// Tasks sleeping in [`sleep`].
+    pub sleeping: u64,
+    /// Outside threads blocked on cantus variables.
+    pub blocked_outside_threads: usize,
+    /// Workers with nothing to do (spinning or asleep).
+    pub idle_workers: usize,
+}
+
+/// Counts for the running runtime, or `None` if none runs.
+pub fn snapshot() -> Option<Snapshot> {
+    let r = Registry::current()?;
+    Some(Snapshot {
+        workers: r.config.workers,
+        running: r.running_tasks(),
+        queued: r.queued_tasks(),
+        blocked: r.blocked_tasks(),
+        sleeping: r.sleeping_tasks(),
+        blocked_outside_threads: r.outside_blocked(),
+        idle_workers: r.idle_workers(),
+    })
+}
+
+/// Worker threads of the running runtime.
+pub fn workers() -> Option<usize> {
+    Registry::current().map(|r| r.config.workers)
+}
+
+/// The calling task's id (unique within the runtime's life), or `None`
+/// outside tasks.
+pub fn current_task_id() -> Option<u64> {
+    WorkerLocal::current().and_then(|l| l.current_task_id())
+}
+
+/// The index of the worker running the calling task, or `None` outside
+/// tasks. A started task stays on its worker, so this does not change
+/// during a task's life.
+pub fn current_worker() -> Option<usize> {
+    WorkerLocal::current()
+        .filter(|l| l.in_task())
+        .map(|l| l.index)
+}
+
+pub(crate) fn stats_report(r: &Registry) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "cantus stats: {} workers, stack size {} KiB",
+        r.config.workers,
+        r.config.stack_size / 1024
+    );
+    let _ = writeln!(
+        s,
+        "  {:>6} {:>12} {:>12} {:>10} {:>8} {:>9} {:>7} {:>14} {:>8}",
+        "worker",
+        "spawned",
+        "ran",
+        "steals",
+        "sleeps",
+        "carriers",
+        "stacks",
+        "max stack use",
+        "panics"
+    );
+    for (i, w) in r.workers.iter().enumerate() {
+        let c = &w.counters;
+        let _ = writeln!(
+            s,
+            "  {:>6} {:>12} {:>12} {:>10} {:>8} {:>9} {:>7} {:>11} KiB {:>8}",
+            i,
+            c.spawned.load(Ordering::Relaxed),
+            c.finished.load(Ordering::Relaxed),
+            c.steals.load(Ordering::Relaxed),
+            c.parks.load(Ordering::Relaxed),
+            c.carriers.load(Ordering::Relaxed),
+            c.stacks.load(Ordering::Relaxed),
+            c.max_stack_resident.load(Ordering::Relaxed) / 1024,
+            c.detached_panics.load(Ordering::Relaxed),
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  tasks spawned from outside threads: {}",
+        r.outside.injected.load(Ordering::Relaxed)
+    );
+    s
+}

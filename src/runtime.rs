@@ -1,0 +1,234 @@
+//! Starting, using and stopping a runtime.
+
+use crate::config::{Builder, Config};
+use crate::error::{Error, ErrorKind};
+use crate::fiber::guard;
+use crate::par::job::StackJob;
+use crate::sched::task::Task;
+use crate::sched::worker::{pin_to, worker_main};
+use crate::sched::{OutsideBlocked, Registry, WorkerLocal};
+use crate::sync::wait::BlockKind;
+use crossbeam_deque::Worker;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A running cantus runtime: worker threads with their task queues. One
+/// runs per process at a time; dropping it shuts it down (waiting for
+/// every task, detached ones included).
+///
+/// ```
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// let answer = rt.block_on(|| 6 * 7);
+/// assert_eq!(answer, 42);
+/// rt.shutdown();
+/// ```
+pub struct Runtime {
+    registry: Arc<Registry>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Runtime {
+    /// Starts a runtime with the default configuration, as overridden by
+    /// `CANTUS_*` environment variables.
+    pub fn new() -> Result<Runtime, Error> {
+        Builder::new().build()
+    }
+
+    /// A builder for a configured runtime.
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
+        let n = config.workers;
+        let deques: Vec<Worker<crate::sched::task::Task>> =
+            (0..n).map(|_| Worker::new_lifo()).collect();
+        let stealers = deques.iter().map(|d| d.stealer()).collect();
+        let registry = Arc::new(Registry::new(config, stealers));
+        Registry::install(&registry)?;
+        guard::install_handler();
+        let mut rt = Runtime {
+            registry: registry.clone(),
+            threads: Vec::with_capacity(n),
+        };
+        for (i, deque) in deques.into_iter().enumerate() {
+            let r = registry.clone();
+            let cpu = (r.config.pin && !r.config.cpus.is_empty())
+                .then(|| r.config.cpus[i % r.config.cpus.len()]);
+            let spawned = std::thread::Builder::new()
+                .name(format!("cantus-worker-{i}"))
+                .spawn(move || {
+                    if let Some(cpu) = cpu {
+                        pin_to(cpu);
+                    }
+                    worker_main(r, i, deque);
+                });
+            match spawned {
+                Ok(h) => rt.threads.push(h),
+                Err(e) => {
+                    rt.stop();
+                    return Err(Error::new(
+                        ErrorKind::Os,
+                        format!("cantus could not start worker thread {i}: {e}"),
+                    ));
+                }
+            }
+        }
+        Ok(rt)
+    }
+
+    /// Runs `f` as a task and returns its result; a panic in `f` is
+    /// re-raised here. Called from inside a task, runs `f` directly.
+    pub fn block_on<R, F>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send,
+        R: Send,
+    {
+        if WorkerLocal::current().is_some_and(|l| l.in_task()) {
+            return f();
+        }
+        run_as_task(&self.registry, f)
+    }
+
+    /// Number of worker threads.
+    pub fn workers(&self) -> usize {
+        self.registry.config.workers
+    }
+
+    /// The limit on threads this runtime may start (`CANTUS_MAX_THREADS`).
+    pub fn max_threads(&self) -> usize {
+        self.registry.config.max_threads
+    }
+
+    /// Waits for every task to finish, then stops the workers.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        assert!(
+            WorkerLocal::current().is_none(),
+            "cantus: a runtime cannot be shut down from one of its own tasks"
+        );
+        if !self.threads.is_empty() {
+            let _blocked = OutsideBlocked::enter(BlockKind::GroupWait);
+            let mut pause = Duration::from_micros(10);
+            while !self.registry.quiescent() {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(5));
+            }
+        }
+        self.registry.terminate.store(true, Ordering::Release);
+        self.registry.sleep.notify_all();
+        let mut worker_panicked = false;
+        for h in self.threads.drain(..) {
+            worker_panicked |= h.join().is_err();
+        }
+        Registry::uninstall();
+        if self.registry.config.stats {
+            eprint!("{}", crate::query::stats_report(&self.registry));
+        }
+        if worker_panicked && !std::thread::panicking() {
+            panic!("cantus: a worker thread panicked (a runtime bug); see the message above");
+        }
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.threads.is_empty()
+            || Registry::current().is_some_and(|r| Arc::ptr_eq(&r, &self.registry))
+        {
+            self.stop();
+        }
+    }
+}
+
+/// Starts a runtime configured from the environment, runs `main` as its
+/// first task, shuts the runtime down and returns `main`'s result.
+///
+/// ```
+/// let sum = cantus::run(|| {
+///     let (a, b) = cantus::join(|| 1 + 1, || 2 + 2);
+///     a + b
+/// }).unwrap();
+/// assert_eq!(sum, 6);
+/// ```
+pub fn run<R, F>(main: F) -> Result<R, Error>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    let rt = Runtime::new()?;
+    let r = rt.block_on(main);
+    rt.shutdown();
+    Ok(r)
+}
+
+/// Runs `f` as a task of `reg` from an outside thread and waits.
+fn run_as_task<R: Send, F: FnOnce() -> R + Send>(reg: &Registry, f: F) -> R {
+    let job = StackJob::new(f);
+    // SAFETY: we wait for the job's latch before `job` goes out of scope.
+    reg.inject(unsafe { job.as_task() });
+    job.latch.wait_blocking(BlockKind::GroupWait);
+    job.into_result()
+}
+
+/// Runs `f` on a worker for an outside thread (join from outside).
+pub(crate) fn on_worker<R: Send, F: FnOnce() -> R + Send>(call: &str, f: F) -> R {
+    let reg = registry_or_panic(call);
+    run_as_task(&reg, f)
+}
+
+/// The running runtime, or a panic with a clear message.
+pub(crate) fn registry_or_panic(call: &str) -> Arc<Registry> {
+    match Registry::current() {
+        Some(r) => r,
+        None => panic!("{}", Error::no_runtime(call)),
+    }
+}
+
+/// Pushes a task: on the worker's own deque from a worker, through the
+/// injector from an outside thread.
+pub(crate) fn push_task(call: &str, task: Task) -> Result<(), Error> {
+    if let Some(local) = WorkerLocal::current() {
+        local.push(task);
+        return Ok(());
+    }
+    match Registry::current() {
+        Some(r) => {
+            r.inject(task);
+            Ok(())
+        }
+        None => {
+            drop(task);
+            Err(Error::no_runtime(call))
+        }
+    }
+}
+
+/// Declares, for as long as it lives, that the calling outside thread is
+/// busy and may still wake blocked tasks, so the deadlock detector must not
+/// fire while every worker is idle. Hold one in an OS thread that will fill
+/// sync variables that tasks wait on, when it does not block in cantus
+/// itself.
+pub struct OutsideActivity {
+    registry: Arc<Registry>,
+}
+
+impl OutsideActivity {
+    /// Starts declaring activity; `None` if no runtime is running.
+    pub fn begin() -> Option<OutsideActivity> {
+        let registry = Registry::current()?;
+        registry.outside.active.fetch_add(1, Ordering::SeqCst);
+        Some(OutsideActivity { registry })
+    }
+}
+
+impl Drop for OutsideActivity {
+    fn drop(&mut self) {
+        self.registry.outside.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}

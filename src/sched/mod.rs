@@ -1,0 +1,66 @@
+//! The scheduler: worker threads, per-worker work-stealing deques, the
+//! injector for outside threads, resume queues for woken tasks, idle
+//! spinning and sleeping. `README.md` beside this file states the policy
+//! (which tasks may move between workers, and why).
+
+mod deadlock;
+pub(crate) mod registry;
+pub(crate) mod sleep;
+pub(crate) mod task;
+pub(crate) mod worker;
+
+pub(crate) use registry::{OutsideBlocked, Registry};
+pub(crate) use worker::WorkerLocal;
+
+use crate::sync::wait::BlockKind;
+use std::sync::atomic::Ordering;
+
+/// Names a blocked task so a waker can make it runnable again: its
+/// worker and its carrier's slot there.
+#[derive(Clone, Copy)]
+pub(crate) struct TaskHandle {
+    registry: *const Registry,
+    worker: u32,
+    slot: u32,
+}
+
+// SAFETY: the handle is plain data; the registry it points to is kept
+// alive by the worker that owns the blocked task (a worker holds an Arc to
+// its registry until it exits, and exits only when it has no blocked task).
+unsafe impl Send for TaskHandle {}
+// SAFETY: as above; `wake` only uses thread-safe parts of the registry.
+unsafe impl Sync for TaskHandle {}
+
+impl TaskHandle {
+    /// The running task's handle, if the caller is a task.
+    #[inline]
+    pub(crate) fn current() -> Option<TaskHandle> {
+        let local = WorkerLocal::current()?;
+        local.in_task().then(|| TaskHandle {
+            registry: &*local.registry,
+            worker: local.index as u32,
+            slot: local.current_slot(),
+        })
+    }
+
+    /// Makes the task runnable on its own worker.
+    #[inline]
+    pub(crate) fn wake(self) {
+        // SAFETY: see the Send impl: the registry outlives blocked tasks.
+        let reg = unsafe { &*self.registry };
+        reg.workers[self.worker as usize].resume.push(self.slot);
+        reg.sleep.notify_worker(self.worker as usize);
+    }
+}
+
+/// Suspends the calling task until its handle is woken.
+pub(crate) fn block_current_task(kind: BlockKind) {
+    WorkerLocal::current()
+        .expect("block_current_task outside a worker")
+        .block_current(kind);
+}
+
+/// Counts a wake-up of a blocked outside thread (deadlock detector).
+pub(crate) fn note_outside_wake() {
+    registry::OUTSIDE_WAKES.fetch_add(1, Ordering::Relaxed);
+}

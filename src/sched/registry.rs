@@ -1,0 +1,232 @@
+//! The registry: state shared by all workers of a runtime (stealers,
+//! resume queues, the injector for outside threads, sleep state,
+//! counters), and the process-wide "current runtime".
+
+use super::sleep::Sleep;
+use super::task::Task;
+use crate::config::Config;
+use crate::error::Error;
+use crate::sync::wait::BLOCK_KINDS;
+use crossbeam_deque::{Injector, Stealer};
+use crossbeam_queue::SegQueue;
+use crossbeam_utils::CachePadded;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Per-worker counters. Each is written only by its own worker (a
+/// relaxed load and store, no read-modify-write), and summed by queries.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) spawned: AtomicU64,
+    pub(crate) started: AtomicU64,
+    pub(crate) finished: AtomicU64,
+    pub(crate) blocked: [AtomicU64; BLOCK_KINDS],
+    pub(crate) sleeping: AtomicU64,
+    pub(crate) steals: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) carriers: AtomicU64,
+    pub(crate) stacks: AtomicU64,
+    pub(crate) detached_panics: AtomicU64,
+    pub(crate) max_stack_resident: AtomicU64,
+    pub(crate) idle: AtomicBool,
+}
+
+/// Adds to an owner-written counter.
+#[inline(always)]
+pub(crate) fn bump(c: &AtomicU64, by: u64) {
+    c.store(
+        c.load(Ordering::Relaxed).wrapping_add(by),
+        Ordering::Relaxed,
+    );
+}
+
+/// Subtracts from an owner-written counter.
+#[inline(always)]
+pub(crate) fn drop_by(c: &AtomicU64, by: u64) {
+    c.store(
+        c.load(Ordering::Relaxed).wrapping_sub(by),
+        Ordering::Relaxed,
+    );
+}
+
+pub(crate) struct WorkerShared {
+    pub(crate) stealer: Stealer<Task>,
+    /// Slots of this worker's carriers whose task was woken; only this
+    /// worker resumes them (see `sched/README.md`).
+    pub(crate) resume: SegQueue<u32>,
+    pub(crate) counters: Counters,
+}
+
+/// Counters for outside threads (any thread may update: RMW).
+#[derive(Default)]
+pub(crate) struct OutsideCounters {
+    pub(crate) injected: AtomicU64,
+    pub(crate) blocked: [AtomicUsize; BLOCK_KINDS],
+    pub(crate) active: AtomicUsize,
+}
+
+pub(crate) struct Registry {
+    pub(crate) config: Config,
+    pub(crate) workers: Box<[CachePadded<WorkerShared>]>,
+    pub(crate) injector: Injector<Task>,
+    pub(crate) sleep: Sleep,
+    pub(crate) terminate: AtomicBool,
+    pub(crate) outside: CachePadded<OutsideCounters>,
+    pub(crate) page: usize,
+}
+
+/// Wake-ups of blocked outside threads (for the deadlock detector).
+pub(crate) static OUTSIDE_WAKES: AtomicU64 = AtomicU64::new(0);
+
+static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
+
+impl Registry {
+    pub(crate) fn new(config: Config, stealers: Vec<Stealer<Task>>) -> Registry {
+        let n = config.workers;
+        Registry {
+            workers: stealers
+                .into_iter()
+                .map(|stealer| {
+                    CachePadded::new(WorkerShared {
+                        stealer,
+                        resume: SegQueue::new(),
+                        counters: Counters::default(),
+                    })
+                })
+                .collect(),
+            injector: Injector::new(),
+            sleep: Sleep::new(n),
+            terminate: AtomicBool::new(false),
+            outside: CachePadded::new(OutsideCounters::default()),
+            page: crate::config::page_size(),
+            config,
+        }
+    }
+
+    /// Makes `reg` the process's running runtime, unless one is running.
+    pub(crate) fn install(reg: &Arc<Registry>) -> Result<(), Error> {
+        let mut cur = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+        if cur.is_some() {
+            return Err(Error::new(
+                crate::ErrorKind::AlreadyRunning,
+                "a cantus runtime is already running in this process; shut it down first \
+                 (cantus runs one runtime at a time)",
+            ));
+        }
+        *cur = Some(reg.clone());
+        Ok(())
+    }
+
+    pub(crate) fn uninstall() {
+        CURRENT.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// The running runtime: the worker's own, or the process's current.
+    pub(crate) fn current() -> Option<Arc<Registry>> {
+        if let Some(local) = super::worker::WorkerLocal::current() {
+            return Some(local.registry.clone());
+        }
+        CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Pushes a task from an outside thread.
+    pub(crate) fn inject(&self, task: Task) {
+        self.outside.injected.fetch_add(1, Ordering::Relaxed);
+        self.injector.push(task);
+        self.sleep.notify_one();
+    }
+
+    fn sum(&self, f: impl Fn(&Counters) -> u64) -> u64 {
+        self.workers
+            .iter()
+            .map(|w| f(&w.counters))
+            .fold(0, u64::wrapping_add)
+    }
+
+    pub(crate) fn blocked_tasks(&self) -> u64 {
+        self.sum(|c| {
+            c.blocked
+                .iter()
+                .map(|b| b.load(Ordering::Relaxed))
+                .fold(0, u64::wrapping_add)
+        })
+    }
+
+    pub(crate) fn blocked_tasks_of(&self, kind: usize) -> u64 {
+        self.sum(|c| c.blocked[kind].load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn sleeping_tasks(&self) -> u64 {
+        self.sum(|c| c.sleeping.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn outside_blocked(&self) -> usize {
+        self.outside
+            .blocked
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Tasks pushed but not yet started.
+    pub(crate) fn queued_tasks(&self) -> u64 {
+        let started = self.sum(|c| c.started.load(Ordering::Acquire));
+        let spawned = self.sum(|c| c.spawned.load(Ordering::Acquire))
+            + self.outside.injected.load(Ordering::Acquire);
+        spawned.saturating_sub(started)
+    }
+
+    /// Tasks started and not finished, blocked or sleeping.
+    pub(crate) fn running_tasks(&self) -> u64 {
+        let finished = self.sum(|c| c.finished.load(Ordering::Acquire));
+        let started = self.sum(|c| c.started.load(Ordering::Acquire));
+        started
+            .saturating_sub(finished)
+            .saturating_sub(self.blocked_tasks())
+            .saturating_sub(self.sleeping_tasks())
+    }
+
+    pub(crate) fn idle_workers(&self) -> usize {
+        self.workers
+            .iter()
+            .filter(|w| w.counters.idle.load(Ordering::Relaxed))
+            .count()
+    }
+
+    /// Every task ever pushed has finished. Reads `finished` before
+    /// `spawned`: a task's spawn happens-before its finish, and a parent's
+    /// spawns happen-before its own finish, so equality means quiescence.
+    pub(crate) fn quiescent(&self) -> bool {
+        let finished = self.sum(|c| c.finished.load(Ordering::Acquire));
+        let spawned = self.sum(|c| c.spawned.load(Ordering::Acquire))
+            + self.outside.injected.load(Ordering::Acquire);
+        finished == spawned
+    }
+}
+
+/// Marks an outside thread blocked in cantus for as long as it lives.
+pub(crate) struct OutsideBlocked {
+    registry: Option<Arc<Registry>>,
+    kind: usize,
+}
+
+impl OutsideBlocked {
+    pub(crate) fn enter(kind: crate::sync::wait::BlockKind) -> OutsideBlocked {
+        let registry = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(r) = &registry {
+            r.outside.blocked[kind as usize].fetch_add(1, Ordering::SeqCst);
+        }
+        OutsideBlocked {
+            registry,
+            kind: kind as usize,
+        }
+    }
+}
+
+impl Drop for OutsideBlocked {
+    fn drop(&mut self) {
+        if let Some(r) = &self.registry {
+            r.outside.blocked[self.kind].fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}

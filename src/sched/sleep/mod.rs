@@ -1,0 +1,206 @@
+//! How idle workers fall asleep and are woken without losing a wake-up.
+//! The protocol, its states and the fence pairs are in `README.md` beside
+//! this file; `tests/loom_sleep.rs` model-checks it.
+
+use crate::loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::loom::sync::{Condvar, Mutex};
+use crossbeam_utils::CachePadded;
+use std::time::Duration;
+
+const AWAKE: u32 = 0;
+const SLEEPY: u32 = 1;
+const SLEEPING: u32 = 2;
+
+struct WorkerSleep {
+    state: AtomicU32,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+/// Sleep state of all workers.
+pub(crate) struct Sleep {
+    /// Workers in SLEEPY or SLEEPING.
+    sleepers: AtomicUsize,
+    /// Counts wake-ups of sleeping workers and of blocked outside threads;
+    /// the deadlock detector compares it across its grace period.
+    epoch: AtomicU64,
+    workers: Box<[CachePadded<WorkerSleep>]>,
+}
+
+/// Why `sleep` returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// The re-check after announcing found something to do.
+    Work,
+    /// Another thread woke us.
+    Notified,
+    /// The timeout passed.
+    TimedOut,
+}
+
+impl Sleep {
+    pub(crate) fn new(workers: usize) -> Sleep {
+        Sleep {
+            sleepers: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
+            workers: (0..workers)
+                .map(|_| {
+                    CachePadded::new(WorkerSleep {
+                        state: AtomicU32::new(AWAKE),
+                        lock: Mutex::new(()),
+                        wake: Condvar::new(),
+                    })
+                })
+                .collect(),
+        }
+    }
+
+    /// Workers currently sleepy or asleep.
+    pub(crate) fn sleepers(&self) -> usize {
+        self.sleepers.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn bump_epoch(&self) {
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Puts worker `w` to sleep unless `has_work` finds something after the
+    /// announcement. Steps S1-S4 of the README.
+    pub(crate) fn sleep(
+        &self,
+        w: usize,
+        has_work: impl Fn() -> bool,
+        timeout: Option<Duration>,
+    ) -> Woke {
+        let me = &self.workers[w];
+        // S1: announce. SeqCst, and the fence below pairs with fence N1 in
+        // the notifiers: either our re-check sees their work, or they see
+        // our SLEEPY state.
+        me.state.store(SLEEPY, Ordering::SeqCst);
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        // S2: re-check.
+        if has_work() {
+            me.state.store(AWAKE, Ordering::SeqCst);
+            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            return Woke::Work;
+        }
+        // S3: commit under the lock, unless a notifier already swapped us
+        // to AWAKE.
+        let mut guard = me.lock.lock().unwrap();
+        let woke = if me
+            .state
+            .compare_exchange(SLEEPY, SLEEPING, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            Woke::Notified
+        } else {
+            // S4: wait until a notifier (holding the lock, so the
+            // notification cannot fall between our check and our wait)
+            // stores AWAKE.
+            loop {
+                guard = match timeout {
+                    None => me.wake.wait(guard).unwrap(),
+                    #[cfg(not(loom))]
+                    Some(t) => {
+                        let (g, res) = me.wake.wait_timeout(guard, t).unwrap();
+                        if res.timed_out()
+                            && me
+                                .state
+                                .compare_exchange(
+                                    SLEEPING,
+                                    AWAKE,
+                                    Ordering::SeqCst,
+                                    Ordering::SeqCst,
+                                )
+                                .is_ok()
+                        {
+                            drop(g);
+                            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                            return Woke::TimedOut;
+                        }
+                        g
+                    }
+                    #[cfg(loom)]
+                    Some(_) => me.wake.wait(guard).unwrap(),
+                };
+                if me.state.load(Ordering::SeqCst) != SLEEPING {
+                    break Woke::Notified;
+                }
+            }
+        };
+        drop(guard);
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        woke
+    }
+
+    /// Wakes worker `w` after something was published that only it will
+    /// take (its resume queue). Steps N1-N3 of the README.
+    pub(crate) fn notify_worker(&self, w: usize) {
+        // N1: pairs with the fence after S1.
+        fence(Ordering::SeqCst);
+        let ws = &self.workers[w];
+        if ws.state.load(Ordering::SeqCst) == AWAKE {
+            return;
+        }
+        self.wake(ws);
+    }
+
+    /// Wakes one sleepy or sleeping worker after publishing work any worker
+    /// may take (the injector). Steps N1-N3 of the README.
+    pub(crate) fn notify_one(&self) {
+        // N1: pairs with the fence after S1.
+        fence(Ordering::SeqCst);
+        self.wake_any();
+    }
+
+    /// Like `notify_one` but without the fence: for work pushed on the
+    /// pushing worker's own deque. The pushing worker is awake and will run
+    /// the work itself, so a missed wake-up costs parallelism, never
+    /// progress; skipping the fence keeps spawn cheap.
+    #[inline]
+    pub(crate) fn notify_one_unfenced(&self) {
+        if self.sleepers.load(Ordering::Relaxed) != 0 {
+            self.wake_any();
+        }
+    }
+
+    /// Wakes every worker (shutdown).
+    pub(crate) fn notify_all(&self) {
+        fence(Ordering::SeqCst);
+        for ws in self.workers.iter() {
+            self.wake(ws);
+        }
+    }
+
+    fn wake_any(&self) {
+        if self.sleepers.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for ws in self.workers.iter() {
+            if ws.state.load(Ordering::SeqCst) != AWAKE && self.wake(ws) {
+                return;
+            }
+        }
+    }
+
+    /// N2/N3: swap to AWAKE; if it was SLEEPING, signal under its lock.
+    /// Returns whether we moved it out of SLEEPY or SLEEPING.
+    fn wake(&self, ws: &WorkerSleep) -> bool {
+        match ws.state.swap(AWAKE, Ordering::SeqCst) {
+            AWAKE => false,
+            SLEEPY => true,
+            _ => {
+                let _g = ws.lock.lock().unwrap();
+                ws.wake.notify_one();
+                drop(_g);
+                self.bump_epoch();
+                true
+            }
+        }
+    }
+}

@@ -1,0 +1,618 @@
+//! Worker threads and their carriers.
+//!
+//! A worker runs tasks on *carriers*: coroutines on pooled task stacks. A
+//! carrier runs tasks one after another, as plain calls, until one blocks;
+//! only then does the worker need another carrier. So a task that never
+//! blocks costs a function call, and a stack is bound to a task when it
+//! first runs. A blocked task keeps its carrier (its stack) and is resumed
+//! by its own worker only: see `sched/README.md` for why.
+
+use super::registry::{Registry, WorkerShared, bump, drop_by};
+use super::task::Task;
+use crate::config::WaitPolicy;
+use crate::fiber::guard;
+use crate::fiber::stack::TaskStack;
+use crate::sync::wait::{BLOCK_KINDS, BlockKind};
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use crossbeam_deque::{Steal, Worker};
+use std::cell::{Cell, RefCell};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Input to a carrier when resumed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resume {
+    Run,
+    Exit,
+}
+
+/// Why a carrier gave control back to its worker.
+pub(crate) enum Suspend {
+    /// Out of tasks (or a woken task should run first).
+    Idle,
+    /// Its task blocked on a wait queue.
+    Blocked,
+    /// Its task yielded.
+    Yielded,
+    /// Its task sleeps until the instant.
+    Sleep(Instant),
+}
+
+type Carrier = Coroutine<Resume, Suspend, (), TaskStack>;
+
+struct Slot {
+    carrier: Option<Carrier>,
+    guard: (usize, usize),
+}
+
+/// Idle carriers kept per worker; more are retired to the stack pool.
+const IDLE_CARRIERS: usize = 16;
+/// Stacks kept per worker beyond those held by carriers.
+const POOLED_STACKS: usize = 16;
+/// `current_slot` while the worker runs its own loop, not a carrier.
+const NO_SLOT: u32 = u32::MAX;
+
+thread_local! {
+    static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
+}
+
+/// A worker's private state; lives on its thread's stack.
+pub(crate) struct WorkerLocal {
+    pub(crate) index: usize,
+    pub(crate) registry: Arc<Registry>,
+    deque: Worker<Task>,
+    slots: RefCell<Vec<Slot>>,
+    free_slots: RefCell<Vec<u32>>,
+    idle: RefCell<Vec<u32>>,
+    stacks: RefCell<Vec<TaskStack>>,
+    yielded: RefCell<VecDeque<u32>>,
+    timers: RefCell<BinaryHeap<Reverse<(Instant, u32)>>>,
+    handoff: Cell<Option<Task>>,
+    current_slot: Cell<u32>,
+    yielder: Cell<*const Yielder<Resume, Suspend>>,
+    task_id: Cell<u64>,
+    task_seq: Cell<u64>,
+    rng: Cell<u64>,
+    max_resident: Cell<usize>,
+}
+
+impl WorkerLocal {
+    /// The calling thread's worker, if it is one.
+    #[inline]
+    pub(crate) fn current() -> Option<&'static WorkerLocal> {
+        let p = WORKER.with(|w| w.get());
+        // SAFETY: WORKER is set only by worker_main to a WorkerLocal on its
+        // own stack and cleared before that frame ends; code that reads it
+        // runs on that thread inside that frame.
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    #[inline]
+    fn shared(&self) -> &WorkerShared {
+        &self.registry.workers[self.index]
+    }
+
+    /// Whether the caller is running inside a task (on a carrier).
+    #[inline]
+    pub(crate) fn in_task(&self) -> bool {
+        self.current_slot.get() != NO_SLOT
+    }
+
+    pub(crate) fn current_task_id(&self) -> Option<u64> {
+        self.in_task().then(|| self.task_id.get())
+    }
+
+    pub(crate) fn current_slot(&self) -> u32 {
+        self.current_slot.get()
+    }
+
+    /// Pushes a task on this worker's deque.
+    #[inline]
+    pub(crate) fn push(&self, task: Task) {
+        bump(&self.shared().counters.spawned, 1);
+        self.deque.push(task);
+        self.registry.sleep.notify_one_unfenced();
+    }
+
+    /// Pops the newest task of this worker's deque if it belongs to
+    /// `group`; otherwise leaves the deque as it was.
+    #[inline]
+    pub(crate) fn pop_if_group(&self, group: *const ()) -> Option<Task> {
+        let t = self.deque.pop()?;
+        if t.group() == group {
+            return Some(t);
+        }
+        self.deque.push(t);
+        None
+    }
+
+    /// Runs a task on the current carrier as a nested call.
+    #[inline]
+    pub(crate) fn run_task(&self, task: Task) {
+        let seq = self.task_seq.get() + 1;
+        self.task_seq.set(seq);
+        let id = seq * self.registry.workers.len() as u64 + self.index as u64 + 1;
+        let prev = self.task_id.replace(id);
+        guard::set_running_task(id);
+        let c = &self.shared().counters;
+        bump(&c.started, 1);
+        task.run();
+        // Release: pairs with the Acquire loads in Registry::quiescent.
+        c.finished
+            .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
+        self.task_id.set(prev);
+        guard::set_running_task(prev);
+    }
+
+    /// Counts a pushed task that its owner took back and called directly.
+    #[inline]
+    pub(crate) fn count_inline_run(&self) {
+        let c = &self.shared().counters;
+        bump(&c.started, 1);
+        // Release: pairs with the Acquire loads in Registry::quiescent.
+        c.finished
+            .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
+    }
+
+    pub(crate) fn note_detached_panic(&self) {
+        bump(&self.shared().counters.detached_panics, 1);
+    }
+
+    /// Suspends the running task's carrier; returns when it is resumed.
+    pub(crate) fn suspend_current(&self, why: Suspend) {
+        debug_assert!(self.in_task());
+        let y = self.yielder.get();
+        let slot = self.current_slot.get();
+        let id = self.task_id.get();
+        // SAFETY: `yielder` was set by this carrier's body (carrier_main) on
+        // its latest resume and the carrier is the one running now, so the
+        // pointer is to its live Yielder on this very stack.
+        let r = unsafe { (*y).suspend(why) };
+        debug_assert!(
+            r == Resume::Run,
+            "a suspended task is only ever resumed to run"
+        );
+        self.yielder.set(y);
+        self.current_slot.set(slot);
+        self.task_id.set(id);
+        guard::set_running_task(id);
+    }
+
+    /// Blocks the running task until its handle is woken.
+    pub(crate) fn block_current(&self, kind: BlockKind) {
+        let c = &self.shared().counters;
+        bump(&c.blocked[kind as usize], 1);
+        self.suspend_current(Suspend::Blocked);
+        drop_by(&c.blocked[kind as usize], 1);
+    }
+
+    /// Lets other tasks of this worker run, then continues.
+    pub(crate) fn yield_current(&self) {
+        self.suspend_current(Suspend::Yielded);
+    }
+
+    /// Suspends the running task until `deadline`.
+    pub(crate) fn sleep_current(&self, deadline: Instant) {
+        let c = &self.shared().counters;
+        bump(&c.sleeping, 1);
+        self.suspend_current(Suspend::Sleep(deadline));
+        drop_by(&c.sleeping, 1);
+    }
+
+    /// Finds a task: the hand-off slot, own deque, injector, then a victim.
+    fn find_task(&self) -> Option<Task> {
+        if let Some(t) = self.handoff.take() {
+            return Some(t);
+        }
+        if let Some(t) = self.deque.pop() {
+            return Some(t);
+        }
+        self.steal()
+    }
+
+    fn steal(&self) -> Option<Task> {
+        let reg = &*self.registry;
+        loop {
+            match reg.injector.steal_batch_and_pop(&self.deque) {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+        let n = reg.workers.len();
+        if n == 1 {
+            return None;
+        }
+        // xorshift for the first victim, then round robin.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        let start = (x % n as u64) as usize;
+        for k in 0..n {
+            let v = (start + k) % n;
+            if v == self.index {
+                continue;
+            }
+            loop {
+                match reg.workers[v].stealer.steal() {
+                    Steal::Success(t) => {
+                        bump(&self.shared().counters.steals, 1);
+                        return Some(t);
+                    }
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    /// Something is waiting that the worker loop (not a carrier) handles.
+    #[inline]
+    fn resumable_pending(&self) -> bool {
+        !self.shared().resume.is_empty()
+            || self
+                .timers
+                .borrow()
+                .peek()
+                .is_some_and(|Reverse((d, _))| *d <= Instant::now())
+    }
+
+    fn timer_due(&self, now: impl Fn() -> Instant) -> Option<u32> {
+        let mut timers = self.timers.borrow_mut();
+        let &Reverse((deadline, slot)) = timers.peek()?;
+        (deadline <= now()).then(|| {
+            timers.pop();
+            slot
+        })
+    }
+
+    /// Could anything be done right now? (Cheap checks only.)
+    fn has_work(&self) -> bool {
+        let reg = &*self.registry;
+        !self.shared().resume.is_empty()
+            || !self.deque.is_empty()
+            || !self.yielded.borrow().is_empty()
+            || !reg.injector.is_empty()
+            || reg.workers.iter().any(|w| !w.stealer.is_empty())
+            || self
+                .timers
+                .borrow()
+                .peek()
+                .is_some_and(|Reverse((d, _))| *d <= Instant::now())
+    }
+
+    fn new_carrier(&self) -> u32 {
+        let reg = &*self.registry;
+        let c = &self.shared().counters;
+        let stack = match self.stacks.borrow_mut().pop() {
+            Some(s) => s,
+            None => match TaskStack::new(reg.config.stack_size, reg.page) {
+                Ok(s) => {
+                    bump(&c.stacks, 1);
+                    s
+                }
+                Err(e) => {
+                    eprintln!(
+                        "cantus: cannot map a task stack of {} KiB ({e}); {} carriers are in use on worker {}. \
+                         Lower CANTUS_STACK_SIZE, block fewer tasks at once, or raise vm.max_map_count. Aborting.",
+                        reg.config.stack_size / 1024,
+                        self.slots.borrow().len(),
+                        self.index
+                    );
+                    std::process::abort();
+                }
+            },
+        };
+        bump(&c.carriers, 1);
+        let guard = stack.guard();
+        let slot = match self.free_slots.borrow_mut().pop() {
+            Some(s) => s,
+            None => {
+                let mut slots = self.slots.borrow_mut();
+                slots.push(Slot {
+                    carrier: None,
+                    guard: (0, 0),
+                });
+                (slots.len() - 1) as u32
+            }
+        };
+        let me = self as *const WorkerLocal as usize;
+        let carrier = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Suspend>, input| {
+            // SAFETY: carriers run only on this worker's thread, inside
+            // worker_main's frame where the WorkerLocal lives.
+            carrier_main(unsafe { &*(me as *const WorkerLocal) }, slot, y, input)
+        });
+        let mut slots = self.slots.borrow_mut();
+        slots[slot as usize] = Slot {
+            carrier: Some(carrier),
+            guard,
+        };
+        slot
+    }
+
+    fn resume(&self, slot: u32) {
+        let (mut carrier, guard) = {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[slot as usize];
+            (
+                s.carrier
+                    .take()
+                    .expect("a resumed carrier is parked in its slot"),
+                s.guard,
+            )
+        };
+        guard::set_running(guard, self.task_id.get(), self.registry.config.stack_size);
+        let result = carrier.resume(Resume::Run);
+        self.current_slot.set(NO_SLOT);
+        guard::set_running((0, 0), 0, 0);
+        match result {
+            CoroutineResult::Yield(why) => {
+                self.slots.borrow_mut()[slot as usize].carrier = Some(carrier);
+                match why {
+                    Suspend::Idle => self.park_idle(slot),
+                    Suspend::Blocked => {}
+                    Suspend::Yielded => self.yielded.borrow_mut().push_back(slot),
+                    Suspend::Sleep(deadline) => {
+                        self.timers.borrow_mut().push(Reverse((deadline, slot)))
+                    }
+                }
+            }
+            CoroutineResult::Return(()) => self.recycle(carrier, slot),
+        }
+    }
+
+    fn park_idle(&self, slot: u32) {
+        let mut idle = self.idle.borrow_mut();
+        if idle.len() < IDLE_CARRIERS {
+            idle.push(slot);
+            return;
+        }
+        drop(idle);
+        let carrier = self.slots.borrow_mut()[slot as usize]
+            .carrier
+            .take()
+            .expect("idle carrier");
+        self.retire(carrier, slot);
+    }
+
+    /// Finishes an idle carrier and keeps or frees its stack.
+    fn retire(&self, mut carrier: Carrier, slot: u32) {
+        match carrier.resume(Resume::Exit) {
+            CoroutineResult::Return(()) => self.recycle(carrier, slot),
+            CoroutineResult::Yield(_) => unreachable!("an exiting carrier returns"),
+        }
+    }
+
+    fn recycle(&self, carrier: Carrier, slot: u32) {
+        let stack = carrier.into_stack();
+        let resident = stack.resident_bytes(self.registry.page);
+        self.max_resident.set(self.max_resident.get().max(resident));
+        let mut stacks = self.stacks.borrow_mut();
+        if stacks.len() < POOLED_STACKS {
+            stacks.push(stack);
+        }
+        self.free_slots.borrow_mut().push(slot);
+    }
+
+    fn start(&self, task: Task) {
+        self.handoff.set(Some(task));
+        let slot = self
+            .idle
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| self.new_carrier());
+        self.resume(slot);
+    }
+
+    /// The worker loop.
+    fn run(&self) {
+        let reg = &*self.registry;
+        loop {
+            if let Some(slot) = self.shared().resume.pop() {
+                self.resume(slot);
+                continue;
+            }
+            if !self.timers.borrow().is_empty() {
+                if let Some(slot) = self.timer_due(Instant::now) {
+                    self.resume(slot);
+                    continue;
+                }
+            }
+            if let Some(t) = self.deque.pop() {
+                self.start(t);
+                continue;
+            }
+            let yielded = self.yielded.borrow_mut().pop_front();
+            if let Some(slot) = yielded {
+                self.resume(slot);
+                continue;
+            }
+            if let Some(t) = self.steal() {
+                self.start(t);
+                continue;
+            }
+            if reg.terminate.load(Ordering::Acquire)
+                && self.timers.borrow().is_empty()
+                && self.blocked_here() == 0
+            {
+                break;
+            }
+            self.idle_wait();
+        }
+    }
+
+    fn blocked_here(&self) -> u64 {
+        let c = &self.shared().counters;
+        (0..BLOCK_KINDS)
+            .map(|k| c.blocked[k].load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// Spins, then sleeps, per the wait policy, until there may be work.
+    fn idle_wait(&self) {
+        let reg = &*self.registry;
+        let c = &self.shared().counters;
+        c.idle.store(true, Ordering::Relaxed);
+        let budget = match reg.config.wait_policy {
+            WaitPolicy::Active => u32::MAX,
+            _ => reg.config.spin,
+        };
+        let mut spins = 0u32;
+        loop {
+            if self.has_work() || reg.terminate.load(Ordering::Acquire) {
+                break;
+            }
+            if spins < budget {
+                spins = spins.saturating_add(1);
+                for _ in 0..4 {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            let timer = self
+                .timers
+                .borrow()
+                .peek()
+                .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
+            let deadlock = reg.config.deadlock.filter(|_| self.deadlock_suspected());
+            let snapshot = (
+                reg.sleep.epoch(),
+                super::registry::OUTSIDE_WAKES.load(Ordering::SeqCst),
+            );
+            let timeout = match (timer, deadlock) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            bump(&c.parks, 1);
+            let woke = reg.sleep.sleep(
+                self.index,
+                || self.has_work() || reg.terminate.load(Ordering::Acquire),
+                timeout,
+            );
+            if woke == super::sleep::Woke::TimedOut
+                && deadlock.is_some()
+                && snapshot
+                    == (
+                        reg.sleep.epoch(),
+                        super::registry::OUTSIDE_WAKES.load(Ordering::SeqCst),
+                    )
+                && self.deadlock_suspected()
+            {
+                super::deadlock::report(reg, deadlock.unwrap_or(Duration::ZERO));
+            }
+            break;
+        }
+        c.idle.store(false, Ordering::Relaxed);
+    }
+
+    /// Every other worker sleeps, nothing is queued or timed, tasks or
+    /// outside threads are blocked, an outside thread waits in cantus and
+    /// no outside thread declared activity.
+    fn deadlock_suspected(&self) -> bool {
+        let reg = &*self.registry;
+        reg.sleep.sleepers() + 1 >= reg.workers.len()
+            && reg.outside_blocked() > 0
+            && reg.outside.active.load(Ordering::SeqCst) == 0
+            && reg.sleeping_tasks() == 0
+            && self.timers.borrow().is_empty()
+            && reg.injector.is_empty()
+            && reg
+                .workers
+                .iter()
+                .all(|w| w.stealer.is_empty() && w.resume.is_empty())
+    }
+}
+
+fn carrier_main(local: &WorkerLocal, slot: u32, y: &Yielder<Resume, Suspend>, input: Resume) {
+    if input == Resume::Exit {
+        return;
+    }
+    loop {
+        local.yielder.set(y);
+        local.current_slot.set(slot);
+        while let Some(task) = local.find_task() {
+            local.run_task(task);
+            if local.resumable_pending() {
+                break;
+            }
+        }
+        if y.suspend(Suspend::Idle) == Resume::Exit {
+            return;
+        }
+    }
+}
+
+/// A worker thread's body.
+pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Task>) {
+    let _alt = guard::AltStack::ensure();
+    let local = WorkerLocal {
+        index,
+        registry,
+        deque,
+        slots: RefCell::new(Vec::new()),
+        free_slots: RefCell::new(Vec::new()),
+        idle: RefCell::new(Vec::new()),
+        stacks: RefCell::new(Vec::new()),
+        yielded: RefCell::new(VecDeque::new()),
+        timers: RefCell::new(BinaryHeap::new()),
+        handoff: Cell::new(None),
+        current_slot: Cell::new(NO_SLOT),
+        yielder: Cell::new(std::ptr::null()),
+        task_id: Cell::new(0),
+        task_seq: Cell::new(0),
+        rng: Cell::new(
+            0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+        ),
+        max_resident: Cell::new(0),
+    };
+    WORKER.with(|w| w.set(&local));
+    guard::set_running((0, 0), 0, 0);
+    local.run();
+    // Shutdown: finish idle carriers; measure the stacks they used.
+    let idle: Vec<u32> = local.idle.borrow_mut().drain(..).collect();
+    for slot in idle {
+        let carrier = local.slots.borrow_mut()[slot as usize]
+            .carrier
+            .take()
+            .expect("idle carrier");
+        local.retire(carrier, slot);
+    }
+    for s in local.stacks.borrow().iter() {
+        local.max_resident.set(
+            local
+                .max_resident
+                .get()
+                .max(s.resident_bytes(local.registry.page)),
+        );
+    }
+    local
+        .shared()
+        .counters
+        .max_stack_resident
+        .store(local.max_resident.get() as u64, Ordering::Relaxed);
+    // Carriers still parked would hold blocked tasks; shutdown waits for
+    // quiescence, so there are none. Never unwind a blocked carrier: its
+    // waiter node may still be linked into a wait queue.
+    for s in local.slots.borrow_mut().drain(..) {
+        if let Some(c) = s.carrier {
+            std::mem::forget(c);
+        }
+    }
+    WORKER.with(|w| w.set(std::ptr::null()));
+}
+
+/// Pins the calling thread to one CPU.
+pub(crate) fn pin_to(cpu: usize) {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes within the set for cpu < CPU_SETSIZE.
+    unsafe { libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set) };
+    // SAFETY: valid set of the size we pass; 0 means the calling thread.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+}

@@ -1,0 +1,252 @@
+//! `Sync<T>`: a full/empty synchronization variable (Chapel's `sync`),
+//! native to the tasking layer: its full bit lives in its own word and
+//! blocked tasks queue on the variable itself (seed 000, section 6).
+
+use super::wait::{BlockKind, Waiter, WakeList, Want};
+use super::word::{Locked, ONE, WaitWord, Wake};
+use crate::loom::UnsafeCell;
+use crate::loom::sync::atomic::Ordering;
+use std::fmt;
+use std::mem::MaybeUninit;
+
+const FULL: usize = ONE;
+
+/// A variable that is either full (holds a `T`) or empty.
+///
+/// Operations are named as in Chapel and Qthreads: the first letter is the
+/// state the operation waits for (`F`ull, `E`mpty, or `X` for any), the
+/// second the state it leaves (`readFE` waits for full, leaves empty).
+/// Waiting blocks only the calling task: its worker runs other tasks
+/// meanwhile. Outside OS threads may call every operation too; they spin
+/// briefly, then park.
+///
+/// ```
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// let v = cantus::Sync::new();
+/// rt.block_on(|| {
+///     cantus::scope(|s| {
+///         s.spawn(|| v.write_ef(42));
+///         assert_eq!(v.read_fe(), 42);
+///     });
+/// });
+/// assert!(!v.is_full());
+/// ```
+pub struct Sync<T> {
+    word: WaitWord,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: the value moves between threads through the variable, so T: Send
+// is needed and sufficient; all access to it holds the word's lock bit.
+unsafe impl<T: Send> Send for Sync<T> {}
+// SAFETY: shared access only moves values in and out under the lock bit
+// (readFF clones under the lock, so T: Send suffices as for a Mutex).
+unsafe impl<T: Send> core::marker::Sync for Sync<T> {}
+
+// A panic never leaves the variable's lock held or its queue half-linked
+// (no user code runs inside the critical sections), so it stays usable.
+impl<T> std::panic::RefUnwindSafe for Sync<T> {}
+impl<T> std::panic::UnwindSafe for Sync<T> {}
+
+impl<T> Default for Sync<T> {
+    fn default() -> Self {
+        Sync::new()
+    }
+}
+
+impl<T> Sync<T> {
+    /// An empty variable.
+    pub fn new() -> Sync<T> {
+        Sync {
+            word: WaitWord::new(0),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// A full variable holding `value`.
+    pub fn with_value(value: T) -> Sync<T> {
+        Sync {
+            word: WaitWord::new(FULL),
+            value: UnsafeCell::new(MaybeUninit::new(value)),
+        }
+    }
+
+    /// Whether the variable is full right now (it may change at once).
+    pub fn is_full(&self) -> bool {
+        // Acquire pairs with the Release in Locked::unlock_with.
+        self.word.state.load(Ordering::Acquire) & FULL != 0
+    }
+
+    /// Waits until full, takes the value, leaves the variable empty.
+    pub fn read_fe(&self) -> T {
+        if let Some(l) = self.word.try_lock_exact(FULL) {
+            // SAFETY: we hold the lock and the variable is full.
+            let v = unsafe { self.take_value() };
+            l.unlock_with(0);
+            return v;
+        }
+        let l = self.acquire(Want::FullConsume, BlockKind::SyncRead);
+        // SAFETY: we hold the lock and acquire returned with FULL set.
+        let v = unsafe { self.take_value() };
+        Self::release(l, true, false);
+        v
+    }
+
+    /// Waits until full, returns a copy, leaves the variable full.
+    pub fn read_ff(&self) -> T
+    where
+        T: Clone,
+    {
+        let l = self.acquire(Want::Full, BlockKind::SyncRead);
+        // SAFETY: we hold the lock and the variable is full.
+        let v = unsafe { self.value.with_mut(|p| (*p).assume_init_ref().clone()) };
+        l.unlock_with(FULL);
+        v
+    }
+
+    /// Returns a copy of the value if full, `None` if empty, without
+    /// waiting; the state is unchanged.
+    pub fn read_xx(&self) -> Option<T>
+    where
+        T: Clone,
+    {
+        let l = self.word.lock();
+        let full = l.state() & FULL != 0;
+        // SAFETY: we hold the lock; the value is initialised when full.
+        let v = full.then(|| unsafe { self.value.with_mut(|p| (*p).assume_init_ref().clone()) });
+        l.unlock_with(if full { FULL } else { 0 });
+        v
+    }
+
+    /// Waits until empty, stores `value`, leaves the variable full.
+    pub fn write_ef(&self, value: T) {
+        if let Some(l) = self.word.try_lock_exact(0) {
+            // SAFETY: we hold the lock and the variable is empty.
+            unsafe { self.value.with_mut(|p| (*p).write(value)) };
+            l.unlock_with(FULL);
+            return;
+        }
+        let l = self.acquire(Want::Empty, BlockKind::SyncWrite);
+        // SAFETY: we hold the lock and the variable is empty.
+        unsafe { self.value.with_mut(|p| (*p).write(value)) };
+        Self::release(l, false, true);
+    }
+
+    /// Waits until full, replaces the value, leaves the variable full.
+    pub fn write_ff(&self, value: T) {
+        let l = self.acquire(Want::Full, BlockKind::SyncWrite);
+        // SAFETY: we hold the lock and the variable is full: replace the
+        // old value (dropping it) with the new one.
+        unsafe { self.value.with_mut(|p| *(*p).assume_init_mut() = value) };
+        l.unlock_with(FULL);
+    }
+
+    /// Stores `value` whatever the state, leaves the variable full.
+    pub fn write_xf(&self, value: T) {
+        let l = self.word.lock();
+        let was_full = l.state() & FULL != 0;
+        // SAFETY: we hold the lock; drop the old value only if there is one.
+        unsafe {
+            self.value.with_mut(|p| {
+                if was_full {
+                    (*p).assume_init_drop();
+                }
+                (*p).write(value);
+            })
+        };
+        Self::release(l, was_full, true);
+    }
+
+    /// Empties the variable, dropping any value (Chapel's `reset`).
+    pub fn reset(&self) {
+        let l = self.word.lock();
+        let was_full = l.state() & FULL != 0;
+        if was_full {
+            // SAFETY: we hold the lock and the value is initialised.
+            unsafe { self.value.with_mut(|p| (*p).assume_init_drop()) };
+        }
+        Self::release(l, was_full, false);
+    }
+
+    /// Takes the value out if full, without waiting; leaves it empty.
+    pub fn try_read_fe(&self) -> Option<T> {
+        let l = self.word.lock();
+        if l.state() & FULL == 0 {
+            l.unlock_with(0);
+            return None;
+        }
+        // SAFETY: we hold the lock and the variable is full.
+        let v = unsafe { self.take_value() };
+        Self::release(l, true, false);
+        Some(v)
+    }
+
+    /// Consumes the variable, returning its value if full.
+    pub fn into_inner(self) -> Option<T> {
+        let me = std::mem::ManuallyDrop::new(self);
+        let full = me.word.state.load(Ordering::Acquire) & FULL != 0;
+        // SAFETY: we own the variable (no other references); the value is
+        // initialised when full, and `me` is never dropped, so it is read
+        // exactly once.
+        full.then(|| unsafe { me.value.with_mut(|p| (*p).assume_init_read()) })
+    }
+
+    /// # Safety
+    /// The caller holds the lock and the variable is full.
+    unsafe fn take_value(&self) -> T {
+        // SAFETY: per the contract the value is initialised and ours to move.
+        self.value.with_mut(|p| unsafe { (*p).assume_init_read() })
+    }
+
+    /// Locks the word once its FULL bit matches `want`, blocking meanwhile.
+    fn acquire(&self, want: Want, kind: BlockKind) -> Locked<'_> {
+        let need_full = want != Want::Empty;
+        loop {
+            let l = self.word.lock();
+            if (l.state() & FULL != 0) == need_full {
+                return l;
+            }
+            let waiter = Waiter::current(want);
+            // SAFETY: `waiter` stays on this frame, unmoved, until block()
+            // returns, which happens only after a waker unlinked it.
+            unsafe { l.push(&waiter) };
+            let full = l.state() & FULL;
+            l.unlock_with(full);
+            waiter.block(kind);
+        }
+    }
+
+    /// Unlocks with the new state and wakes whoever the change admits.
+    fn release(l: Locked<'_>, was_full: bool, now_full: bool) {
+        let mut wake = WakeList::new();
+        if was_full != now_full {
+            l.take(
+                if now_full {
+                    Wake::BecameFull
+                } else {
+                    Wake::BecameEmpty
+                },
+                &mut wake,
+            );
+        }
+        l.unlock_with(if now_full { FULL } else { 0 });
+        wake.wake_all();
+    }
+}
+
+impl<T> Drop for Sync<T> {
+    fn drop(&mut self) {
+        if self.word.state.load(Ordering::Relaxed) & FULL != 0 {
+            // SAFETY: &mut self: no other access; the value is initialised.
+            self.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+        }
+    }
+}
+
+impl<T> fmt::Debug for Sync<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sync")
+            .field("full", &self.is_full())
+            .finish()
+    }
+}

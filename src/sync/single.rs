@@ -1,0 +1,120 @@
+//! `Single<T>`: a write-once variable (Chapel's `single`).
+
+use super::wait::{BlockKind, Waiter, WakeList, Want};
+use super::word::{ONE, WaitWord, Wake};
+use crate::error::{Error, ErrorKind};
+use crate::loom::UnsafeCell;
+use crate::loom::sync::atomic::Ordering;
+use std::fmt;
+use std::mem::MaybeUninit;
+
+const FULL: usize = ONE;
+
+/// Empty until written once; then every read returns the value at once.
+/// Reads before the write block (only the calling task).
+pub struct Single<T> {
+    word: WaitWord,
+    value: UnsafeCell<MaybeUninit<T>>,
+}
+
+// SAFETY: the value is written once under the lock bit, then only read
+// through shared references; sending or sharing it needs T: Send + Sync.
+unsafe impl<T: Send> Send for Single<T> {}
+// SAFETY: as above; readers get &T, so T: Sync is required too.
+unsafe impl<T: Send + core::marker::Sync> core::marker::Sync for Single<T> {}
+
+// A panic never leaves the variable's lock held or its queue half-linked
+// (no user code runs inside the critical sections), so it stays usable.
+impl<T> std::panic::RefUnwindSafe for Single<T> {}
+impl<T> std::panic::UnwindSafe for Single<T> {}
+
+impl<T> Default for Single<T> {
+    fn default() -> Self {
+        Single::new()
+    }
+}
+
+impl<T> Single<T> {
+    /// An empty variable.
+    pub fn new() -> Single<T> {
+        Single {
+            word: WaitWord::new(0),
+            value: UnsafeCell::new(MaybeUninit::uninit()),
+        }
+    }
+
+    /// Whether the value has been written.
+    pub fn is_full(&self) -> bool {
+        // Acquire pairs with the Release in unlock_with in `try_write`.
+        self.word.state.load(Ordering::Acquire) & FULL != 0
+    }
+
+    /// Writes the value; a second write is an error and gives the value back.
+    pub fn try_write(&self, value: T) -> Result<(), (T, Error)> {
+        let l = self.word.lock();
+        if l.state() & FULL != 0 {
+            l.unlock_with(FULL);
+            return Err((
+                value,
+                Error::new(ErrorKind::AlreadyWritten, "cantus::Single written twice"),
+            ));
+        }
+        // SAFETY: we hold the lock and the variable was never written.
+        unsafe { self.value.with_mut(|p| (*p).write(value)) };
+        let mut wake = WakeList::new();
+        l.take(Wake::BecameFull, &mut wake);
+        l.unlock_with(FULL);
+        wake.wake_all();
+        Ok(())
+    }
+
+    /// Writes the value (`writeEF`). Panics if it was already written.
+    pub fn write(&self, value: T) {
+        if let Err((_, e)) = self.try_write(value) {
+            panic!("{e}");
+        }
+    }
+
+    /// Waits until written (`readFF`), then returns the value.
+    pub fn read(&self) -> &T {
+        while !self.is_full() {
+            let l = self.word.lock();
+            if l.state() & FULL != 0 {
+                l.unlock_with(FULL);
+                break;
+            }
+            let waiter = Waiter::current(Want::Full);
+            // SAFETY: `waiter` stays on this frame until woken.
+            unsafe { l.push(&waiter) };
+            l.unlock_with(0);
+            waiter.block(BlockKind::SingleRead);
+        }
+        // SAFETY: FULL was observed with Acquire after the write's Release;
+        // the value is never written or dropped again while &self lives.
+        unsafe { &*self.value.with_mut(|p| (*p).as_ptr()) }
+    }
+
+    /// The value if written, without waiting.
+    pub fn try_read(&self) -> Option<&T> {
+        // SAFETY: as in `read`.
+        self.is_full()
+            .then(|| unsafe { &*self.value.with_mut(|p| (*p).as_ptr()) })
+    }
+}
+
+impl<T> Drop for Single<T> {
+    fn drop(&mut self) {
+        if self.word.state.load(Ordering::Relaxed) & FULL != 0 {
+            // SAFETY: &mut self: no other access; the value is initialised.
+            self.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Single<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Single")
+            .field("value", &self.try_read())
+            .finish()
+    }
+}

@@ -1,0 +1,190 @@
+//! Waiter nodes and how a waiter blocks and is woken.
+//!
+//! A `Waiter` lives on the blocked party's own stack: a task's stack (kept
+//! alive while the task is suspended) or an outside OS thread's stack. It is
+//! linked into the wait queue of the variable it waits on, under that
+//! variable's lock bit (see `word.rs`). A waker unlinks it under the lock,
+//! and after unlocking calls [`WakeList::wake_all`], which reads everything
+//! it needs from a node *before* waking it, since the woken party may return
+//! and pop the node's stack frame at once.
+
+use crate::loom::sync::atomic::{AtomicBool, Ordering};
+use crate::loom::thread::{self, Thread};
+use std::cell::Cell;
+use std::ptr;
+
+/// What a waiter waits for; decides whom a state change wakes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Want {
+    /// Full, and leaves it full (readFF, writeFF, Single reads).
+    Full,
+    /// Full, and empties it (readFE).
+    FullConsume,
+    /// Empty (writeEF).
+    Empty,
+    /// A count of zero (end counts).
+    Zero,
+}
+
+/// Why a task or thread is blocked, for queries and deadlock reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BlockKind {
+    /// A `Sync` read waiting for full.
+    SyncRead = 0,
+    /// A `Sync` write waiting for empty or full.
+    SyncWrite = 1,
+    /// A `Single` read.
+    SingleRead = 2,
+    /// A task group, scope, join or coforall waiting for its tasks.
+    GroupWait = 3,
+}
+
+/// Number of [`BlockKind`]s.
+pub(crate) const BLOCK_KINDS: usize = 4;
+
+impl BlockKind {
+    pub(crate) const ALL: [BlockKind; BLOCK_KINDS] = [
+        BlockKind::SyncRead,
+        BlockKind::SyncWrite,
+        BlockKind::SingleRead,
+        BlockKind::GroupWait,
+    ];
+
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            BlockKind::SyncRead => "reading a Sync variable (readFE/readFF)",
+            BlockKind::SyncWrite => "writing a Sync variable (writeEF/writeFF)",
+            BlockKind::SingleRead => "reading a Single variable",
+            BlockKind::GroupWait => "waiting for a task group, scope, join or coforall",
+        }
+    }
+}
+
+enum Target {
+    Thread {
+        woken: AtomicBool,
+        thread: Thread,
+    },
+    #[cfg(not(loom))]
+    Task(crate::sched::TaskHandle),
+}
+
+/// A node in a wait queue.
+pub(crate) struct Waiter {
+    /// Next node; only touched under the owning word's lock.
+    pub(crate) next: Cell<*const Waiter>,
+    pub(crate) want: Want,
+    target: Target,
+}
+
+impl Waiter {
+    /// A waiter for the calling task, or the calling thread outside tasks.
+    pub(crate) fn current(want: Want) -> Waiter {
+        #[cfg(not(loom))]
+        if let Some(handle) = crate::sched::TaskHandle::current() {
+            return Waiter {
+                next: Cell::new(ptr::null()),
+                want,
+                target: Target::Task(handle),
+            };
+        }
+        Waiter {
+            next: Cell::new(ptr::null()),
+            want,
+            target: Target::Thread {
+                woken: AtomicBool::new(false),
+                thread: thread::current(),
+            },
+        }
+    }
+
+    /// Blocks until [`WakeList::wake_all`] has woken this node. Must be
+    /// called after the node was linked and the lock released.
+    pub(crate) fn block(&self, kind: BlockKind) {
+        match &self.target {
+            #[cfg(not(loom))]
+            Target::Task(_) => crate::sched::block_current_task(kind),
+            Target::Thread { woken, .. } => {
+                #[cfg(not(loom))]
+                let _accounting = crate::sched::OutsideBlocked::enter(kind);
+                // Spin briefly, then yield, then park: an outside thread
+                // should notice a quick hand-off without a wake-up system
+                // call, but never hold a core the workers need.
+                #[cfg(not(loom))]
+                {
+                    for i in 0..OUTSIDE_SPIN + OUTSIDE_YIELDS {
+                        // Acquire pairs with the Release store in wake_all.
+                        if woken.load(Ordering::Acquire) {
+                            return;
+                        }
+                        if i < OUTSIDE_SPIN {
+                            crate::loom::hint::spin_loop();
+                        } else {
+                            thread::yield_now();
+                        }
+                    }
+                }
+                // Acquire pairs with the Release store in wake_all.
+                while !woken.load(Ordering::Acquire) {
+                    thread::park();
+                }
+            }
+        }
+    }
+}
+
+/// Busy-wait iterations of an outside thread before it starts yielding.
+#[cfg(not(loom))]
+const OUTSIDE_SPIN: u32 = 200;
+/// `sched_yield` calls of an outside thread before it parks (each lets a
+/// worker on the same core run; about 0.2 us each when nothing else runs).
+#[cfg(not(loom))]
+const OUTSIDE_YIELDS: u32 = 1_000;
+
+/// Waiters unlinked under a lock, to wake after the lock is released.
+pub(crate) struct WakeList {
+    head: *const Waiter,
+}
+
+impl WakeList {
+    pub(crate) const fn new() -> WakeList {
+        WakeList { head: ptr::null() }
+    }
+
+    /// Adds an unlinked node (its `next` is overwritten).
+    ///
+    /// # Safety
+    /// `w` must point at a live waiter that is blocked (or about to block)
+    /// and was unlinked from its queue by the caller under the lock.
+    pub(crate) unsafe fn push(&mut self, w: *const Waiter) {
+        // SAFETY: per the contract, `w` is live and owned by this list now.
+        unsafe { (*w).next.set(self.head) };
+        self.head = w;
+    }
+
+    /// Wakes every node.
+    pub(crate) fn wake_all(self) {
+        let mut cur = self.head;
+        while !cur.is_null() {
+            // SAFETY: nodes in the list are live until woken; we read `next`
+            // and the target before waking, and never touch the node after.
+            let w = unsafe { &*cur };
+            cur = w.next.get();
+            match &w.target {
+                #[cfg(not(loom))]
+                Target::Task(handle) => {
+                    let handle = *handle;
+                    handle.wake();
+                }
+                Target::Thread { woken, thread } => {
+                    let thread = thread.clone();
+                    // Release pairs with the Acquire loads in Waiter::block.
+                    woken.store(true, Ordering::Release);
+                    thread.unpark();
+                    #[cfg(not(loom))]
+                    crate::sched::note_outside_wake();
+                }
+            }
+        }
+    }
+}

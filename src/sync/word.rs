@@ -1,0 +1,201 @@
+//! The wait word: one `AtomicUsize` holding a lock bit, a has-waiters bit
+//! and the variable's own state bits, plus a FIFO queue of [`Waiter`]s that
+//! only the lock holder touches. Full/empty variables and end counts are
+//! both built on it. The protocol is written down in `README.md` beside
+//! this file.
+
+use super::wait::{Waiter, WakeList, Want};
+use crate::loom::UnsafeCell;
+use crate::loom::sync::atomic::{AtomicUsize, Ordering};
+use std::ptr;
+
+/// Bit 0: the queue (and, for `Sync`, the value) is locked.
+pub(crate) const LOCKED: usize = 1;
+/// Bit 1: the queue is non-empty.
+pub(crate) const WAITERS: usize = 2;
+/// The lowest bit the variable itself may use; state above it is the
+/// variable's (the FULL bit, or the count of an end count).
+pub(crate) const ONE: usize = 4;
+
+struct Queue {
+    head: *const Waiter,
+    tail: *const Waiter,
+}
+
+pub(crate) struct WaitWord {
+    pub(crate) state: AtomicUsize,
+    queue: UnsafeCell<Queue>,
+}
+
+// SAFETY: the queue is only accessed by the holder of the LOCKED bit, which
+// is acquired with Acquire and released with Release (mutual exclusion).
+unsafe impl Send for WaitWord {}
+// SAFETY: as above.
+unsafe impl Sync for WaitWord {}
+
+/// How a state change picks whom to wake.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Became full: wake `Full` waiters from the front, up to and including
+    /// the first `FullConsume` waiter (it will empty the variable again).
+    BecameFull,
+    /// Became empty: wake the first `Empty` waiter.
+    BecameEmpty,
+    /// Wake everyone (an end count reached zero).
+    All,
+}
+
+impl WaitWord {
+    pub(crate) fn new(user: usize) -> WaitWord {
+        WaitWord {
+            state: AtomicUsize::new(user),
+            queue: UnsafeCell::new(Queue {
+                head: ptr::null(),
+                tail: ptr::null(),
+            }),
+        }
+    }
+
+    /// Acquires the lock bit only if the word is exactly `expected` (no
+    /// waiters, unlocked): the one-CAS fast path.
+    #[inline]
+    pub(crate) fn try_lock_exact(&self, expected: usize) -> Option<Locked<'_>> {
+        debug_assert_eq!(expected & (LOCKED | WAITERS), 0);
+        // Acquire pairs with the Release in unlock, so the previous holder's
+        // writes to the value are visible.
+        self.state
+            .compare_exchange(
+                expected,
+                expected | LOCKED,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .ok()
+            .map(|_| Locked { word: self })
+    }
+
+    /// Spins until the lock bit is ours. Critical sections are a handful of
+    /// instructions, so contention is brief.
+    #[inline]
+    pub(crate) fn lock(&self) -> Locked<'_> {
+        let mut spins = 0u32;
+        loop {
+            let s = self.state.load(Ordering::Relaxed);
+            if s & LOCKED == 0
+                && self
+                    .state
+                    // Acquire pairs with the Release in unlock.
+                    .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Locked { word: self };
+            }
+            spins += 1;
+            #[cfg(loom)]
+            crate::loom::thread::yield_now();
+            #[cfg(not(loom))]
+            if spins < 64 {
+                crate::loom::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+/// Proof that the lock bit is held; releasing it is explicit.
+pub(crate) struct Locked<'a> {
+    word: &'a WaitWord,
+}
+
+impl Locked<'_> {
+    /// The word's current value (LOCKED is set).
+    #[inline]
+    pub(crate) fn state(&self) -> usize {
+        self.word.state.load(Ordering::Relaxed)
+    }
+
+    /// Appends `w` to the queue and sets WAITERS.
+    ///
+    /// # Safety
+    /// `w` must stay live and unmoved until it is woken.
+    pub(crate) unsafe fn push(&self, w: *const Waiter) {
+        self.word.queue.with_mut(|q| {
+            // SAFETY: we hold the lock, so the queue is ours; nodes in it are
+            // live by the contract of `push`.
+            unsafe {
+                let q = &mut *q;
+                (*w).next.set(ptr::null());
+                if q.tail.is_null() {
+                    q.head = w;
+                } else {
+                    (*q.tail).next.set(w);
+                }
+                q.tail = w;
+            }
+        });
+        self.word.state.fetch_or(WAITERS, Ordering::Relaxed);
+    }
+
+    /// Unlinks the waiters `how` selects into `out`; keeps WAITERS in step.
+    pub(crate) fn take(&self, how: Wake, out: &mut WakeList) {
+        let now_empty = self.word.queue.with_mut(|q| {
+            // SAFETY: we hold the lock; every node in the queue is live.
+            unsafe {
+                let q = &mut *q;
+                let mut prev: *const Waiter = ptr::null();
+                let mut cur = q.head;
+                while !cur.is_null() {
+                    let next = (*cur).next.get();
+                    let (take, stop) = match (how, (*cur).want) {
+                        (Wake::All, _) => (true, false),
+                        (Wake::BecameFull, Want::Full) => (true, false),
+                        (Wake::BecameFull, Want::FullConsume) => (true, true),
+                        (Wake::BecameEmpty, Want::Empty) => (true, true),
+                        _ => (false, false),
+                    };
+                    if take {
+                        if prev.is_null() {
+                            q.head = next;
+                        } else {
+                            (*prev).next.set(next);
+                        }
+                        if q.tail == cur {
+                            q.tail = prev;
+                        }
+                        out.push(cur);
+                    } else {
+                        prev = cur;
+                    }
+                    if stop {
+                        break;
+                    }
+                    cur = next;
+                }
+                q.head.is_null()
+            }
+        });
+        if now_empty {
+            self.word.state.fetch_and(!WAITERS, Ordering::Relaxed);
+        }
+    }
+
+    /// Releases the lock, setting the variable's bits to `user` (the
+    /// WAITERS bit is kept). For words whose variable bits change only
+    /// under the lock (`Sync`, `Single`).
+    #[inline]
+    pub(crate) fn unlock_with(self, user: usize) {
+        let waiters = self.state() & WAITERS;
+        // Release pairs with the Acquire of the next lock holder and of
+        // lock-free readers of the variable's bits (is_full, Single::read).
+        self.word.state.store(user | waiters, Ordering::Release);
+    }
+
+    /// Releases the lock, leaving every other bit as it is (end counts,
+    /// whose count changes without the lock).
+    #[inline]
+    pub(crate) fn unlock(self) {
+        // Release pairs with the Acquire of the next lock holder.
+        self.word.state.fetch_and(!LOCKED, Ordering::Release);
+    }
+}

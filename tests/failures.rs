@@ -1,0 +1,161 @@
+//! How cantus fails: stack overflow in a task, deadlock, bad
+//! configuration. Each case re-runs this test binary as a child process
+//! and checks how the child died (rayon's `stack_overflow_crash.rs`
+//! pattern).
+
+mod common;
+use common::{is_child, run_child};
+use std::os::unix::process::ExitStatusExt;
+
+fn recurse(depth: u64) -> u64 {
+    let frame = std::hint::black_box([depth; 128]);
+    if depth == u64::MAX {
+        0
+    } else {
+        recurse(depth + 1) + frame[3]
+    }
+}
+
+#[test]
+fn task_stack_overflow_names_the_task_and_the_setting() {
+    if is_child() {
+        let rt = cantus::Runtime::builder()
+            .workers(2)
+            .stack_size(64 * 1024)
+            .build()
+            .unwrap();
+        rt.block_on(|| recurse(0));
+        unreachable!("the overflow aborts the process");
+    }
+    let (status, stderr) = run_child("task_stack_overflow_names_the_task_and_the_setting", &[]);
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGABRT),
+        "status {status:?}, stderr:\n{stderr}"
+    );
+    assert!(stderr.contains("cantus: task "), "{stderr}");
+    assert!(stderr.contains("overflowed its 64 KiB stack"), "{stderr}");
+    assert!(stderr.contains("raise CANTUS_STACK_SIZE"), "{stderr}");
+}
+
+#[test]
+fn overflow_of_a_plain_thread_keeps_rusts_own_message() {
+    if is_child() {
+        let _rt = cantus::Runtime::builder().workers(1).build().unwrap();
+        std::thread::Builder::new()
+            .stack_size(64 * 1024)
+            .spawn(|| recurse(0))
+            .unwrap()
+            .join()
+            .unwrap();
+        unreachable!();
+    }
+    let (status, stderr) = run_child("overflow_of_a_plain_thread_keeps_rusts_own_message", &[]);
+    assert!(!status.success());
+    assert!(stderr.contains("has overflowed its stack"), "{stderr}");
+    assert!(!stderr.contains("cantus: task"), "{stderr}");
+}
+
+#[test]
+fn deadlock_is_reported_instead_of_hanging() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        rt.block_on(|| {
+            let x: cantus::Sync<u32> = cantus::Sync::new();
+            let y: cantus::Sync<u32> = cantus::Sync::new();
+            cantus::scope(|s| {
+                s.spawn(|| y.write_ef(x.read_fe()));
+                s.spawn(|| x.write_ef(y.read_fe()));
+            });
+        });
+        unreachable!();
+    }
+    let (status, stderr) = run_child(
+        "deadlock_is_reported_instead_of_hanging",
+        &[("CANTUS_DEADLOCK_MS", "200"), ("CANTUS_WORKERS", "2")],
+    );
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
+    assert!(stderr.contains("cantus: deadlock"), "{stderr}");
+    assert!(
+        stderr.contains("2 task(s) reading a Sync variable"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 outside thread(s)"), "{stderr}");
+    assert!(stderr.contains("CANTUS_DEADLOCK_MS"), "{stderr}");
+}
+
+#[test]
+fn slow_but_live_programs_are_not_called_deadlocked() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        let v = cantus::Sync::new();
+        rt.block_on(|| {
+            cantus::scope(|s| {
+                s.spawn(|| {
+                    cantus::sleep(std::time::Duration::from_millis(600));
+                    v.write_ef(1);
+                });
+                assert_eq!(v.read_fe(), 1);
+            })
+        });
+        println!("finished");
+        return;
+    }
+    let (status, stderr) = run_child(
+        "slow_but_live_programs_are_not_called_deadlocked",
+        &[("CANTUS_DEADLOCK_MS", "100")],
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("deadlock"), "{stderr}");
+}
+
+#[test]
+fn bad_environment_values_are_clear_errors() {
+    if is_child() {
+        let e = cantus::Runtime::new()
+            .err()
+            .expect("bad configuration is refused");
+        eprintln!("ERROR: {e}");
+        assert_eq!(e.kind(), cantus::ErrorKind::InvalidConfig);
+        return;
+    }
+    for (var, val) in [
+        ("CANTUS_WORKERS", "lots"),
+        ("CANTUS_WAIT_POLICY", "eager"),
+        ("CANTUS_STACK_SIZE", "4"),
+    ] {
+        let (status, stderr) = run_child("bad_environment_values_are_clear_errors", &[(var, val)]);
+        assert!(status.success(), "{stderr}");
+        assert!(
+            stderr.contains(&format!("ERROR: invalid {var}=\"{val}\"")),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn thread_limit_refuses_before_starting_threads() {
+    let e = cantus::Runtime::builder()
+        .ignore_environment()
+        .workers(4)
+        .max_threads(2)
+        .build()
+        .err()
+        .unwrap();
+    assert_eq!(e.kind(), cantus::ErrorKind::TooManyThreads);
+    assert!(e.to_string().contains("CANTUS_MAX_THREADS"));
+}
+
+#[test]
+fn stats_are_printed_at_shutdown() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        rt.block_on(|| cantus::coforall(1000, |_| ()));
+        rt.shutdown();
+        return;
+    }
+    let (status, stderr) = run_child("stats_are_printed_at_shutdown", &[("CANTUS_STATS", "1")]);
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("cantus stats:"), "{stderr}");
+    assert!(stderr.contains("max stack use"), "{stderr}");
+}

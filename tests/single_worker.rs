@@ -1,0 +1,80 @@
+//! One worker: yield and sleep must let the worker's other tasks run,
+//! since nothing else would.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+fn rt() -> &'static cantus::Runtime {
+    static RT: OnceLock<cantus::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        cantus::Runtime::builder()
+            .workers(1)
+            .ignore_environment()
+            .build()
+            .unwrap()
+    })
+}
+
+#[test]
+fn yield_lets_a_task_on_the_same_worker_run() {
+    let flag = AtomicBool::new(false);
+    let spins = AtomicU32::new(0);
+    rt().block_on(|| {
+        cantus::scope(|s| {
+            s.spawn(|| {
+                // Would spin forever on one worker without yield.
+                while !flag.load(Ordering::Acquire) {
+                    spins.fetch_add(1, Ordering::Relaxed);
+                    cantus::yield_now();
+                }
+            });
+            s.spawn(|| flag.store(true, Ordering::Release));
+        })
+    });
+    assert!(flag.load(Ordering::Relaxed));
+}
+
+#[test]
+fn a_sleeping_task_does_not_hold_the_worker() {
+    let order = std::sync::Mutex::new(Vec::new());
+    let start = Instant::now();
+    rt().block_on(|| {
+        cantus::scope(|s| {
+            s.spawn(|| {
+                cantus::sleep(Duration::from_millis(50));
+                order.lock().unwrap().push(("sleeper", start.elapsed()));
+            });
+            s.spawn(|| order.lock().unwrap().push(("other", start.elapsed())));
+        })
+    });
+    let order = order.into_inner().unwrap();
+    assert_eq!(order[0].0, "other", "{order:?}");
+    assert_eq!(order[1].0, "sleeper");
+    assert!(order[1].1 >= Duration::from_millis(50));
+}
+
+#[test]
+fn blocked_tasks_resume_on_one_worker() {
+    // A pipeline of 50 stages on one worker: each stage blocks on its input.
+    let stages: Vec<cantus::Sync<u64>> = (0..51).map(|_| cantus::Sync::new()).collect();
+    let out = rt().block_on(|| {
+        cantus::scope(|s| {
+            for i in 0..50 {
+                let (inp, out) = (&stages[i], &stages[i + 1]);
+                s.spawn(move || {
+                    for _ in 0..100 {
+                        out.write_ef(inp.read_fe() + 1);
+                    }
+                });
+            }
+            let mut total = 0;
+            for k in 0..100 {
+                stages[0].write_ef(k);
+                total += stages[50].read_fe();
+            }
+            total
+        })
+    });
+    assert_eq!(out, (0..100).map(|k| k + 50).sum::<u64>());
+}
