@@ -28,6 +28,8 @@
 mod config;
 mod error;
 mod fiber;
+#[doc(hidden)]
+pub mod ffi;
 mod loom;
 mod par;
 pub mod query;
