@@ -27,9 +27,9 @@
 
 mod config;
 mod error;
-mod fiber;
 #[doc(hidden)]
 pub mod ffi;
+mod fiber;
 mod loom;
 mod par;
 pub mod query;
@@ -42,7 +42,10 @@ pub use config::{
     MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
 };
 pub use error::{Error, ErrorKind};
-pub use par::{Scope, TaskGroup, TaskList, begin, coforall, join, scope, try_begin};
+pub use par::{
+    DEFAULT_GRAIN, Forall, Schedule, Scope, TaskGroup, TaskList, begin, coforall, forall,
+    forall_chunks_mut, forall_mut, join, scope, try_begin,
+};
 pub use query::{sleep, yield_now};
 pub use runtime::{OutsideActivity, Runtime, run};
 pub use sync::{Single, Sync};

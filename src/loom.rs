@@ -4,7 +4,7 @@
 //! compiled both ways, as tokio's `src/loom` does.
 
 #[cfg(loom)]
-pub(crate) use loom::{hint, sync, thread};
+pub(crate) use loom::{sync, thread};
 
 #[cfg(not(loom))]
 pub(crate) mod sync {
@@ -12,7 +12,7 @@ pub(crate) mod sync {
 
     pub(crate) mod atomic {
         pub(crate) use std::sync::atomic::{
-            AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
+            AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
         };
     }
 }
@@ -30,6 +30,11 @@ pub(crate) struct UnsafeCell<T>(core::cell::UnsafeCell<T>);
 impl<T> UnsafeCell<T> {
     pub(crate) const fn new(value: T) -> Self {
         UnsafeCell(core::cell::UnsafeCell::new(value))
+    }
+
+    #[inline(always)]
+    pub(crate) fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+        f(self.0.get())
     }
 
     #[inline(always)]

@@ -4,6 +4,7 @@
 mod begin;
 mod cobegin;
 mod coforall;
+mod forall;
 mod group;
 pub(crate) mod job;
 mod join;
@@ -12,6 +13,7 @@ mod scope;
 pub use begin::{begin, try_begin};
 pub use cobegin::TaskList;
 pub use coforall::coforall;
+pub use forall::{DEFAULT_GRAIN, Forall, Schedule, forall, forall_chunks_mut, forall_mut};
 pub use group::TaskGroup;
 pub use join::join;
 pub use scope::{Scope, scope};

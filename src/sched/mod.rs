@@ -3,6 +3,8 @@
 //! spinning and sleeping. `README.md` beside this file states the policy
 //! (which tasks may move between workers, and why).
 
+#![cfg_attr(loom, allow(dead_code))]
+
 mod deadlock;
 pub(crate) mod registry;
 pub(crate) mod sleep;

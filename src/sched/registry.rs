@@ -72,6 +72,9 @@ pub(crate) struct Registry {
     pub(crate) sleep: Sleep,
     pub(crate) terminate: AtomicBool,
     pub(crate) outside: CachePadded<OutsideCounters>,
+    /// Workers in their idle loop (spinning or asleep): they would take
+    /// work if someone split some off (seed 001's "task request").
+    pub(crate) hungry: CachePadded<AtomicUsize>,
     pub(crate) page: usize,
 }
 
@@ -98,6 +101,7 @@ impl Registry {
             sleep: Sleep::new(n),
             terminate: AtomicBool::new(false),
             outside: CachePadded::new(OutsideCounters::default()),
+            hungry: CachePadded::new(AtomicUsize::new(0)),
             page: crate::config::page_size(),
             config,
         }

@@ -459,6 +459,8 @@ impl WorkerLocal {
         let reg = &*self.registry;
         let c = &self.shared().counters;
         c.idle.store(true, Ordering::Relaxed);
+        // Relaxed: a hint for loops that split work on demand (forall).
+        reg.hungry.fetch_add(1, Ordering::Relaxed);
         let budget = match reg.config.wait_policy {
             WaitPolicy::Active => u32::MAX,
             _ => reg.config.spin,
@@ -508,6 +510,7 @@ impl WorkerLocal {
             }
             break;
         }
+        reg.hungry.fetch_sub(1, Ordering::Relaxed);
         c.idle.store(false, Ordering::Relaxed);
     }
 

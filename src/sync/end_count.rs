@@ -119,8 +119,17 @@ impl EndCount {
                 l.unlock();
                 continue;
             }
-            // SAFETY: `waiter` stays on this frame until woken.
-            unsafe { l.push(&waiter) };
+            // SAFETY: `waiter` stays on this frame until woken or removed.
+            let seen = unsafe { l.push(&waiter) };
+            if seen / ONE == 0 {
+                // The count reached zero between our check and setting
+                // WAITERS: its last finisher did not see WAITERS and will
+                // not wake us. (Setting WAITERS is an RMW, so it is ordered
+                // against every finisher's fetch_sub: a later one sees it.)
+                l.remove(&waiter);
+                l.unlock();
+                continue;
+            }
             l.unlock();
             waiter.block(kind);
         }

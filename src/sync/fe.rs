@@ -209,7 +209,7 @@ impl<T> Sync<T> {
             let waiter = Waiter::current(want);
             // SAFETY: `waiter` stays on this frame, unmoved, until block()
             // returns, which happens only after a waker unlinked it.
-            unsafe { l.push(&waiter) };
+            let _ = unsafe { l.push(&waiter) };
             let full = l.state() & FULL;
             l.unlock_with(full);
             waiter.block(kind);

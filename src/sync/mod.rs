@@ -11,3 +11,6 @@ pub(crate) mod word;
 
 pub use fe::Sync;
 pub use single::Single;
+
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -85,20 +85,20 @@ impl<T> Single<T> {
             }
             let waiter = Waiter::current(Want::Full);
             // SAFETY: `waiter` stays on this frame until woken.
-            unsafe { l.push(&waiter) };
+            let _ = unsafe { l.push(&waiter) };
             l.unlock_with(0);
             waiter.block(BlockKind::SingleRead);
         }
         // SAFETY: FULL was observed with Acquire after the write's Release;
         // the value is never written or dropped again while &self lives.
-        unsafe { &*self.value.with_mut(|p| (*p).as_ptr()) }
+        unsafe { &*self.value.with(|p| (*p).as_ptr()) }
     }
 
     /// The value if written, without waiting.
     pub fn try_read(&self) -> Option<&T> {
         // SAFETY: as in `read`.
         self.is_full()
-            .then(|| unsafe { &*self.value.with_mut(|p| (*p).as_ptr()) })
+            .then(|| unsafe { &*self.value.with(|p| (*p).as_ptr()) })
     }
 }
 

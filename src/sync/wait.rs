@@ -100,7 +100,7 @@ impl Waiter {
 
     /// Blocks until [`WakeList::wake_all`] has woken this node. Must be
     /// called after the node was linked and the lock released.
-    pub(crate) fn block(&self, kind: BlockKind) {
+    pub(crate) fn block(&self, #[cfg_attr(loom, allow(unused_variables))] kind: BlockKind) {
         match &self.target {
             #[cfg(not(loom))]
             Target::Task(_) => crate::sched::block_current_task(kind),

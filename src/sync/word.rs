@@ -78,6 +78,7 @@ impl WaitWord {
     /// instructions, so contention is brief.
     #[inline]
     pub(crate) fn lock(&self) -> Locked<'_> {
+        #[cfg(not(loom))]
         let mut spins = 0u32;
         loop {
             let s = self.state.load(Ordering::Relaxed);
@@ -90,11 +91,13 @@ impl WaitWord {
             {
                 return Locked { word: self };
             }
-            spins += 1;
             #[cfg(loom)]
             crate::loom::thread::yield_now();
             #[cfg(not(loom))]
-            if spins < 64 {
+            if {
+                spins += 1;
+                spins < 64
+            } {
                 crate::loom::hint::spin_loop();
             } else {
                 std::thread::yield_now();
@@ -115,11 +118,13 @@ impl Locked<'_> {
         self.word.state.load(Ordering::Relaxed)
     }
 
-    /// Appends `w` to the queue and sets WAITERS.
+    /// Appends `w` to the queue and sets WAITERS; returns the word as the
+    /// setting read it (for end counts, whose count may have changed since
+    /// the lock was taken: see `EndCount::wait_blocking`).
     ///
     /// # Safety
     /// `w` must stay live and unmoved until it is woken.
-    pub(crate) unsafe fn push(&self, w: *const Waiter) {
+    pub(crate) unsafe fn push(&self, w: *const Waiter) -> usize {
         self.word.queue.with_mut(|q| {
             // SAFETY: we hold the lock, so the queue is ours; nodes in it are
             // live by the contract of `push`.
@@ -134,7 +139,41 @@ impl Locked<'_> {
                 q.tail = w;
             }
         });
-        self.word.state.fetch_or(WAITERS, Ordering::Relaxed);
+        // Relaxed: the lock orders the queue; the count side is ordered by
+        // this RMW's place in the word's modification order.
+        self.word.state.fetch_or(WAITERS, Ordering::Relaxed)
+    }
+
+    /// Unlinks `w` again (a waiter that found it need not wait after all).
+    pub(crate) fn remove(&self, w: *const Waiter) {
+        let now_empty = self.word.queue.with_mut(|q| {
+            // SAFETY: we hold the lock; every node in the queue is live.
+            unsafe {
+                let q = &mut *q;
+                let mut prev: *const Waiter = ptr::null();
+                let mut cur = q.head;
+                while !cur.is_null() {
+                    let next = (*cur).next.get();
+                    if cur == w {
+                        if prev.is_null() {
+                            q.head = next;
+                        } else {
+                            (*prev).next.set(next);
+                        }
+                        if q.tail == cur {
+                            q.tail = prev;
+                        }
+                        break;
+                    }
+                    prev = cur;
+                    cur = next;
+                }
+                q.head.is_null()
+            }
+        });
+        if now_empty {
+            self.word.state.fetch_and(!WAITERS, Ordering::Relaxed);
+        }
     }
 
     /// Unlinks the waiters `how` selects into `out`; keeps WAITERS in step.

@@ -2,7 +2,7 @@
 //! The protocol, its states and the fence pairs are in `README.md` beside
 //! this file; `tests/loom_sleep.rs` model-checks it.
 
-use crate::loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use crate::loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::loom::sync::{Condvar, Mutex};
 use crossbeam_utils::CachePadded;
 use std::time::Duration;
@@ -77,16 +77,17 @@ impl Sleep {
         timeout: Option<Duration>,
     ) -> Woke {
         let me = &self.workers[w];
-        // S1: announce. SeqCst, and the fence below pairs with fence N1 in
-        // the notifiers: either our re-check sees their work, or they see
-        // our SLEEPY state.
-        me.state.store(SLEEPY, Ordering::SeqCst);
-        self.sleepers.fetch_add(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
+        // S1: announce, with read-modify-writes on the words the notifiers
+        // read-modify-write (N1): whichever RMW comes second in the word's
+        // modification order reads the first one's write, and its Acquire
+        // makes the other side's earlier writes visible. So either our
+        // re-check (S2) sees their work, or their N1 sees our announcement.
+        me.state.swap(SLEEPY, Ordering::AcqRel);
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
         // S2: re-check.
         if has_work() {
-            me.state.store(AWAKE, Ordering::SeqCst);
-            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+            me.state.swap(AWAKE, Ordering::AcqRel);
+            self.sleepers.fetch_sub(1, Ordering::AcqRel);
             return Woke::Work;
         }
         // S3: commit under the lock, unless a notifier already swapped us
@@ -94,7 +95,7 @@ impl Sleep {
         let mut guard = me.lock.lock().unwrap();
         let woke = if me
             .state
-            .compare_exchange(SLEEPY, SLEEPING, Ordering::SeqCst, Ordering::SeqCst)
+            .compare_exchange(SLEEPY, SLEEPING, Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             Woke::Notified
@@ -114,13 +115,13 @@ impl Sleep {
                                 .compare_exchange(
                                     SLEEPING,
                                     AWAKE,
-                                    Ordering::SeqCst,
-                                    Ordering::SeqCst,
+                                    Ordering::AcqRel,
+                                    Ordering::Acquire,
                                 )
                                 .is_ok()
                         {
                             drop(g);
-                            self.sleepers.fetch_sub(1, Ordering::SeqCst);
+                            self.sleepers.fetch_sub(1, Ordering::AcqRel);
                             return Woke::TimedOut;
                         }
                         g
@@ -128,40 +129,39 @@ impl Sleep {
                     #[cfg(loom)]
                     Some(_) => me.wake.wait(guard).unwrap(),
                 };
-                if me.state.load(Ordering::SeqCst) != SLEEPING {
+                if me.state.load(Ordering::Acquire) != SLEEPING {
                     break Woke::Notified;
                 }
             }
         };
         drop(guard);
-        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
         woke
     }
 
     /// Wakes worker `w` after something was published that only it will
     /// take (its resume queue). Steps N1-N3 of the README.
     pub(crate) fn notify_worker(&self, w: usize) {
-        // N1: pairs with the fence after S1.
-        fence(Ordering::SeqCst);
         let ws = &self.workers[w];
-        if ws.state.load(Ordering::SeqCst) == AWAKE {
-            return;
+        // N1: an RMW read of the state (pairs with S1's swap).
+        if ws.state.fetch_or(0, Ordering::AcqRel) != AWAKE {
+            self.wake(ws);
         }
-        self.wake(ws);
     }
 
     /// Wakes one sleepy or sleeping worker after publishing work any worker
     /// may take (the injector). Steps N1-N3 of the README.
     pub(crate) fn notify_one(&self) {
-        // N1: pairs with the fence after S1.
-        fence(Ordering::SeqCst);
-        self.wake_any();
+        // N1: an RMW read of the sleeper count (pairs with S1's fetch_add).
+        if self.sleepers.fetch_add(0, Ordering::AcqRel) != 0 {
+            self.wake_any();
+        }
     }
 
-    /// Like `notify_one` but without the fence: for work pushed on the
+    /// Like `notify_one` but with a plain load: for work pushed on the
     /// pushing worker's own deque. The pushing worker is awake and will run
     /// the work itself, so a missed wake-up costs parallelism, never
-    /// progress; skipping the fence keeps spawn cheap.
+    /// progress; the plain load keeps spawn cheap.
     #[inline]
     pub(crate) fn notify_one_unfenced(&self) {
         if self.sleepers.load(Ordering::Relaxed) != 0 {
@@ -171,18 +171,14 @@ impl Sleep {
 
     /// Wakes every worker (shutdown).
     pub(crate) fn notify_all(&self) {
-        fence(Ordering::SeqCst);
         for ws in self.workers.iter() {
             self.wake(ws);
         }
     }
 
     fn wake_any(&self) {
-        if self.sleepers.load(Ordering::SeqCst) == 0 {
-            return;
-        }
         for ws in self.workers.iter() {
-            if ws.state.load(Ordering::SeqCst) != AWAKE && self.wake(ws) {
+            if ws.state.fetch_or(0, Ordering::AcqRel) != AWAKE && self.wake(ws) {
                 return;
             }
         }
@@ -191,7 +187,7 @@ impl Sleep {
     /// N2/N3: swap to AWAKE; if it was SLEEPING, signal under its lock.
     /// Returns whether we moved it out of SLEEPY or SLEEPING.
     fn wake(&self, ws: &WorkerSleep) -> bool {
-        match ws.state.swap(AWAKE, Ordering::SeqCst) {
+        match ws.state.swap(AWAKE, Ordering::AcqRel) {
             AWAKE => false,
             SLEEPY => true,
             _ => {
@@ -204,3 +200,6 @@ impl Sleep {
         }
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;

@@ -1,0 +1,256 @@
+//! The side table: full/empty state and wait queues for caller-owned
+//! 64-bit words, whose 64 bits are all data (Qthreads `aligned_t`), and
+//! wait queues for Qthreads `syncvar_t` (whose state is in the word).
+//!
+//! `STRIPES` stripes, each a spin lock and a hash map from address to
+//! `Entry`. A word in the default state (full, nobody waiting) has no
+//! entry, so the maps hold only words that are empty or waited on (as in
+//! Qthreads). Every operation on a word runs under its stripe's lock; see
+//! `../README.md` for the protocol.
+
+use super::engine::{Place, Queues, Site};
+use crossbeam_utils::CachePadded;
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Number of stripes (a power of two).
+pub(crate) const STRIPES: usize = 128;
+const STRIPE_BITS: u32 = STRIPES.trailing_zeros();
+const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Per-address state of a word that is not in the default state.
+struct Entry {
+    /// The word's full/empty bit (unused, always true, for `syncvar_t`,
+    /// whose state lives in the word).
+    full: bool,
+    queues: Queues,
+}
+
+impl Entry {
+    const DEFAULT: Entry = Entry {
+        full: true,
+        queues: Queues::EMPTY,
+    };
+
+    fn is_default(&self) -> bool {
+        self.full && self.queues.is_empty()
+    }
+}
+
+/// Hashes an 8-byte-aligned address (Fibonacci hashing of `addr >> 3`).
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(GOLDEN);
+        }
+    }
+
+    fn write_usize(&mut self, addr: usize) {
+        self.0 = ((addr as u64) >> 3).wrapping_mul(GOLDEN);
+    }
+}
+
+type Map = HashMap<usize, Entry, BuildHasherDefault<AddrHasher>>;
+
+struct Stripe {
+    locked: AtomicBool,
+    map: UnsafeCell<Map>,
+}
+
+// SAFETY: `map` is only touched by the holder of `locked` (acquired with
+// Acquire, released with Release), so access is mutually exclusive; the
+// entries' raw pointers are covered by `Queues: Send`.
+unsafe impl Sync for Stripe {}
+
+static TABLE: [CachePadded<Stripe>; STRIPES] = [const {
+    CachePadded::new(Stripe {
+        locked: AtomicBool::new(false),
+        map: UnsafeCell::new(HashMap::with_hasher(BuildHasherDefault::new())),
+    })
+}; STRIPES];
+
+fn stripe_of(addr: usize) -> &'static Stripe {
+    let i = ((addr as u64 >> 3).wrapping_mul(GOLDEN) >> (64 - STRIPE_BITS)) as usize;
+    &TABLE[i]
+}
+
+impl Stripe {
+    /// Runs `f` on the map with the stripe's spin lock held. Critical
+    /// sections are a lookup and a few stores, so contention is brief;
+    /// a waiter spins, then yields its thread.
+    fn with_map<R>(&self, f: impl FnOnce(&mut Map) -> R) -> R {
+        let mut spins = 0u32;
+        // Acquire pairs with the Release store below, of the previous holder.
+        while self
+            .locked
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        struct Unlock<'a>(&'a AtomicBool);
+        impl Drop for Unlock<'_> {
+            fn drop(&mut self) {
+                // Release pairs with the Acquire exchange of the next holder.
+                self.0.store(false, Ordering::Release);
+            }
+        }
+        let _unlock = Unlock(&self.locked);
+        // SAFETY: we hold the stripe lock, so the map is ours.
+        f(unsafe { &mut *self.map.get() })
+    }
+}
+
+/// Runs `f` on the entry of `addr` (a default one if it has none) under
+/// its stripe's lock; afterwards drops an entry back in the default state
+/// and stores one that left it.
+fn with_entry<R>(addr: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
+    stripe_of(addr).with_map(|map| match map.get_mut(&addr) {
+        Some(e) => {
+            let r = f(e);
+            if e.is_default() {
+                map.remove(&addr);
+            }
+            r
+        }
+        None => {
+            let mut e = Entry::DEFAULT;
+            let r = f(&mut e);
+            if !e.is_default() {
+                map.insert(addr, e);
+            }
+            r
+        }
+    })
+}
+
+/// Entries in the table now (for tests: it must drain back to zero).
+#[cfg(test)]
+pub(crate) fn entries() -> usize {
+    TABLE.iter().map(|s| s.with_map(|m| m.len())).sum()
+}
+
+/// A caller-owned word whose 64 bits are data; state in the table.
+pub(crate) struct WordSite<'a>(pub(crate) &'a AtomicU64);
+
+struct WordPlace<'a> {
+    word: &'a AtomicU64,
+    entry: &'a mut Entry,
+}
+
+impl Place for WordPlace<'_> {
+    fn is_full(&self) -> bool {
+        self.entry.full
+    }
+    fn set_full(&mut self, full: bool) {
+        self.entry.full = full;
+    }
+    fn load(&self) -> u64 {
+        // Relaxed: the stripe lock orders this with every other FEB access.
+        self.word.load(Ordering::Relaxed)
+    }
+    fn store(&mut self, value: u64) {
+        // Relaxed: as in `load`.
+        self.word.store(value, Ordering::Relaxed)
+    }
+    fn queues(&mut self) -> &mut Queues {
+        &mut self.entry.queues
+    }
+}
+
+impl Site for WordSite<'_> {
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+        let word = self.0;
+        with_entry(word.as_ptr() as usize, |entry| {
+            f(&mut WordPlace { word, entry })
+        })
+    }
+}
+
+/// Qthreads `syncvar_t` layout (little-endian bit-field order): bit 0 a
+/// lock bit (cantus never sets it), bits 1-3 the state (1: waiters, 2:
+/// empty), bits 4-63 the 60-bit value.
+pub(crate) mod syncvar {
+    /// State bit: somebody waits.
+    pub(crate) const WAITERS: u64 = 1 << 1;
+    /// State bit: empty.
+    pub(crate) const EMPTY: u64 = 1 << 2;
+    /// Bits below the value.
+    pub(crate) const SHIFT: u32 = 4;
+    /// The largest value a `syncvar_t` holds.
+    pub(crate) const MAX: u64 = (1 << 60) - 1;
+}
+
+/// A Qthreads `syncvar_t`: state in the word, waiters in the table.
+pub(crate) struct SyncvarSite<'a>(pub(crate) &'a AtomicU64);
+
+struct SyncvarPlace<'a> {
+    word: &'a AtomicU64,
+    bits: u64,
+    entry: &'a mut Entry,
+}
+
+impl Place for SyncvarPlace<'_> {
+    fn is_full(&self) -> bool {
+        self.bits & syncvar::EMPTY == 0
+    }
+    fn set_full(&mut self, full: bool) {
+        if full {
+            self.bits &= !syncvar::EMPTY;
+        } else {
+            self.bits |= syncvar::EMPTY;
+        }
+    }
+    fn load(&self) -> u64 {
+        self.bits >> syncvar::SHIFT
+    }
+    fn store(&mut self, value: u64) {
+        self.bits =
+            (self.bits & ((1 << syncvar::SHIFT) - 1)) | ((value & syncvar::MAX) << syncvar::SHIFT);
+    }
+    fn queues(&mut self) -> &mut Queues {
+        &mut self.entry.queues
+    }
+}
+
+impl Site for SyncvarSite<'_> {
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+        let word = self.0;
+        with_entry(word.as_ptr() as usize, |entry| {
+            // Acquire: a word initialised by plain stores before it was
+            // shared is seen whole (the stripe lock orders later accesses).
+            let before = word.load(Ordering::Acquire);
+            let mut p = SyncvarPlace {
+                word,
+                bits: before & !1,
+                entry,
+            };
+            let r = f(&mut p);
+            let waiters = if p.entry.queues.is_empty() {
+                0
+            } else {
+                syncvar::WAITERS
+            };
+            let after = (p.bits & !syncvar::WAITERS) | waiters;
+            if after != before {
+                // Release pairs with the Acquire of lock-free status readers.
+                p.word.store(after, Ordering::Release);
+            }
+            r
+        })
+    }
+}

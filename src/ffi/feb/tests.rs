@@ -1,0 +1,173 @@
+//! The side table under load, from tasks and outside threads: no lost
+//! wake-ups, values handed over intact, and the table drains back to
+//! empty once every word is full again.
+
+use super::table::{self, syncvar};
+use super::*;
+use crate::ffi::qthread::feb::{Syncvar, qthread_syncvar_readFE, qthread_syncvar_writeEF_const};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+/// Starts the runtime once for these tests and serialises them, since
+/// they count the process-wide table's entries.
+fn runtime() -> MutexGuard<'static, ()> {
+    static STARTED: OnceLock<()> = OnceLock::new();
+    static SERIAL: Mutex<()> = Mutex::new(());
+    STARTED.get_or_init(|| {
+        let b = crate::Builder::new()
+            .workers(2)
+            .ignore_environment()
+            .deadlock_detection(None);
+        crate::ffi::lifecycle::start("test", b).unwrap_or_else(|f| panic!("{}", f.message));
+    });
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Clone, Copy)]
+struct Word(*mut u64);
+// SAFETY: the words live in an Arc'd box that outlives every user.
+unsafe impl Send for Word {}
+// SAFETY: as above; all access goes through the FEB functions.
+unsafe impl Sync for Word {}
+
+impl Word {
+    /// The pointer (a method, so closures capture the whole `Word`).
+    fn get(self) -> *mut u64 {
+        self.0
+    }
+}
+
+#[test]
+fn words_hand_over_every_value_and_the_table_drains() {
+    let _rt = runtime();
+    const WORDS: usize = 16;
+    const N: u64 = 2_000;
+    let words: Arc<Vec<AtomicU64>> = Arc::new((0..WORDS).map(|_| AtomicU64::new(0)).collect());
+    let word = |i: usize| Word(words[i].as_ptr());
+    for i in 0..WORDS {
+        // SAFETY: the word is a live, aligned u64.
+        assert_eq!(unsafe { cantus_feb_empty(word(i).0) }, OK);
+    }
+    let group = crate::TaskGroup::new();
+    let sums = Arc::new(Mutex::new(Vec::new()));
+    let mut threads = Vec::new();
+    for i in 0..WORDS {
+        let w = word(i);
+        let keep = words.clone();
+        group.spawn(move || {
+            for v in 1..=N {
+                // SAFETY: `keep` keeps the word alive.
+                assert_eq!(unsafe { cantus_feb_write_ef(w.get(), v) }, OK);
+            }
+            drop(keep);
+        });
+        let (keep, sums) = (words.clone(), sums.clone());
+        let consume = move || {
+            let mut sum = 0;
+            for _ in 0..N {
+                let mut v = 0;
+                // SAFETY: `keep` keeps the word alive; `v` is writable.
+                assert_eq!(unsafe { cantus_feb_read_fe(w.get(), &mut v) }, OK);
+                sum += v;
+            }
+            sums.lock().unwrap().push(sum);
+            drop(keep);
+        };
+        if i % 2 == 0 {
+            group.spawn(consume);
+        } else {
+            threads.push(std::thread::spawn(consume));
+        }
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    group.wait();
+    let sums = sums.lock().unwrap();
+    assert_eq!(sums.len(), WORDS);
+    assert!(sums.iter().all(|&s| s == N * (N + 1) / 2), "{sums:?}");
+    assert!(table::entries() >= WORDS, "empty words keep their entries");
+    for i in 0..WORDS {
+        // SAFETY: the word is alive.
+        assert_eq!(unsafe { cantus_feb_fill(word(i).0) }, OK);
+    }
+    assert_eq!(
+        table::entries(),
+        0,
+        "full words with no waiters take no room"
+    );
+}
+
+#[test]
+fn syncvar_state_bits_follow_qthreads_encoding() {
+    let _rt = runtime();
+    let sv = Arc::new(AtomicU64::new(syncvar::EMPTY));
+    let w = Word(sv.as_ptr());
+    let got = Arc::new(AtomicU64::new(0));
+    let group = crate::TaskGroup::new();
+    let (keep, out) = (sv.clone(), got.clone());
+    group.spawn(move || {
+        let mut v = 0;
+        // SAFETY: `keep` keeps the syncvar alive.
+        let rc = unsafe { qthread_syncvar_readFE(&mut v, w.get().cast::<Syncvar>()) };
+        assert_eq!(rc, 0);
+        out.store(v, Ordering::Relaxed);
+        drop(keep);
+    });
+    // The reader queues: the word says "empty, with waiters" (state 3).
+    while sv.load(Ordering::Acquire) & syncvar::WAITERS == 0 {
+        std::thread::yield_now();
+    }
+    assert_eq!(sv.load(Ordering::Acquire) >> 1 & 7, 3);
+    // SAFETY: the syncvar is alive.
+    assert_eq!(unsafe { qthread_syncvar_writeEF_const(w.0.cast(), 42) }, 0);
+    group.wait();
+    assert_eq!(got.load(Ordering::Relaxed), 42);
+    // Read and emptied, nobody waiting: state 2, the value kept.
+    assert_eq!(
+        sv.load(Ordering::Acquire),
+        (42 << syncvar::SHIFT) | syncvar::EMPTY
+    );
+    assert_eq!(table::entries(), 0);
+}
+
+#[test]
+fn cantus_sync_blocks_tasks_and_threads_alike() {
+    let _rt = runtime();
+    let var: Arc<CantusSync> = Arc::new(
+        // SAFETY: all-zero bytes are a valid empty variable (header contract).
+        unsafe { std::mem::zeroed() },
+    );
+    let group = crate::TaskGroup::new();
+    let total = Arc::new(AtomicU64::new(0));
+    let mut threads = Vec::new();
+    for k in 0..4 {
+        let (v, t) = (var.clone(), total.clone());
+        let reader = move || {
+            for _ in 0..500 {
+                let mut x = 0;
+                let p = Arc::as_ptr(&v).cast_mut();
+                // SAFETY: `v` keeps the variable alive.
+                assert_eq!(unsafe { cantus_sync_read_fe(p, &mut x) }, OK);
+                t.fetch_add(x, Ordering::Relaxed);
+            }
+        };
+        if k < 2 {
+            group.spawn(reader);
+        } else {
+            threads.push(std::thread::spawn(reader));
+        }
+    }
+    let p = Arc::as_ptr(&var).cast_mut();
+    for i in 0..2000 {
+        // SAFETY: `var` is alive.
+        assert_eq!(unsafe { cantus_sync_write_ef(p, i) }, OK);
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    group.wait();
+    assert_eq!(total.load(Ordering::Relaxed), 1999 * 2000 / 2);
+    // SAFETY: `var` is alive.
+    assert_eq!(unsafe { cantus_sync_destroy(p) }, OK);
+}

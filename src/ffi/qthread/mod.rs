@@ -1,0 +1,276 @@
+//! The Qthreads-compatible subset (`include/qthread/*.h`): the same names
+//! and semantics as Qthreads for the functions listed in the headers, on
+//! cantus's runtime. Error codes are Qthreads' (`QTHREAD_*`); the message
+//! of the last failure is `cantus_last_error()`.
+//!
+//! Mapping: a Qthreads *shepherd* is a cantus worker, and each has one
+//! *worker* thread, so `qthread_num_shepherds() == qthread_num_workers()`.
+//! The thread that calls `qthread_initialize` stays an outside thread
+//! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread.
+
+pub mod feb;
+pub mod qloop;
+pub mod sinc;
+
+use super::Code;
+use super::error::{self, Fail, boundary};
+use super::feb::engine;
+use super::feb::table::WordSite;
+use super::feb::word_at;
+use super::lifecycle::{self, require_runtime};
+use super::tasks::Arg;
+use crate::sched::task::Task;
+use crate::sched::{Registry, WorkerLocal};
+use std::ffi::{c_int, c_uint, c_ushort, c_void};
+use std::panic::{self, AssertUnwindSafe};
+
+/// `QTHREAD_SUCCESS`.
+pub(crate) const QTHREAD_SUCCESS: c_int = 0;
+/// `QTHREAD_BADARGS`.
+pub(crate) const QTHREAD_BADARGS: c_int = -1;
+/// `QTHREAD_PTHREAD_ERROR`.
+pub(crate) const QTHREAD_PTHREAD_ERROR: c_int = -2;
+/// `QTHREAD_NOT_ALLOWED`.
+pub(crate) const QTHREAD_NOT_ALLOWED: c_int = -3;
+/// `QTHREAD_THIRD_PARTY_ERROR`: cantus reports its internal errors so.
+pub(crate) const QTHREAD_THIRD_PARTY_ERROR: c_int = -4;
+/// `NO_SHEPHERD`.
+pub(crate) const NO_SHEPHERD: c_ushort = c_ushort::MAX;
+/// `QTHREAD_NON_TASK_ID`.
+const QTHREAD_NON_TASK_ID: c_uint = 0;
+
+/// `qthread_f`: a task body returning its `aligned_t` result.
+pub type QthreadF = Option<unsafe extern "C" fn(arg: *mut c_void) -> u64>;
+
+/// A cantus code as the Qthreads code with the same meaning.
+pub(crate) fn qt_code(code: Code) -> c_int {
+    match code {
+        error::OK => QTHREAD_SUCCESS,
+        error::EINVAL | error::EALIGN | error::ECONFIG => QTHREAD_BADARGS,
+        error::EOS | error::ETHREADS => QTHREAD_PTHREAD_ERROR,
+        error::EPANIC => QTHREAD_THIRD_PARTY_ERROR,
+        _ => QTHREAD_NOT_ALLOWED,
+    }
+}
+
+/// [`boundary`], with the result as a Qthreads code.
+pub(crate) fn qt(call: &str, body: impl FnOnce() -> Result<(), Fail>) -> c_int {
+    qt_code(boundary(call, || body().map(|()| error::OK)))
+}
+
+/// Reads a Qthreads environment variable (`QTHREAD_X` or `QT_X`).
+fn qt_env(name: &str) -> Option<String> {
+    std::env::var(format!("QTHREAD_{name}"))
+        .or_else(|_| std::env::var(format!("QT_{name}")))
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+}
+
+fn qt_env_count(call: &str, name: &str) -> Result<Option<usize>, Fail> {
+    match qt_env(name) {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Err(Fail::new(
+                error::ECONFIG,
+                format!("{call}: QTHREAD_{name}={v:?} is not a non-negative integer"),
+            )),
+        },
+    }
+}
+
+/// qthread_initialize: starts the runtime (a no-op if one runs).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_initialize() -> c_int {
+    const CALL: &str = "qthread_initialize";
+    qt(CALL, || {
+        if lifecycle::running() {
+            return Ok(());
+        }
+        let mut b = crate::Builder::new();
+        let sheps = qt_env_count(CALL, "NUM_SHEPHERDS")?;
+        let per = qt_env_count(CALL, "NUM_WORKERS_PER_SHEPHERD")?;
+        let hwpar = qt_env_count(CALL, "HWPAR")?;
+        if let Some(n) = hwpar.or(sheps.map(|s| s * per.unwrap_or(1))) {
+            b = b.workers(n);
+        }
+        if let Some(size) = qt_env_count(CALL, "STACK_SIZE")? {
+            b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
+        }
+        match lifecycle::start(CALL, b) {
+            Err(f) if f.code == error::EALREADY => Ok(()),
+            r => r,
+        }
+    })
+}
+
+/// qthread_finalize: waits for every task and stops the runtime.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_finalize() {
+    error::boundary_void("qthread_finalize", || {
+        if WorkerLocal::current().is_some() {
+            return Err(Fail::new(
+                error::ECONTEXT,
+                "qthread_finalize called from inside a task: ignored (call it from the \
+                 thread that called qthread_initialize, after the tasks are done)",
+            ));
+        }
+        match lifecycle::stop("qthread_finalize") {
+            Err(f) if f.code == error::ENORUNTIME => Ok(()),
+            r => r,
+        }
+    })
+}
+
+/// A `*mut aligned_t` return location moved into a task.
+#[derive(Clone, Copy)]
+struct Ret(*mut u64);
+
+// SAFETY: the caller of qthread_fork owns the word and keeps it valid until
+// the task filled it (documented in qthread.h).
+unsafe impl Send for Ret {}
+
+impl Ret {
+    fn get(self) -> *mut u64 {
+        self.0
+    }
+}
+
+/// The body of a forked task: runs `f(arg)`, fills `ret` with its result.
+fn forked(
+    f: unsafe extern "C" fn(*mut c_void) -> u64,
+    arg: Arg,
+    ret: Ret,
+) -> impl FnOnce() + Send + 'static {
+    move || {
+        let r = panic::catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: the caller of qthread_fork promises f(arg) may run on a worker.
+            let v = unsafe { f(arg.get()) };
+            let ret = ret.get();
+            if !ret.is_null() {
+                // SAFETY: checked non-null and aligned at fork; the caller
+                // keeps it valid until filled.
+                let w = unsafe { &*(ret as *const std::sync::atomic::AtomicU64) };
+                engine::set(&WordSite(w), true, Some(v));
+            }
+        }));
+        if r.is_err() {
+            eprintln!("cantus: internal error in a task forked by qthread_fork (message above)");
+        }
+    }
+}
+
+/// Checks and prepares a fork: the function, the runtime, `ret` emptied.
+fn prepare(
+    call: &str,
+    f: QthreadF,
+    ret: *mut u64,
+) -> Result<unsafe extern "C" fn(*mut c_void) -> u64, Fail> {
+    let f = f.ok_or_else(|| Fail::null(call, "f"))?;
+    require_runtime(call)?;
+    if !ret.is_null() {
+        // SAFETY: the caller promises `ret` is a valid aligned_t if non-null.
+        let w = unsafe { word_at(call, "ret", ret)? };
+        engine::set(&WordSite(w), false, None);
+    }
+    Ok(f)
+}
+
+/// qthread_fork: starts `f(arg)` as a task; its result fills `*ret`.
+///
+/// # Safety
+/// `f` may run with `arg` on any worker; `ret` is NULL or an `aligned_t`
+/// that stays valid until the task has filled it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
+    qt("qthread_fork", || {
+        let f = prepare("qthread_fork", f, ret)?;
+        crate::try_begin(forked(f, Arg(arg.cast_mut()), Ret(ret)))
+            .map_err(|_| Fail::no_runtime("qthread_fork"))
+    })
+}
+
+/// qthread_fork_to: as `qthread_fork`, preferring shepherd `shep`.
+///
+/// # Safety
+/// As for `qthread_fork`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_to(
+    f: QthreadF,
+    arg: *const c_void,
+    ret: *mut u64,
+    shep: c_ushort,
+) -> c_int {
+    qt("qthread_fork_to", || {
+        let f = prepare("qthread_fork_to", f, ret)?;
+        let body = forked(f, Arg(arg.cast_mut()), Ret(ret));
+        let here = crate::query::current_worker();
+        let workers = crate::query::workers().unwrap_or(1).max(1);
+        let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
+        if target.is_none() || target == here {
+            return crate::try_begin(body).map_err(|_| Fail::no_runtime("qthread_fork_to"));
+        }
+        // Another shepherd: through the shared injector, which idle
+        // workers drain first (cantus has no per-worker inbox; see qthread.h).
+        let reg = Registry::current().ok_or_else(|| Fail::no_runtime("qthread_fork_to"))?;
+        // SAFETY: the closure is 'static.
+        reg.inject(unsafe { Task::from_closure(body, std::ptr::null()) });
+        Ok(())
+    })
+}
+
+/// qthread_id: the calling task's id, `QTHREAD_NON_TASK_ID` outside tasks.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_id() -> c_uint {
+    error::guarded(QTHREAD_NON_TASK_ID, || {
+        let id = crate::query::current_task_id();
+        id.map_or(QTHREAD_NON_TASK_ID, |id| {
+            // 1..=UINT_MAX-1: never NON_TASK_ID (0) nor NULL_TASK_ID (UINT_MAX).
+            (id % u64::from(c_uint::MAX - 1)) as c_uint + 1
+        })
+    })
+}
+
+/// qthread_shep: the calling task's shepherd (worker), or `NO_SHEPHERD`.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_shep() -> c_ushort {
+    error::guarded(NO_SHEPHERD, || {
+        crate::query::current_worker().map_or(NO_SHEPHERD, |w| {
+            w.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
+        })
+    })
+}
+
+fn workers() -> c_ushort {
+    error::guarded(0, || {
+        let n = if lifecycle::running() {
+            crate::query::workers().unwrap_or(0)
+        } else {
+            0
+        };
+        n.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
+    })
+}
+
+/// qthread_num_shepherds: the number of shepherds (workers), 0 if none run.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_num_shepherds() -> c_ushort {
+    workers()
+}
+
+/// qthread_num_workers: the number of worker threads, 0 if none run.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_num_workers() -> c_ushort {
+    workers()
+}
+
+/// qthread_yield_: lets other tasks run; does nothing outside tasks.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_yield_(_kind: c_int) {
+    error::guarded((), || {
+        if WorkerLocal::current().is_some_and(|l| l.in_task()) {
+            crate::yield_now();
+        }
+    })
+}

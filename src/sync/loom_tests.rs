@@ -1,0 +1,124 @@
+//! Loom models of the wait-word protocol: every interleaving of a few
+//! threads over `Sync`, `Single` and end counts, checking for lost
+//! wake-ups (loom reports a deadlock when a waiter is never woken) and
+//! wrong values. Run with:
+//! `RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom`
+
+use super::end_count::EndCount;
+use super::wait::BlockKind;
+use super::{Single, Sync};
+use loom::sync::Arc;
+use loom::thread;
+
+/// Explores interleavings with at most `LOOM_MAX_PREEMPTIONS` (default 3)
+/// forced preemptions per execution, as tokio does, so the models finish
+/// in CI time; set it higher for a deeper search.
+fn model(f: impl Fn() + core::marker::Sync + Send + 'static) {
+    model_bounded(3, f)
+}
+
+/// `model` with a different default preemption bound.
+#[allow(dead_code)]
+fn model_bounded(bound: usize, f: impl Fn() + core::marker::Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(bound);
+    }
+    // Lock and count spins yield to loom's scheduler; allow them room.
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
+#[test]
+fn loom_write_ef_read_fe_hand_off() {
+    model(|| {
+        let v = Arc::new(Sync::new());
+        let w = v.clone();
+        let t = thread::spawn(move || w.write_ef(7u32));
+        assert_eq!(v.read_fe(), 7);
+        t.join().unwrap();
+        assert!(!v.is_full());
+    });
+}
+
+#[test]
+fn loom_write_ef_blocks_until_emptied() {
+    model(|| {
+        let v = Arc::new(Sync::with_value(1u32));
+        let w = v.clone();
+        let t = thread::spawn(move || w.write_ef(2));
+        assert_eq!(v.read_fe(), 1);
+        assert_eq!(v.read_fe(), 2);
+        t.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_read_ff_waiter_is_woken_and_leaves_it_full() {
+    model(|| {
+        let v = Arc::new(Sync::new());
+        let r = v.clone();
+        let t = thread::spawn(move || r.read_ff());
+        v.write_ef(5u32);
+        assert_eq!(t.join().unwrap(), 5);
+        assert!(v.is_full());
+    });
+}
+
+#[test]
+fn loom_consumer_wakes_blocked_writer() {
+    // The reader consumes the first value; the second write must wait for
+    // that and be woken by it.
+    model(|| {
+        let v = Arc::new(Sync::new());
+        let r = v.clone();
+        let t = thread::spawn(move || r.read_fe());
+        v.write_ef(5u32);
+        v.write_ef(6);
+        assert_eq!(t.join().unwrap(), 5);
+        assert_eq!(v.read_xx(), Some(6));
+    });
+}
+
+#[test]
+fn loom_single_wakes_its_reader() {
+    model(|| {
+        let s = Arc::new(Single::new());
+        let r = s.clone();
+        let t = thread::spawn(move || *r.read());
+        s.write(9u32);
+        assert_eq!(t.join().unwrap(), 9);
+    });
+}
+
+#[test]
+fn loom_end_count_reaches_zero_once_and_wakes_the_waiter() {
+    model(|| {
+        let c = Arc::new(EndCount::new(2));
+        let (a, b) = (c.clone(), c.clone());
+        let ta = thread::spawn(move || a.done_one());
+        let tb = thread::spawn(move || b.done_one());
+        c.wait_blocking(BlockKind::GroupWait);
+        assert!(c.is_done());
+        assert_eq!(c.count(), 0);
+        ta.join().unwrap();
+        tb.join().unwrap();
+    });
+}
+
+#[test]
+fn loom_end_count_two_waiters() {
+    // Three threads with two spin-then-park waiters: every interleaving
+    // with one forced preemption takes 0.1 s, with two more than 5 min, so
+    // this model is bounded at one (raise LOOM_MAX_PREEMPTIONS to search
+    // deeper). The two-thread models above run at bound 3.
+    model_bounded(1, || {
+        let c = Arc::new(EndCount::new(1));
+        let (a, b) = (c.clone(), c.clone());
+        let w = thread::spawn(move || a.wait_blocking(BlockKind::GroupWait));
+        let d = thread::spawn(move || b.done_one());
+        c.wait_blocking(BlockKind::GroupWait);
+        w.join().unwrap();
+        d.join().unwrap();
+    });
+}

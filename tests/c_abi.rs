@@ -1,0 +1,546 @@
+//! The C ABI end to end: builds the C library with cargo (release, in its
+//! own target directory `target/capi`, so it never waits on the outer
+//! cargo's lock), installs it with `scripts/install-c.sh` into a prefix
+//! under that directory, then compiles every C program of `tests/c/` and
+//! `examples/c/` with `gcc $(pkg-config --cflags --libs cantus)` and runs
+//! it: plainly, under AddressSanitizer + UndefinedBehaviorSanitizer, and
+//! linked statically. It also checks that the headers and the library
+//! agree: every declared function is exported and every exported function
+//! declared, with the parameter and return types of its Rust definition.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+struct Setup {
+    prefix: PathBuf,
+    bin: PathBuf,
+    /// `pkg-config --cflags --libs cantus`, split.
+    flags: Vec<String>,
+}
+
+fn repo() -> &'static Path {
+    Path::new(REPO)
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Builds and installs the library once per test binary.
+fn setup() -> &'static Setup {
+    static SETUP: OnceLock<Setup> = OnceLock::new();
+    SETUP.get_or_init(|| {
+        let target = repo().join("target/capi");
+        let prefix = target.join("test-prefix");
+        let bin = target.join("test-bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = run(Command::new("sh")
+            .arg(repo().join("scripts/install-c.sh"))
+            .arg("--prefix")
+            .arg(&prefix)
+            .arg("--target-dir")
+            .arg(&target)
+            .env("CARGO", cargo));
+        assert!(
+            out.status.success(),
+            "scripts/install-c.sh failed:\n{}{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        );
+        let pc_dir = prefix.join("lib/pkgconfig");
+        let flags = match Command::new("pkg-config")
+            .args(["--cflags", "--libs", "cantus"])
+            .env("PKG_CONFIG_PATH", &pc_dir)
+            .output()
+        {
+            Ok(o) => {
+                assert!(o.status.success(), "pkg-config: {}", text(&o.stderr));
+                text(&o.stdout)
+            }
+            // No pkg-config on this machine: read the .pc file ourselves.
+            Err(_) => flags_from_pc(&pc_dir.join("cantus.pc")),
+        };
+        Setup {
+            prefix,
+            bin,
+            flags: flags.split_whitespace().map(String::from).collect(),
+        }
+    })
+}
+
+/// Cflags and Libs of a .pc file, with `${var}` substituted.
+fn flags_from_pc(pc: &Path) -> String {
+    let mut vars = BTreeMap::new();
+    let mut flags = String::new();
+    let subst = |s: &str, vars: &BTreeMap<String, String>| {
+        let mut s = s.to_string();
+        for (k, v) in vars {
+            s = s.replace(&format!("${{{k}}}"), v);
+        }
+        s
+    };
+    for line in std::fs::read_to_string(pc).unwrap().lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            if !k.contains(':') {
+                let v = subst(v, &vars);
+                vars.insert(k.trim().to_string(), v);
+            }
+        } else if let Some(v) = line
+            .strip_prefix("Cflags:")
+            .or_else(|| line.strip_prefix("Libs:"))
+        {
+            flags.push(' ');
+            flags.push_str(&subst(v, &vars));
+        }
+    }
+    flags
+}
+
+/// Compiles `src` (relative to the repo) into `target/capi/test-bin/name`.
+fn compile(src: &str, name: &str, extra: &[&str]) -> PathBuf {
+    let s = setup();
+    let exe = s.bin.join(name);
+    let out = run(Command::new("gcc")
+        .args(["-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(repo().join("tests/c"))
+        .arg(repo().join(src))
+        .args(extra)
+        .args(&s.flags)
+        .arg("-lpthread")
+        .arg("-o")
+        .arg(&exe));
+    assert!(
+        out.status.success(),
+        "gcc {src} failed:\n{}",
+        text(&out.stderr)
+    );
+    exe
+}
+
+/// Runs a compiled program with a small, deterministic configuration.
+fn execute(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(exe);
+    cmd.args(args)
+        .env("CANTUS_WORKERS", "2")
+        .env_remove("CANTUS_STACK_SIZE")
+        .env_remove("CANTUS_WAIT_POLICY");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
+
+fn assert_ok(what: &str, out: &Output, expect: &str) {
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        out.status.success() && stdout.contains(expect),
+        "{what}: {}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
+        out.status
+    );
+}
+
+const PROGRAMS: [(&str, &str, &str); 4] = [
+    (
+        "examples/c/fib.c",
+        "fib",
+        "fib(20) = 6765 on 2 shepherds (correct)",
+    ),
+    (
+        "examples/c/producer_consumer.c",
+        "producer_consumer",
+        "(correct)",
+    ),
+    ("tests/c/test_cantus_api.c", "test_cantus_api", " 0 failed"),
+    (
+        "tests/c/test_qthread_api.c",
+        "test_qthread_api",
+        " 0 failed",
+    ),
+];
+
+#[test]
+fn c_programs_compile_and_pass() {
+    for (src, name, expect) in PROGRAMS {
+        let exe = compile(src, name, &[]);
+        assert_ok(name, &execute(&exe, &["20"], &[]), expect);
+    }
+}
+
+/// ASan and UBSan both work with cantus's stack switching: the C code runs
+/// on task stacks that cantus maps itself, and neither sanitizer reports
+/// anything on it.
+#[test]
+fn c_programs_pass_under_address_and_undefined_sanitizers() {
+    for (src, name, expect) in PROGRAMS {
+        let name = format!("{name}_asan");
+        let exe = compile(
+            src,
+            &name,
+            &[
+                "-fsanitize=address,undefined",
+                "-fno-sanitize-recover=undefined",
+                "-fno-omit-frame-pointer",
+            ],
+        );
+        let out = execute(&exe, &["20"], &[("ASAN_OPTIONS", "detect_leaks=0")]);
+        assert_ok(&name, &out, expect);
+        let stderr = text(&out.stderr);
+        assert!(
+            !stderr.contains("runtime error") && !stderr.contains("Sanitizer"),
+            "{name}: sanitizer report:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn static_library_links() {
+    let s = setup();
+    let lib = s.prefix.join("lib/libcantus.a");
+    let exe = compile(
+        "examples/c/fib.c",
+        "fib_static",
+        &[
+            lib.to_str().unwrap(),
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+        ],
+    );
+    let ldd = run(Command::new("ldd").arg(&exe));
+    assert!(
+        !text(&ldd.stdout).contains("libcantus.so"),
+        "linked the shared library instead of libcantus.a"
+    );
+    assert_ok("fib_static", &execute(&exe, &["18"], &[]), "(correct)");
+}
+
+#[test]
+fn benchmark_program_runs() {
+    let exe = compile("examples/c/bench_capi.c", "bench_capi", &["-O2"]);
+    let out = execute(&exe, &["20000"], &[]);
+    assert_ok("bench_capi", &out, "capi_spawn_join ");
+    let stdout = text(&out.stdout);
+    for name in ["capi_spawn_join", "capi_feb_handoff", "capi_fork_readff"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} line in:\n{stdout}"));
+        let ns: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert!(ns > 0.0 && line.ends_with(" ns"), "{line}");
+    }
+}
+
+/// A C program whose main thread waits on a word nobody will fill gets the
+/// deadlock report and an abort, not a silent hang; one whose filler thread
+/// declared itself busy (`cantus_outside_activity_begin`) is left alone.
+#[test]
+fn deadlock_in_c_is_reported() {
+    let exe = compile("tests/c/deadlock.c", "deadlock", &[]);
+    let out = execute(&exe, &[], &[("CANTUS_DEADLOCK_MS", "200")]);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success(), "a deadlocked program exited cleanly");
+    assert!(
+        stderr.contains("cantus: deadlock") && stderr.contains("outside thread"),
+        "{stderr}"
+    );
+    // A thread that declared itself busy keeps the detector quiet.
+    let out = execute(&exe, &["busy"], &[("CANTUS_DEADLOCK_MS", "200")]);
+    assert_ok("deadlock busy", &out, "read 7");
+}
+
+/// The headers also compile as C++ (extern "C", no C-only syntax in
+/// declarations).
+#[test]
+fn headers_compile_as_cplusplus() {
+    let s = setup();
+    let src = s.bin.join("headers.cpp");
+    std::fs::write(
+        &src,
+        "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
+         #include <qthread/qloop.h>\nint main() { return cantus_is_running() + (int)qthread_num_workers(); }\n",
+    )
+    .unwrap();
+    let out = run(Command::new("g++")
+        .args(["-Wall", "-Werror"])
+        .arg(&src)
+        .args(&s.flags)
+        .arg("-o")
+        .arg(s.bin.join("headers_cpp")));
+    assert!(out.status.success(), "g++: {}", text(&out.stderr));
+}
+
+// ---- headers against the library and the Rust definitions ----
+
+/// A function signature in canonical C spelling: return type and
+/// parameter types, e.g. ("int", ["uint64_t*", "const uint64_t*"]).
+type Sig = (String, Vec<String>);
+
+/// Canonical C spelling of a type: typedef aliases resolved, pointer stars
+/// attached, single spaces.
+fn canon_c(ty: &str) -> String {
+    let ty = ty.replace('*', " * ");
+    let mut words: Vec<&str> = ty.split_whitespace().collect();
+    for w in &mut words {
+        *w = match *w {
+            "aligned_t" => "uint64_t",
+            "qthread_shepherd_id_t" | "qthread_worker_id_t" => "unsigned short",
+            _ => w,
+        };
+    }
+    let mut s = words.join(" ");
+    if s == "unsigned" {
+        s = "unsigned int".into();
+    }
+    s = s.replace("unsigned *", "unsigned int *");
+    s.replace(" *", "*")
+}
+
+/// The function declarations of a header (macros and comments removed).
+fn header_functions(text: &str) -> BTreeMap<String, Sig> {
+    let mut code = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("/*") {
+        code.push_str(&rest[..i]);
+        let j = rest[i..].find("*/").expect("unterminated comment") + i + 2;
+        rest = &rest[j..];
+    }
+    code.push_str(rest);
+    let mut lines = Vec::new();
+    let mut continued = false;
+    for line in code.lines() {
+        let pre = continued || line.trim_start().starts_with('#');
+        continued = pre && line.ends_with('\\');
+        if !pre {
+            lines.push(line);
+        }
+    }
+    let code = lines.join("\n").replace("extern \"C\" {", "");
+    let mut fns = BTreeMap::new();
+    for stmt in code.split([';', '{', '}']) {
+        let stmt = stmt.trim();
+        if stmt.starts_with("typedef") || !stmt.ends_with(')') {
+            continue;
+        }
+        let Some(open) = stmt.find('(') else { continue };
+        let head = stmt[..open].trim();
+        let params = &stmt[open + 1..stmt.len() - 1];
+        if params.contains('(') {
+            continue;
+        }
+        let name_at = head
+            .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .map_or(0, |i| i + 1);
+        let (ret, name) = (&head[..name_at], &head[name_at..]);
+        let params: Vec<String> = params
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty() && *p != "void")
+            .map(|p| {
+                // Drop the parameter's name (the last identifier).
+                let cut = p
+                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .map_or(0, |i| i + 1);
+                canon_c(&p[..cut])
+            })
+            .collect();
+        fns.insert(name.to_string(), (canon_c(ret), params));
+    }
+    fns
+}
+
+/// C spelling of a Rust type used in the ABI.
+fn rust_to_c(ty: &str) -> String {
+    let ty = ty.trim();
+    if let Some(t) = ty.strip_prefix("*const ") {
+        return format!("const {}*", rust_to_c(t));
+    }
+    if let Some(t) = ty.strip_prefix("*mut ") {
+        return format!("{}*", rust_to_c(t));
+    }
+    let c = match ty {
+        "Code" | "c_int" => "int",
+        "c_uint" => "unsigned int",
+        "c_ushort" => "unsigned short",
+        "c_long" => "long",
+        "c_char" => "char",
+        "c_void" | "()" => "void",
+        "u64" => "uint64_t",
+        "i64" => "int64_t",
+        "usize" => "size_t",
+        "CantusConfig" => "cantus_config_t",
+        "CantusSync" => "cantus_sync_t",
+        "CantusCounts" => "cantus_counts_t",
+        "CantusTaskList" => "cantus_task_list_t",
+        "CantusTaskFn" => "cantus_task_fn",
+        "CantusIndexFn" => "cantus_index_fn",
+        "QthreadF" => "qthread_f",
+        "Syncvar" => "syncvar_t",
+        "QtSinc" => "qt_sinc_t",
+        "QtSincOpF" => "qt_sinc_op_f",
+        "QtLoopF" => "qt_loop_f",
+        other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
+    };
+    c.to_string()
+}
+
+/// Every `extern "C" fn` defined under src/ffi, with its C signature.
+fn rust_functions() -> BTreeMap<String, Sig> {
+    let mut files = vec![repo().join("src/ffi")];
+    let mut fns = BTreeMap::new();
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if p.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let src = std::fs::read_to_string(&p).unwrap();
+        let mut rest = src.as_str();
+        while let Some(i) = rest.find("extern \"C\" fn ") {
+            rest = &rest[i + "extern \"C\" fn ".len()..];
+            let open = rest.find('(').unwrap();
+            let name = rest[..open].trim().to_string();
+            let mut depth = 0;
+            let mut close = 0;
+            for (k, c) in rest[open..].char_indices() {
+                match c {
+                    '(' => depth += 1,
+                    ')' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            close = open + k;
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let params: Vec<String> = split_top_level(&rest[open + 1..close])
+                .into_iter()
+                .map(|p| {
+                    let ty = p.split_once(':').expect("param: type").1;
+                    rust_to_c(ty)
+                })
+                .collect();
+            let after = &rest[close + 1..rest[close..].find('{').unwrap() + close];
+            let ret = after
+                .trim()
+                .strip_prefix("->")
+                .map_or("void".to_string(), rust_to_c);
+            fns.insert(name, (ret, params));
+        }
+    }
+    fns
+}
+
+fn split_top_level(s: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '<' => depth += 1,
+            ')' | '>' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&s[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&s[start..]);
+    parts
+        .into_iter()
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+#[test]
+fn headers_match_exported_symbols_and_rust_signatures() {
+    let s = setup();
+    let mut declared = BTreeMap::new();
+    for h in [
+        "cantus.h",
+        "qthread/qthread.h",
+        "qthread/sinc.h",
+        "qthread/qloop.h",
+    ] {
+        let text = std::fs::read_to_string(repo().join("include").join(h)).unwrap();
+        for (name, sig) in header_functions(&text) {
+            assert!(
+                declared.insert(name.clone(), sig).is_none(),
+                "{name} declared twice"
+            );
+        }
+    }
+    assert!(declared.len() > 60, "parsed only {declared:?}");
+
+    let nm = run(Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(s.prefix.join("lib/libcantus.so")));
+    assert!(nm.status.success(), "nm: {}", text(&nm.stderr));
+    let exported: BTreeSet<String> = text(&nm.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 3 && f[1] == "T").then(|| f[2].to_string())
+        })
+        .collect();
+    let names: BTreeSet<String> = declared.keys().cloned().collect();
+    let undeclared: Vec<_> = exported.difference(&names).collect();
+    let missing: Vec<_> = names.difference(&exported).collect();
+    assert!(
+        undeclared.is_empty(),
+        "exported by libcantus.so but not declared in include/: {undeclared:?}"
+    );
+    assert!(
+        missing.is_empty(),
+        "declared in include/ but not exported by libcantus.so: {missing:?}"
+    );
+
+    let defined = rust_functions();
+    assert_eq!(
+        defined.keys().collect::<BTreeSet<_>>(),
+        declared.keys().collect::<BTreeSet<_>>(),
+        "extern \"C\" functions in src/ffi and declarations in include/ differ"
+    );
+    for (name, sig) in &declared {
+        assert_eq!(
+            &defined[name], sig,
+            "{name}: Rust definition (left) and header declaration (right) differ"
+        );
+    }
+}
+
+#[test]
+fn header_parser_reads_declarations() {
+    let fns = header_functions(
+        "/* c */ #define X(a) \\\n  foo(a)\nint f(const uint64_t *w, uint64_t v);\n\
+         typedef void (*g)(void *);\nvoid h(void);\nunsigned q(aligned_t *d);",
+    );
+    assert_eq!(
+        fns["f"],
+        (
+            "int".into(),
+            vec!["const uint64_t*".into(), "uint64_t".into()]
+        )
+    );
+    assert_eq!(fns["h"], ("void".into(), vec![]));
+    assert_eq!(fns["q"], ("unsigned int".into(), vec!["uint64_t*".into()]));
+    assert_eq!(fns.len(), 3);
+}
