@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: every test of the workspace, the loom models, and a
+# quick smoke run of the examples and benchmarks (which check their own
+# results).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== unit, integration, C ABI and doc tests"
+cargo test --workspace
+
+echo "== loom models"
+RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom
+
+echo "== examples (each checks its answer against a serial computation)"
+cargo build --release --examples
+./target/release/examples/fib 27
+./target/release/examples/quicksort 1000000
+./target/release/examples/tree 1000000
+
+if cargo run --release -q -p cantus-bench -- --help >/dev/null 2>&1; then
+    echo "== benchmark smoke run"
+    cargo run --release -q -p cantus-bench -- all --quick
+fi
