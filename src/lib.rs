@@ -49,3 +49,8 @@ pub use par::{
 pub use query::{sleep, yield_now};
 pub use runtime::{OutsideActivity, Runtime, run};
 pub use sync::{Single, Sync};
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

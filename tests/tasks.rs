@@ -142,7 +142,7 @@ fn fib_serial(n: u64) -> u64 {
 
 #[test]
 fn scope_tasks_borrow_and_nest() {
-    let mut parts = vec![0u64; 8];
+    let mut parts = [0u64; 8];
     let data: Vec<u64> = (0..8000).collect();
     rt().block_on(|| {
         cantus::scope(|s| {

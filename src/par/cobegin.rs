@@ -45,10 +45,12 @@ macro_rules! cobegin {
 /// ```
 #[derive(Default)]
 pub struct TaskList<'a> {
-    tasks: Vec<Box<dyn FnOnce() + Send + 'a>>,
+    tasks: Vec<BoxedTask<'a>>,
 }
 
-struct Slots<'a>(Vec<UnsafeCell<Option<Box<dyn FnOnce() + Send + 'a>>>>);
+type BoxedTask<'a> = Box<dyn FnOnce() + Send + 'a>;
+
+struct Slots<'a>(Vec<UnsafeCell<Option<BoxedTask<'a>>>>);
 
 // SAFETY: each slot is taken by exactly one coforall index (index i takes
 // slot i), so no two threads touch the same cell; the closures are Send.
@@ -57,7 +59,7 @@ unsafe impl Sync for Slots<'_> {}
 impl<'a> Slots<'a> {
     /// # Safety
     /// Each index is taken by one caller only.
-    unsafe fn take(&self, i: usize) -> Option<Box<dyn FnOnce() + Send + 'a>> {
+    unsafe fn take(&self, i: usize) -> Option<BoxedTask<'a>> {
         // SAFETY: per the contract, no other reference to slot i exists.
         unsafe { (*self.0[i].get()).take() }
     }

@@ -94,10 +94,11 @@ impl WaitWord {
             #[cfg(loom)]
             crate::loom::thread::yield_now();
             #[cfg(not(loom))]
-            if {
+            {
                 spins += 1;
-                spins < 64
-            } {
+            }
+            #[cfg(not(loom))]
+            if spins < 64 {
                 crate::loom::hint::spin_loop();
             } else {
                 std::thread::yield_now();
