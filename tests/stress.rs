@@ -10,7 +10,13 @@ use std::sync::{Arc, OnceLock};
 
 fn rt() -> &'static cantus::Runtime {
     static RT: OnceLock<cantus::Runtime> = OnceLock::new();
-    RT.get_or_init(|| cantus::Runtime::builder().workers(2).ignore_environment().build().unwrap())
+    RT.get_or_init(|| {
+        cantus::Runtime::builder()
+            .workers(2)
+            .ignore_environment()
+            .build()
+            .unwrap()
+    })
 }
 
 fn resident_bytes() -> u64 {
@@ -32,7 +38,11 @@ fn bounded(name: &str, runs: u64, slack: u64, pattern: impl Fn() -> u64) -> u64 
         tasks += pattern();
     }
     let after = resident_bytes();
-    eprintln!("{name}: after one run {} MiB, after {runs} more {} MiB", steady / MIB, after / MIB);
+    eprintln!(
+        "{name}: after one run {} MiB, after {runs} more {} MiB",
+        steady / MIB,
+        after / MIB
+    );
     assert!(
         after.saturating_sub(steady) < slack,
         "{name}: resident memory grew by {} MiB over {runs} more runs",
@@ -45,9 +55,11 @@ fn bounded(name: &str, runs: u64, slack: u64, pattern: impl Fn() -> u64) -> u64 
 fn millions_of_tasks_in_bounded_memory() {
     let ran = bounded("coforall of 2M", 5, 4 * MIB, || {
         let n = AtomicU64::new(0);
-        rt().block_on(|| cantus::coforall(2_000_000, |_| {
-            n.fetch_add(1, Ordering::Relaxed);
-        }));
+        rt().block_on(|| {
+            cantus::coforall(2_000_000, |_| {
+                n.fetch_add(1, Ordering::Relaxed);
+            })
+        });
         n.into_inner()
     });
     assert_eq!(ran, 12_000_000);

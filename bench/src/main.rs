@@ -3,20 +3,100 @@
 //!
 //! Every figure is printed as `<name> <value> <unit>`, and every peer
 //! comparison as `<name>/<peer> <ratio>` (cantus time / peer time, so
-//! below 1 means cantus is faster).
+//! below 1 means cantus is faster). A peer's own figure is named
+//! `<name>.<peer>`. Figures are medians over repetitions; progress, notes
+//! and spreads go to stderr.
+//!
+//! ```text
+//! cantus-bench micro   spawn (vs OpenMP), spawn+join, yield, hand-off
+//! cantus-bench apps    fib30 (vs rayon), quicksort and tree (vs rayon, fifo)
+//! cantus-bench all     both
+//! cantus-bench suite   LCALS kernels, STREAM, STREAM-EP, RandomAccess vs OpenMP
+//!                      (its own options: cantus-bench suite --help)
+//! options: --quick (small sizes, few reps: a smoke run), --reps N,
+//!          --fifo-threads N (thread limit of the fifo baseline, 255)
+//! ```
 
-fn usage() -> ! {
-    eprintln!("usage: cantus-bench <micro|apps|all> [options]");
+mod apps;
+mod fifo;
+mod micro;
+mod openmp;
+mod stats;
+mod suite;
+
+/// Command-line options shared by the subcommands.
+pub(crate) struct Options {
+    /// Small sizes and few repetitions.
+    pub(crate) quick: bool,
+    /// Repetitions per figure, overriding the default.
+    pub(crate) reps: Option<usize>,
+    /// Thread limit of the fifo baseline.
+    pub(crate) fifo_threads: usize,
+}
+
+pub(crate) fn usage() -> ! {
+    eprintln!(
+        "usage: cantus-bench <micro|apps|all|suite> [--quick] [--reps N] [--fifo-threads N]\n\
+         \n\
+         Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
+         (cantus time / peer time) per comparison; notes go to stderr."
+    );
     std::process::exit(2);
+}
+
+/// Starts a cantus runtime configured from the environment (`CANTUS_*`).
+pub(crate) fn start_cantus() -> cantus::Runtime {
+    cantus::Runtime::builder().build().unwrap_or_else(|e| {
+        eprintln!("cantus-bench: cannot start cantus: {e}");
+        std::process::exit(2);
+    })
+}
+
+fn parse_options(args: &[String]) -> Options {
+    let mut opts = Options {
+        quick: false,
+        reps: None,
+        fifo_threads: fifo::DEFAULT_THREAD_LIMIT,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut count = |what: &str| -> usize {
+            match it.next().and_then(|v| v.parse().ok()) {
+                Some(n) if n > 0 => n,
+                _ => {
+                    eprintln!("cantus-bench: {what} needs a positive integer");
+                    usage();
+                }
+            }
+        };
+        match a.as_str() {
+            "--quick" => opts.quick = true,
+            "--reps" => opts.reps = Some(count("--reps")),
+            "--fifo-threads" => opts.fifo_threads = count("--fifo-threads"),
+            _ => {
+                eprintln!("cantus-bench: unknown option {a}");
+                usage();
+            }
+        }
+    }
+    opts
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.first().map(String::as_str) {
-        Some("micro") | Some("apps") | Some("all") => {
-            eprintln!("cantus-bench: not yet implemented");
-            std::process::exit(2);
+    let Some(cmd) = args.first() else { usage() };
+    let rest = &args[1..];
+    match cmd.as_str() {
+        "micro" => micro::run(&parse_options(rest)),
+        "apps" => apps::run(&parse_options(rest)),
+        "suite" => suite::run(rest),
+        "all" => {
+            let opts = parse_options(rest);
+            micro::run(&opts);
+            apps::run(&opts);
         }
+        // Re-executed by `micro` with CANTUS_WORKERS=1.
+        "__handoff_child" => micro::handoff_child(rest),
         _ => usage(),
     }
 }

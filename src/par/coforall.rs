@@ -11,9 +11,12 @@ use crate::sync::wait::BlockKind;
 use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
 
+/// `count` comes first so that a pointer to the count (a range task's
+/// group) is a pointer to the job.
+#[repr(C)]
 struct CoforallJob<'a, F> {
-    body: &'a F,
     count: EndCount,
+    body: &'a F,
 }
 
 /// Runs `body(i)` for every `i` in `0..n`, each as its own task, and
@@ -66,22 +69,22 @@ where
 /// `job` must stay alive until its count is done.
 unsafe fn range_task<F: Fn(usize) + Sync>(job: &CoforallJob<'_, F>, lo: usize, hi: usize) -> Task {
     let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
-    payload[0] = MaybeUninit::new(job as *const CoforallJob<'_, F> as usize);
-    payload[1] = MaybeUninit::new(lo);
-    payload[2] = MaybeUninit::new(hi);
+    payload[0] = MaybeUninit::new(lo);
+    payload[1] = MaybeUninit::new(hi);
     let group = &job.count as *const EndCount as *const ();
     // SAFETY: run_range reads exactly this payload; F: Sync so the body may
     // be called from any worker; the caller keeps `job` alive.
     unsafe { Task::from_raw(run_range::<F>, group, payload) }
 }
 
-unsafe fn run_range<F: Fn(usize) + Sync>(payload: *mut Payload, action: Action) {
-    // SAFETY: range_task wrote a live job pointer and the bounds.
+unsafe fn run_range<F: Fn(usize) + Sync>(payload: *mut Payload, group: *const (), action: Action) {
+    // SAFETY: range_task wrote the bounds, and the group is the job's
+    // count, its first field (repr(C)), so it points at the live job.
     let (job, lo, hi) = unsafe {
         (
-            &*((*payload)[0].assume_init() as *const CoforallJob<'_, F>),
+            &*(group as *const CoforallJob<'_, F>),
+            (*payload)[0].assume_init(),
             (*payload)[1].assume_init(),
-            (*payload)[2].assume_init(),
         )
     };
     if action == Action::Drop {

@@ -5,8 +5,10 @@
 //! manner of Tascell (seed 001) applied to loops: the task running a range
 //! works through it from the front in steps, and splits off the back half
 //! of what remains only when some worker is idle and asking for work. A
-//! loop that nobody needs to share runs as a plain serial loop; a loop
-//! whose halves finish unevenly is split again on demand.
+//! loop of at least two grains is first cut into one part per worker
+//! without asking (an unstolen part costs a deque push and pop); a loop
+//! shorter than two grains runs as a plain serial loop, and a part that
+//! finishes late is split again on demand.
 
 use super::join::join;
 use crate::sched::WorkerLocal;
@@ -24,13 +26,16 @@ pub enum Schedule {
     /// Chunks of the given size handed out in order from a shared counter
     /// (OpenMP's `schedule(dynamic, chunk)`).
     Dynamic(usize),
-    /// Split only when a worker is idle and asks for work (the default).
+    /// One part per worker up front if the loop has at least two grains,
+    /// then split further only when a worker is idle and asks for work
+    /// (the default).
     Adaptive,
 }
 
-/// Iterations an adaptive loop runs between looks at whether a worker is
-/// hungry; also the smallest piece it splits off. Override per loop with
-/// [`Forall::grain`].
+/// The most iterations an adaptive loop runs between looks at whether a
+/// worker is hungry (its first steps are shorter); also the smallest
+/// piece it splits off: a loop shorter than twice the grain is never
+/// split. Override per loop with [`Forall::grain`].
 pub const DEFAULT_GRAIN: usize = 1024;
 
 /// A data-parallel loop over `range`; see [`forall`].
@@ -69,8 +74,9 @@ impl Forall {
         self
     }
 
-    /// Sets the adaptive grain: iterations between hunger checks and the
-    /// smallest piece split off (at least 1).
+    /// Sets the adaptive grain: the most iterations between hunger checks
+    /// and the smallest piece split off (at least 1); see
+    /// [`DEFAULT_GRAIN`].
     pub fn grain(mut self, grain: usize) -> Forall {
         self.grain = grain.max(1);
         self
@@ -170,7 +176,7 @@ impl Forall {
             .registry;
         let workers = reg.config.workers;
         match self.schedule {
-            Schedule::Adaptive => adaptive(self.range, self.grain, ops, reg),
+            Schedule::Adaptive => adaptive(self.range, self.grain, workers, ops, reg),
             Schedule::Static => {
                 let len = self.range.end - self.range.start;
                 let blocks = workers.min(len);
@@ -219,24 +225,61 @@ fn pick<T>(a: Option<T>, b: Option<T>, better: impl Fn(&T, &T) -> bool) -> Optio
     }
 }
 
-/// Lazy splitting: run from the front; when a worker is hungry and enough
-/// remains, split the rest in two with `join`, so the hungry worker can
-/// steal the back half.
-fn adaptive<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Registry) -> T {
+/// The first step of an adaptive loop is `grain / SLOW_START`; each step
+/// doubles until it reaches `grain`.
+const SLOW_START: usize = 16;
+
+/// Lazy splitting, after an eager start.
+///
+/// A loop of at least two grains is first cut into `pieces` parts (one
+/// per worker) with `join`, without asking whether anyone is idle: an
+/// unstolen part costs a deque push and pop, and a worker that is just
+/// finishing something else finds the part at its next steal instead of
+/// waiting until the owner notices it is hungry. Each part then runs from
+/// the front; when a worker is hungry and enough remains, it splits the
+/// rest in two, so the hungry worker can steal the back half.
+///
+/// Steps start short and double up to `grain` ("slow start"), so a
+/// worker that turns idle just after a part began is noticed after a few
+/// dozen iterations rather than a whole grain.
+fn adaptive<T: Send>(
+    range: Range<usize>,
+    grain: usize,
+    pieces: usize,
+    ops: &Ops<'_, T>,
+    reg: &Registry,
+) -> T {
+    let (lo, hi) = (range.start, range.end);
+    if pieces > 1 && hi - lo >= 2 * grain {
+        let left = pieces / 2;
+        let mid = lo + ((hi - lo) as u128 * left as u128 / pieces as u128) as usize;
+        let (a, b) = join(
+            || adaptive(lo..mid, grain, left, ops, reg),
+            || adaptive(mid..hi, grain, pieces - left, ops, reg),
+        );
+        return (ops.combine)(a, b);
+    }
+    lazy(range, grain, ops, reg)
+}
+
+/// The lazy part of [`adaptive`]: split only for a hungry worker.
+fn lazy<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Registry) -> T {
     let mut acc = (ops.identity)();
     let (mut lo, hi) = (range.start, range.end);
+    let mut step = (grain / SLOW_START).max(1);
     while lo < hi {
         if hi - lo >= 2 * grain && reg.hungry.load(Ordering::Relaxed) > 0 {
             let mid = lo + (hi - lo) / 2;
             let (a, b) = join(
-                || adaptive(lo..mid, grain, ops, reg),
-                || adaptive(mid..hi, grain, ops, reg),
+                || lazy(lo..mid, grain, ops, reg),
+                || lazy(mid..hi, grain, ops, reg),
             );
             return (ops.combine)((ops.combine)(acc, a), b);
         }
-        let step = (lo + grain).min(hi);
-        acc = (ops.fold)(acc, lo..step);
-        lo = step;
+        let end = lo + step.min(hi - lo);
+        acc = (ops.fold)(acc, lo..end);
+        lo = end;
+        step = (step * 2).min(grain);
     }
     acc
 }

@@ -3,10 +3,10 @@
 
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::Task;
+use crate::sched::task::{Shared, Task};
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
-use std::panic::{self, AssertUnwindSafe};
+use std::panic;
 use std::sync::Arc;
 
 /// A set of tasks to wait for. Cloning gives another handle to the same
@@ -55,18 +55,12 @@ impl TaskGroup {
         F: FnOnce() + Send + 'static,
     {
         self.count.add(1);
-        let count = self.count.clone();
-        let group = Arc::as_ptr(&self.count) as *const ();
-        let wrapped = move || {
-            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(f)) {
-                count.record_panic(p);
-            }
-            count.done_one();
-        };
-        // SAFETY: the closure is 'static (it owns an Arc to the count).
-        let task = unsafe { Task::from_closure(wrapped, group) };
+        let group = Arc::into_raw(self.count.clone()) as *const ();
+        // SAFETY: the closure is 'static; the task owns the strong
+        // reference `group`, which `Shared` takes back when it finishes.
+        let task = unsafe { Task::closure::<F, Shared>(f, group) };
         if let Err(e) = crate::runtime::push_task("TaskGroup::spawn", task) {
-            self.count.done_one();
+            // The unpushed task was dropped, which counted it finished.
             panic!("{e}");
         }
     }

@@ -50,11 +50,14 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
         unsafe { Task::from_raw(execute::<F, R>, self.group(), payload) }
     }
 
-    /// Runs the job on the calling thread (its task was taken back).
-    pub(crate) fn run_inline(&self) {
-        // SAFETY: the task was popped back by the owner, so no other thread
-        // can run the job; `func` and `result` are ours.
-        unsafe { self.run() }
+    /// Takes the closure back to call it directly (its task was popped
+    /// back by the owner, so no other thread can run the job). Returning
+    /// it, rather than running it into the result cell, keeps the result
+    /// in registers on the fast path.
+    pub(crate) fn take_func(&self) -> F {
+        // SAFETY: the owner popped the job's task back, so no other thread
+        // can touch `func`.
+        unsafe { (*self.func.get()).take() }.expect("a job runs once")
     }
 
     /// # Safety
@@ -81,7 +84,11 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     }
 }
 
-unsafe fn execute<F: FnOnce() -> R + Send, R: Send>(payload: *mut Payload, action: Action) {
+unsafe fn execute<F: FnOnce() -> R + Send, R: Send>(
+    payload: *mut Payload,
+    _group: *const (),
+    action: Action,
+) {
     // SAFETY: as_task stored a pointer to a live StackJob<F, R> here.
     let job = unsafe { &*((*payload)[0].assume_init() as *const StackJob<F, R>) };
     match action {

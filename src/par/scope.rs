@@ -3,7 +3,7 @@
 
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::Task;
+use crate::sched::task::{Scoped, Task};
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::marker::PhantomData;
@@ -66,22 +66,13 @@ impl<'scope> Scope<'scope, '_> {
         F: FnOnce() + Send + 'scope,
     {
         self.count.add(1);
-        let count = &self.count as *const EndCount as usize;
-        let wrapped = move || {
-            let r = panic::catch_unwind(AssertUnwindSafe(f));
-            // SAFETY: the scope waits for its count before its frame ends,
-            // so the count is alive until done_one below, our last access.
-            let c = unsafe { &*(count as *const EndCount) };
-            if let Err(p) = r {
-                c.record_panic(p);
-            }
-            c.done_one();
-        };
+        let count = &self.count as *const EndCount as *const ();
         // SAFETY: everything `f` borrows outlives 'scope, and the scope
-        // does not end before this task finished (wait_all).
-        let task = unsafe { Task::from_closure(wrapped, count as *const ()) };
+        // does not end (wait_all) before the count, which this task
+        // decrements last, is zero.
+        let task = unsafe { Task::closure::<F, Scoped>(f, count) };
         if let Err(e) = crate::runtime::push_task("Scope::spawn", task) {
-            self.count.done_one();
+            // The unpushed task was dropped, which counted it finished.
             panic!("{e}");
         }
     }

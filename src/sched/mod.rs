@@ -62,6 +62,19 @@ pub(crate) fn block_current_task(kind: BlockKind) {
         .block_current(kind);
 }
 
+/// Whether the calling task may spin before blocking: it is a task and
+/// its worker has nothing else ready to run (so blocking would only idle
+/// the worker, and spinning catches a quick hand-off from another worker
+/// without two switches and a wake-up).
+#[inline]
+pub(crate) fn may_spin_before_blocking() -> bool {
+    WorkerLocal::current().is_some_and(|l| l.in_task() && l.nothing_else_here())
+}
+
+/// Iterations a task spins on a variable before it blocks, when
+/// [`may_spin_before_blocking`] allows.
+pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;
+
 /// Counts a wake-up of a blocked outside thread (deadlock detector).
 pub(crate) fn note_outside_wake() {
     registry::OUTSIDE_WAKES.fetch_add(1, Ordering::Relaxed);

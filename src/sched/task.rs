@@ -1,17 +1,27 @@
 //! A task not yet started: what sits in deques and the injector.
 //!
-//! A `Task` is a function pointer, the identity of the end count it
-//! reports to (so a waiter can recognise its own group's tasks on top of
-//! its deque and run them itself), and an inline payload of
-//! [`INLINE_WORDS`] machine words. Closures that fit the payload are stored
-//! in it: spawning them allocates nothing (seed 002, argument bundles).
-//! Larger closures are boxed.
+//! A `Task` is four machine words: a function pointer, the identity of the
+//! end count it reports to (so a waiter can recognise its own group's
+//! tasks on top of its deque and run them itself), and an inline payload
+//! of [`INLINE_WORDS`] words. Closures that fit the payload are stored in
+//! it: spawning them allocates nothing (seed 002, argument bundles).
+//! Larger closures are boxed. Keeping the task small matters: it is copied
+//! into and out of a deque on every spawn.
+//!
+//! What happens after the closure ran is the task's [`Completion`]: report
+//! a detached task's panic, or count a group task finished (recording its
+//! panic for the waiter). The closure itself captures none of that, so the
+//! whole payload is the user's.
 
+use crate::sync::end_count::EndCount;
+use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
+use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
+use std::sync::Arc;
 
 /// Payload capacity in machine words.
-pub(crate) const INLINE_WORDS: usize = 5;
+pub(crate) const INLINE_WORDS: usize = 2;
 
 pub(crate) type Payload = [MaybeUninit<usize>; INLINE_WORDS];
 
@@ -24,9 +34,9 @@ pub(crate) enum Action {
     Drop,
 }
 
-/// `unsafe fn(payload, action)`: the task's code. Contract: called exactly
-/// once per task, with the payload its constructor wrote.
-pub(crate) type VTable = unsafe fn(*mut Payload, Action);
+/// `unsafe fn(payload, group, action)`: the task's code. Contract: called
+/// exactly once per task, with the payload and group its constructor gave.
+pub(crate) type VTable = unsafe fn(*mut Payload, *const (), Action);
 
 pub(crate) struct Task {
     vtable: VTable,
@@ -39,13 +49,99 @@ pub(crate) struct Task {
 // thread is sound.
 unsafe impl Send for Task {}
 
+/// What runs after a closure task's body.
+pub(crate) trait Completion {
+    /// The body finished (`Err` holds its panic).
+    ///
+    /// # Safety
+    /// `group` is the pointer the task was built with.
+    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>);
+    /// The task was dropped unrun.
+    ///
+    /// # Safety
+    /// As for `finished`.
+    unsafe fn dropped(group: *const ());
+}
+
+/// A detached task (`begin`): a panic is reported and counted; nothing
+/// waits for it.
+pub(crate) enum Detached {}
+
+impl Completion for Detached {
+    unsafe fn finished(_: *const (), result: Result<(), Box<dyn Any + Send>>) {
+        if result.is_err() {
+            if let Some(local) = super::WorkerLocal::current() {
+                local.note_detached_panic();
+                eprintln!(
+                    "cantus: detached task {} panicked (message above); the runtime keeps running",
+                    local.current_task_id().unwrap_or(0)
+                );
+            }
+        }
+    }
+    unsafe fn dropped(_: *const ()) {}
+}
+
+/// A task of a scope: `group` is an `EndCount` the scope keeps alive until
+/// the count is zero.
+pub(crate) enum Scoped {}
+
+impl Completion for Scoped {
+    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
+        // SAFETY: the scope keeps its count alive until done_one, our last
+        // access (contract of `Task::closure`).
+        let count = unsafe { &*(group as *const EndCount) };
+        if let Err(p) = result {
+            count.record_panic(p);
+        }
+        count.done_one();
+    }
+    unsafe fn dropped(group: *const ()) {
+        // SAFETY: as above.
+        unsafe {
+            Self::finished(
+                group,
+                Err(Box::new(
+                    "cantus: the runtime shut down before this task ran",
+                )),
+            )
+        }
+    }
+}
+
+/// A task of a `TaskGroup`: `group` came from `Arc::into_raw` and the task
+/// owns that reference.
+pub(crate) enum Shared {}
+
+impl Completion for Shared {
+    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
+        // SAFETY: the task owns one strong reference, taken back here once.
+        let count = unsafe { Arc::from_raw(group as *const EndCount) };
+        if let Err(p) = result {
+            count.record_panic(p);
+        }
+        count.done_one();
+    }
+    unsafe fn dropped(group: *const ()) {
+        // SAFETY: as above.
+        unsafe {
+            Self::finished(
+                group,
+                Err(Box::new(
+                    "cantus: the runtime shut down before this task ran",
+                )),
+            )
+        }
+    }
+}
+
 impl Task {
     /// A task from raw parts.
     ///
     /// # Safety
-    /// `vtable` must accept `payload` under its contract, and whatever the
-    /// payload refers to must be safe to use from any worker thread until
-    /// the vtable has run.
+    /// `vtable` must accept `payload` and `group` under its contract, and
+    /// whatever they refer to must be safe to use from any worker thread
+    /// until the vtable has run.
     pub(crate) unsafe fn from_raw(vtable: VTable, group: *const (), payload: Payload) -> Task {
         Task {
             vtable,
@@ -54,23 +150,37 @@ impl Task {
         }
     }
 
-    /// A task running `f`, inline if it fits, boxed otherwise.
+    /// A task running `f`, then `C`'s completion; `f` is stored inline if
+    /// it fits, boxed otherwise.
     ///
     /// # Safety
     /// Everything `f` borrows must outlive the task's execution (for
-    /// `F: 'static` this holds trivially).
-    pub(crate) unsafe fn from_closure<F: FnOnce() + Send>(f: F, group: *const ()) -> Task {
+    /// `F: 'static` this holds trivially), and `group` must satisfy `C`'s
+    /// contract.
+    pub(crate) unsafe fn closure<F: FnOnce() + Send, C: Completion>(
+        f: F,
+        group: *const (),
+    ) -> Task {
         let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
         if size_of::<F>() <= size_of::<Payload>() && align_of::<F>() <= align_of::<Payload>() {
             // SAFETY: F fits the payload in size and alignment (checked above).
             unsafe { ptr::write(payload.as_mut_ptr().cast::<F>(), f) };
-            // SAFETY: call_inline::<F> reads exactly the F written above.
-            unsafe { Task::from_raw(call_inline::<F>, group, payload) }
+            // SAFETY: call_inline::<F, C> reads exactly the F written above.
+            unsafe { Task::from_raw(call_inline::<F, C>, group, payload) }
         } else {
             payload[0] = MaybeUninit::new(Box::into_raw(Box::new(f)) as usize);
-            // SAFETY: call_boxed::<F> reads the Box<F> pointer written above.
-            unsafe { Task::from_raw(call_boxed::<F>, group, payload) }
+            // SAFETY: call_boxed::<F, C> reads the Box<F> pointer written above.
+            unsafe { Task::from_raw(call_boxed::<F, C>, group, payload) }
         }
+    }
+
+    /// A detached task running `f` (a panic is reported, not propagated).
+    ///
+    /// # Safety
+    /// As for [`Task::closure`].
+    pub(crate) unsafe fn from_closure<F: FnOnce() + Send>(f: F, group: *const ()) -> Task {
+        // SAFETY: forwarded contract; Detached ignores `group`.
+        unsafe { Task::closure::<F, Detached>(f, group) }
     }
 
     /// The end count this task reports to (null for detached tasks).
@@ -84,65 +194,94 @@ impl Task {
     pub(crate) fn run(self) {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: the vtable is called exactly once (the task is consumed
-        // and its Drop is suppressed), with the payload its constructor wrote.
-        unsafe { (me.vtable)(&mut me.payload, Action::Run) }
+        // and its Drop is suppressed), with its constructor's arguments.
+        unsafe { (me.vtable)(&mut me.payload, me.group, Action::Run) }
     }
 }
 
 impl Drop for Task {
     fn drop(&mut self) {
         // SAFETY: a task that is dropped has not run; this is the one call.
-        unsafe { (self.vtable)(&mut self.payload, Action::Drop) }
+        unsafe { (self.vtable)(&mut self.payload, self.group, Action::Drop) }
     }
 }
 
-unsafe fn call_inline<F: FnOnce()>(payload: *mut Payload, action: Action) {
-    // SAFETY: the payload holds an F written by from_closure; read once.
+unsafe fn call_inline<F: FnOnce(), C: Completion>(
+    payload: *mut Payload,
+    group: *const (),
+    action: Action,
+) {
+    // SAFETY: the payload holds an F written by `closure`; read once.
     let f = unsafe { ptr::read(payload.cast::<F>()) };
-    if action == Action::Run {
-        f();
-    }
+    finish::<F, C>(f, group, action);
 }
 
-unsafe fn call_boxed<F: FnOnce()>(payload: *mut Payload, action: Action) {
-    // SAFETY: payload[0] holds a Box<F> pointer from from_closure; read once.
+unsafe fn call_boxed<F: FnOnce(), C: Completion>(
+    payload: *mut Payload,
+    group: *const (),
+    action: Action,
+) {
+    // SAFETY: payload[0] holds a Box<F> pointer from `closure`; read once.
     let f = unsafe { Box::from_raw((*payload)[0].assume_init() as *mut F) };
-    if action == Action::Run {
-        f();
+    finish::<F, C>(*f, group, action);
+}
+
+#[inline(always)]
+fn finish<F: FnOnce(), C: Completion>(f: F, group: *const (), action: Action) {
+    match action {
+        Action::Run => {
+            let r = panic::catch_unwind(AssertUnwindSafe(f));
+            // SAFETY: `group` is the task's own, per `closure`'s contract.
+            unsafe { C::finished(group, r) }
+        }
+        Action::Drop => {
+            drop(f);
+            // SAFETY: as above.
+            unsafe { C::dropped(group) }
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
+    fn a_task_is_four_words() {
+        assert_eq!(size_of::<Task>(), 4 * size_of::<usize>());
+    }
+
+    #[test]
     fn small_closures_run_inline_and_large_ones_boxed() {
+        fn vtables<F: FnOnce() + Send>(_: &F) -> (usize, usize) {
+            (
+                call_inline::<F, Detached> as usize,
+                call_boxed::<F, Detached> as usize,
+            )
+        }
         let hits = Arc::new(AtomicUsize::new(0));
         let h = hits.clone();
-        // SAFETY: the closure is 'static.
-        let t = unsafe {
-            Task::from_closure(
-                move || {
-                    h.fetch_add(1, Ordering::Relaxed);
-                },
-                ptr::null(),
-            )
+        let small = move || {
+            h.fetch_add(1, Ordering::Relaxed);
         };
+        let (inline, _) = vtables(&small);
+        // SAFETY: the closure is 'static.
+        let t = unsafe { Task::from_closure(small, ptr::null()) };
+        assert_eq!(
+            t.vtable as usize, inline,
+            "a one-word closure is stored inline"
+        );
         t.run();
-        let big = [7u64; 16];
+        let table = [7u64; 16];
         let h = hits.clone();
-        // SAFETY: the closure is 'static.
-        let t = unsafe {
-            Task::from_closure(
-                move || {
-                    h.fetch_add(big.iter().sum::<u64>() as usize, Ordering::Relaxed);
-                },
-                ptr::null(),
-            )
+        let big = move || {
+            h.fetch_add(table.iter().sum::<u64>() as usize, Ordering::Relaxed);
         };
+        let (_, boxed) = vtables(&big);
+        // SAFETY: the closure is 'static.
+        let t = unsafe { Task::from_closure(big, ptr::null()) };
+        assert_eq!(t.vtable as usize, boxed, "a 17-word closure is boxed");
         t.run();
         assert_eq!(hits.load(Ordering::Relaxed), 1 + 7 * 16);
     }
@@ -165,5 +304,25 @@ mod tests {
             drop(t);
             assert_eq!(Arc::strong_count(&token), 1);
         }
+    }
+
+    #[test]
+    fn group_completions_count_and_record_panics() {
+        let count = EndCount::new(2);
+        let group = &count as *const EndCount as *const ();
+        // SAFETY: `count` outlives both tasks (run right here).
+        unsafe {
+            Task::closure::<_, Scoped>(|| (), group).run();
+            Task::closure::<_, Scoped>(|| panic!("scoped task failed"), group).run();
+        }
+        assert!(count.is_done());
+        assert!(count.take_panic().is_some());
+
+        let shared = Arc::new(EndCount::new(1));
+        let raw = Arc::into_raw(shared.clone()) as *const ();
+        // SAFETY: the task owns the strong reference `raw`.
+        unsafe { drop(Task::closure::<_, Shared>(|| (), raw)) };
+        assert!(shared.is_done(), "a dropped task still counts as finished");
+        assert_eq!(Arc::strong_count(&shared), 1, "and releases its reference");
     }
 }

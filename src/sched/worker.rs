@@ -52,6 +52,8 @@ struct Slot {
 const IDLE_CARRIERS: usize = 16;
 /// Stacks kept per worker beyond those held by carriers.
 const POOLED_STACKS: usize = 16;
+/// Most `spin_loop` hints between two polls of an idle worker.
+const IDLE_BACKOFF: u32 = 64;
 /// `current_slot` while the worker runs its own loop, not a carrier.
 const NO_SLOT: u32 = u32::MAX;
 
@@ -189,9 +191,28 @@ impl WorkerLocal {
         drop_by(&c.blocked[kind as usize], 1);
     }
 
-    /// Lets other tasks of this worker run, then continues.
+    /// Lets other tasks of this worker run, then continues. With nothing
+    /// else to run here, returns at once (no switch).
     pub(crate) fn yield_current(&self) {
+        if self.nothing_else_here() && self.registry.injector.is_empty() {
+            return;
+        }
         self.suspend_current(Suspend::Yielded);
+    }
+
+    /// No other task of this worker is ready: nothing queued, woken,
+    /// yielded or due. A task about to block may then spin for a while
+    /// first: blocking would only leave the worker idle.
+    #[inline]
+    pub(crate) fn nothing_else_here(&self) -> bool {
+        self.deque.is_empty()
+            && self.shared().resume.is_empty()
+            && self.yielded.borrow().is_empty()
+            && self
+                .timers
+                .borrow()
+                .peek()
+                .is_none_or(|Reverse((d, _))| *d > Instant::now())
     }
 
     /// Suspends the running task until `deadline`.
@@ -466,15 +487,20 @@ impl WorkerLocal {
             _ => reg.config.spin,
         };
         let mut spins = 0u32;
+        let mut backoff = 1u32;
         loop {
             if self.has_work() || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
             if spins < budget {
+                // Back off between polls: every poll reads the other
+                // workers' deque ends, and polling them nonstop makes each
+                // push and pop of a busy worker miss in its cache.
                 spins = spins.saturating_add(1);
-                for _ in 0..4 {
+                for _ in 0..backoff {
                     std::hint::spin_loop();
                 }
+                backoff = (backoff * 2).min(IDLE_BACKOFF);
                 continue;
             }
             let timer = self

@@ -138,6 +138,11 @@ impl EndCount {
 
 impl Drop for EndCount {
     fn drop(&mut self) {
-        drop(self.take_panic());
+        // &mut self: no atomic needed to take a leftover panic.
+        let p = *self.panic.get_mut();
+        if !p.is_null() {
+            // SAFETY: as in take_panic; we own the end count.
+            drop(unsafe { Box::from_raw(p) });
+        }
     }
 }

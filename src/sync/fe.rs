@@ -201,6 +201,16 @@ impl<T> Sync<T> {
     /// Locks the word once its FULL bit matches `want`, blocking meanwhile.
     fn acquire(&self, want: Want, kind: BlockKind) -> Locked<'_> {
         let need_full = want != Want::Empty;
+        #[cfg(not(loom))]
+        if crate::sched::may_spin_before_blocking() {
+            for _ in 0..crate::sched::SPIN_BEFORE_BLOCKING {
+                // Acquire pairs with the Release that set the bit.
+                if (self.word.state.load(Ordering::Acquire) & FULL != 0) == need_full {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+        }
         loop {
             let l = self.word.lock();
             if (l.state() & FULL != 0) == need_full {
