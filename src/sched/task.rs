@@ -256,8 +256,8 @@ mod tests {
     fn small_closures_run_inline_and_large_ones_boxed() {
         fn vtables<F: FnOnce() + Send>(_: &F) -> (usize, usize) {
             (
-                call_inline::<F, Detached> as usize,
-                call_boxed::<F, Detached> as usize,
+                call_inline::<F, Detached> as VTable as usize,
+                call_boxed::<F, Detached> as VTable as usize,
             )
         }
         let hits = Arc::new(AtomicUsize::new(0));
