@@ -231,6 +231,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             size: format!("2^{log2}"),
             n: table.size(),
             sched: s,
+            base: "gups".into(),
             name: ctx.name("gups", s),
             trials: 1,
             value: Value::Rate {
@@ -240,6 +241,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
             cantus: std::mem::take(&mut cantus[si]),
             openmp: omp.clone(),
             target: Some(TARGET),
+            serial: None,
         };
         ctx.record(row);
     }

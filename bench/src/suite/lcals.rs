@@ -241,6 +241,24 @@ impl Lcals {
         }
     }
 
+    /// One trial without the runtime: each loop as a plain serial loop
+    /// (the `--baseline` figure: what the compiler makes of the loops).
+    pub(crate) fn serial_trial(&mut self) {
+        let n = self.n;
+        if self.kernel == Kernel::TrapInt {
+            let h = 1.0 / n as f64;
+            self.trap_total += std::hint::black_box(trap_sum(0.0, 0..n, h)) * h;
+            self.trap_trials += 1;
+            return;
+        }
+        let outs = Outs::new(self.out.iter_mut().map(Vec::as_mut_slice), n);
+        for body in self.kernel.loops() {
+            body(&self.x, &outs, 0..n);
+        }
+        drop(outs);
+        std::hint::black_box(&mut self.out);
+    }
+
     /// Checks the outputs against a serial run of the same loop bodies;
     /// returns the checksum (the same formula as suite_omp.c).
     pub(crate) fn verify(&self) -> Result<f64, String> {
@@ -326,6 +344,7 @@ fn bench(ctx: &mut Ctx, kernel: Kernel, size: Size, base: &str) {
     let mut omp = Vec::new();
     let mut omp_checksum = None;
     let mut cantus: Vec<Vec<f64>> = vec![Vec::new(); scheds.len()];
+    let (mut serial_rust, mut serial_c) = (Vec::new(), Vec::new());
     let mut errors = Vec::new();
     for rep in 0..ctx.reps {
         ctx.progress(&format!(
@@ -357,6 +376,27 @@ fn bench(ctx: &mut Ctx, kernel: Kernel, size: Size, base: &str) {
                 cantus[si].push(secs / trials as f64);
             }
         }
+        if !ctx.baseline {
+            continue;
+        }
+        for peer_turn in turns(rep) {
+            if peer_turn {
+                if let Some(peer) = &ctx.peer {
+                    match peer.run_with(&args, 1) {
+                        Ok(r) => {
+                            serial_c.extend(r.times_of("trials").iter().map(|t| t / trials as f64))
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                }
+                continue;
+            }
+            let t = Instant::now();
+            for _ in 0..trials {
+                data.serial_trial();
+            }
+            serial_rust.push(t.elapsed().as_secs_f64() / trials as f64);
+        }
     }
     match data.verify() {
         Ok(sum) => {
@@ -378,6 +418,7 @@ fn bench(ctx: &mut Ctx, kernel: Kernel, size: Size, base: &str) {
             size: size.name().into(),
             n,
             sched: s,
+            base: base.to_string(),
             name: ctx.name(base, s),
             trials,
             value: Value::TimePer {
@@ -387,6 +428,9 @@ fn bench(ctx: &mut Ctx, kernel: Kernel, size: Size, base: &str) {
             cantus: std::mem::take(&mut cantus[si]),
             openmp: omp.clone(),
             target: size.target(),
+            serial: ctx
+                .baseline
+                .then(|| (serial_rust.clone(), serial_c.clone())),
         };
         ctx.record(row);
     }
@@ -413,6 +457,7 @@ unsafe fn outs<'a, const K: usize>(o: &'a Outs<'_>, r: &Range<usize>) -> [&'a mu
     std::array::from_fn(|j| unsafe { o.slice(j, r.clone()) })
 }
 
+#[inline(never)]
 fn muladdsub(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [a, b] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -424,6 +469,7 @@ fn muladdsub(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn init3(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [a, b] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -436,6 +482,7 @@ fn init3(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn if_quad(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [a, b, c] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -458,7 +505,10 @@ const TRAP_XP: f64 = 0.5;
 const TRAP_Y: f64 = 0.5;
 const TRAP_YP: f64 = -0.5;
 
-/// TRAP_INT's sum over block `r`, added to `acc` in index order.
+/// TRAP_INT's sum over block `r`, added to `acc` in index order. Not
+/// inlined, so the parallel loop and the serial baseline run the same
+/// machine code (the bodies below likewise).
+#[inline(never)]
 fn trap_sum(acc: f64, r: Range<usize>, h: f64) -> f64 {
     r.fold(acc, |s, i| {
         let x = TRAP_X0 + i as f64 * h;
@@ -473,6 +523,7 @@ const PRESSURE_PMIN: f64 = -0.05;
 const PRESSURE_EOSVMAX: f64 = 0.9;
 
 /// bvc = cls * (compression + 1).
+#[inline(never)]
 fn pressure_1(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [compression] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -483,6 +534,7 @@ fn pressure_1(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
 }
 
 /// p_new = bvc * e_old, cut and clamped.
+#[inline(never)]
 fn pressure_2(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [_, e_old, vnewc] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -524,6 +576,7 @@ fn energy_cut(e: f64) -> f64 {
 // p_half_step, bvc, pbvc, ql_old, qq_old, vnewc, p_new; outputs e_new,
 // q_new.
 
+#[inline(never)]
 fn energy_1(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [e_old, delvc, p_old, q_old, work] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -533,6 +586,7 @@ fn energy_1(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn energy_2(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [
         _,
@@ -561,6 +615,7 @@ fn energy_2(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn energy_3(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [_, delvc, p_old, q_old, _, _, p_half] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -570,6 +625,7 @@ fn energy_3(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn energy_4(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [_, _, _, _, work] = ins(x, &r);
     // SAFETY: the forall (or the serial caller) owns block r.
@@ -579,6 +635,7 @@ fn energy_4(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn energy_5(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [
         _,
@@ -616,6 +673,7 @@ fn energy_5(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     }
 }
 
+#[inline(never)]
 fn energy_6(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let [
         _,
@@ -650,6 +708,7 @@ const FIR_COEFF: [f64; FIR_TAPS] = [
     3.0, -1.0, -1.0, -1.0, -1.0, 3.0, -1.0, -1.0, -1.0, -1.0, 3.0, -1.0, -1.0, -1.0, -1.0, 3.0,
 ];
 
+#[inline(never)]
 fn fir(x: &[Vec<f64>], o: &Outs<'_>, r: Range<usize>) {
     let input = &x[0][r.start..r.end + FIR_TAPS];
     // SAFETY: the forall (or the serial caller) owns block r.

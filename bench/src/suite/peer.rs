@@ -83,9 +83,14 @@ impl Peer {
     /// Runs the peer with `args` and parses its output. A failed
     /// verification in the peer is an error.
     pub(crate) fn run(&self, args: &[String]) -> Result<PeerRun, String> {
+        self.run_with(args, self.threads)
+    }
+
+    /// [`run`](Peer::run) with `threads` OpenMP threads.
+    pub(crate) fn run_with(&self, args: &[String], threads: usize) -> Result<PeerRun, String> {
         let out = Command::new(&self.exe)
             .args(args)
-            .env("OMP_NUM_THREADS", self.threads.to_string())
+            .env("OMP_NUM_THREADS", threads.to_string())
             .env("OMP_WAIT_POLICY", &self.wait_policy)
             .env("OMP_PROC_BIND", &self.proc_bind)
             .output()

@@ -34,7 +34,11 @@ pub(crate) struct Row {
     /// Loop length (LCALS, STREAM) or table words (GUPS).
     pub(crate) n: usize,
     pub(crate) sched: Sched,
-    /// The figure name (without `.cantus`/`.openmp`).
+    /// The benchmark's name (`lcals.fir.long`): OpenMP's figure is
+    /// `<base>.openmp`.
+    pub(crate) base: String,
+    /// The figure name: `base`, with the schedule appended unless it is
+    /// the default (`lcals.fir.long.static`).
     pub(crate) name: String,
     /// Trials per repetition (LCALS), timed iterations (STREAM), 1 (GUPS).
     pub(crate) trials: u64,
@@ -45,6 +49,9 @@ pub(crate) struct Row {
     pub(crate) openmp: Vec<f64>,
     /// The largest cantus/OpenMP time ratio the issue accepts, if any.
     pub(crate) target: Option<f64>,
+    /// With `--baseline`: seconds per trial of the same loops run serially,
+    /// Rust (a plain loop, no runtime) and C (one OpenMP thread).
+    pub(crate) serial: Option<(Vec<f64>, Vec<f64>)>,
 }
 
 impl Row {
@@ -54,24 +61,45 @@ impl Row {
         (c.is_finite() && o.is_finite() && o > 0.0).then(|| c / o)
     }
 
+    /// Median serial Rust time over median serial C time: the compilers'
+    /// share of [`ratio`](Row::ratio).
+    pub(crate) fn serial_ratio(&self) -> Option<f64> {
+        let (c, o) = self.serial.as_ref()?;
+        let (c, o) = (median(c), median(o));
+        (c.is_finite() && o.is_finite() && o > 0.0).then(|| c / o)
+    }
+
+    /// [`ratio`](Row::ratio) over [`serial_ratio`](Row::serial_ratio):
+    /// OpenMP's speedup over its serial loop divided by cantus's speedup
+    /// over its own, the runtimes' share with the compilers' taken out.
+    pub(crate) fn normalized(&self) -> Option<f64> {
+        Some(self.ratio()? / self.serial_ratio()?)
+    }
+
     fn met(&self) -> Option<bool> {
         Some(self.ratio()? <= self.target?)
     }
 
-    /// Prints the figure lines on stdout; the OpenMP figure once per
-    /// benchmark (with the first schedule).
-    pub(crate) fn print(&self) {
+    /// Prints the figure lines on stdout; OpenMP's own figure only if
+    /// `with_peer` (once per benchmark, whatever the schedules).
+    pub(crate) fn print(&self, with_peer: bool) {
         let unit = self.value.unit();
         let c = shown(self.value, median(&self.cantus));
         if c.is_finite() {
             println!("{}.cantus {} {unit}", self.name, fmt(c));
         }
         let o = shown(self.value, median(&self.openmp));
-        if o.is_finite() {
-            println!("{}.openmp {} {unit}", self.name, fmt(o));
+        if with_peer && o.is_finite() {
+            println!("{}.openmp {} {unit}", self.base, fmt(o));
         }
         if let Some(r) = self.ratio() {
             println!("{}/openmp {r:.3}", self.name);
+        }
+        if let (true, Some((c, o)), Some(r)) = (with_peer, &self.serial, self.serial_ratio()) {
+            let (c, o) = (shown(self.value, median(c)), shown(self.value, median(o)));
+            println!("{}.serial.cantus {} {unit}", self.base, fmt(c));
+            println!("{}.serial.openmp {} {unit}", self.base, fmt(o));
+            println!("{}.serial/openmp {r:.3}", self.base);
         }
     }
 }
@@ -96,14 +124,24 @@ fn spread(row: &Row, times: &[f64]) -> (f64, f64) {
     )
 }
 
-/// The table as Markdown.
+/// The table as Markdown; the serial columns only with `--baseline`.
 fn markdown(rows: &[Row]) -> String {
+    let baseline = rows.iter().any(|r| r.serial.is_some());
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| benchmark | size | n | schedule | cantus | OpenMP | unit | ratio | target |"
+        "| benchmark | size | n | schedule | cantus | OpenMP | unit | ratio | target |{}",
+        if baseline {
+            " serial ratio | normalized |"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(s, "|---|---|---:|---|---:|---:|---|---:|---|");
+    let _ = writeln!(
+        s,
+        "|---|---|---:|---|---:|---:|---|---:|---|{}",
+        if baseline { "---:|---:|" } else { "" }
+    );
     for r in rows {
         let c = shown(r.value, median(&r.cantus));
         let o = shown(r.value, median(&r.openmp));
@@ -114,9 +152,15 @@ fn markdown(rows: &[Row]) -> String {
             (Some(t), None) => format!("<= {t:.2} ?"),
             (None, _) => String::new(),
         };
+        let three = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
+        let serial = if baseline {
+            format!(" {} | {} |", three(r.serial_ratio()), three(r.normalized()))
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "| {}.{} | {} | {} | {} | {} | {} | {} | {ratio} | {target} |",
+            "| {}.{} | {} | {} | {} | {} | {} | {} | {ratio} | {target} |{serial}",
             r.group,
             r.kernel,
             r.size,
@@ -139,7 +183,8 @@ pub(crate) fn table(rows: &[Row]) {
 fn csv(rows: &[Row]) -> String {
     let mut s = String::from(
         "group,kernel,size,n,schedule,trials,reps,unit,cantus,openmp,ratio,target,met,\
-         cantus_min,cantus_max,openmp_min,openmp_max\n",
+         cantus_min,cantus_max,openmp_min,openmp_max,serial_cantus,serial_openmp,serial_ratio,\
+         normalized\n",
     );
     for r in rows {
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x}"));
@@ -152,9 +197,16 @@ fn csv(rows: &[Row]) -> String {
         };
         let (cmin, cmax) = spread(r, &r.cantus);
         let (omin, omax) = spread(r, &r.openmp);
+        let (sc, so) = match &r.serial {
+            Some((c, o)) => (
+                fin(shown(r.value, median(c))),
+                fin(shown(r.value, median(o))),
+            ),
+            None => (String::new(), String::new()),
+        };
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{sc},{so},{},{}",
             r.group,
             r.kernel,
             r.size,
@@ -171,7 +223,9 @@ fn csv(rows: &[Row]) -> String {
             fin(cmin),
             fin(cmax),
             fin(omin),
-            fin(omax)
+            fin(omax),
+            opt(r.serial_ratio()),
+            opt(r.normalized())
         );
     }
     s
@@ -378,6 +432,7 @@ mod tests {
             size: size.into(),
             n: 171,
             sched: Sched::Adaptive,
+            base: format!("lcals.{kernel}.{size}"),
             name: format!("lcals.{kernel}.{size}"),
             trials: 10,
             value: Value::TimePer {
@@ -387,6 +442,7 @@ mod tests {
             cantus: vec![c, c, c],
             openmp: vec![o],
             target: Some(1.2),
+            serial: None,
         }
     }
 

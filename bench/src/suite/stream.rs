@@ -305,6 +305,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                     size: n.to_string(),
                     n,
                     sched: s,
+                    base: format!("{group}.{}", k.name()),
                     name: ctx.name(&format!("{group}.{}", k.name()), s),
                     trials: NTIMES as u64,
                     value: Value::Rate {
@@ -314,6 +315,7 @@ pub(crate) fn run(ctx: &mut Ctx) {
                     cantus: std::mem::take(&mut cantus[variant][si][q]),
                     openmp: omp[q].clone(),
                     target: (k == Kernel::Triad).then_some(TRIAD_TARGET),
+                    serial: None,
                 };
                 ctx.record(row);
             }
