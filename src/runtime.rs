@@ -89,7 +89,7 @@ impl Runtime {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             return f();
         }
-        run_as_task(&self.registry, f)
+        crate::sched::registry::long_wait(|| run_as_task(&self.registry, f))
     }
 
     /// Number of worker threads.
@@ -113,7 +113,8 @@ impl Runtime {
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
         if !self.threads.is_empty() {
-            let _blocked = OutsideBlocked::enter(BlockKind::GroupWait);
+            let _blocked =
+                crate::sched::registry::long_wait(|| OutsideBlocked::enter(BlockKind::GroupWait));
             let mut pause = Duration::from_micros(10);
             while !self.registry.quiescent() {
                 std::thread::sleep(pause);

@@ -62,6 +62,9 @@ pub(crate) struct WorkerShared {
 pub(crate) struct OutsideCounters {
     pub(crate) injected: AtomicU64,
     pub(crate) blocked: [AtomicUsize; BLOCK_KINDS],
+    /// Blocked outside threads that want to notice the end of their wait
+    /// promptly: all but the root wait of `block_on`/`run` and shutdown.
+    pub(crate) prompt: AtomicUsize,
     pub(crate) active: AtomicUsize,
 }
 
@@ -208,21 +211,42 @@ impl Registry {
     }
 }
 
+thread_local! {
+    /// Set while this outside thread waits for the whole program (the
+    /// root task of `block_on`/`run`, or shutdown): such a wait is long,
+    /// and idle workers need not make room for it.
+    static LONG_WAIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread's waits marked long (see `LONG_WAIT`).
+pub(crate) fn long_wait<R>(f: impl FnOnce() -> R) -> R {
+    let prev = LONG_WAIT.with(|l| l.replace(true));
+    let r = f();
+    LONG_WAIT.with(|l| l.set(prev));
+    r
+}
+
 /// Marks an outside thread blocked in cantus for as long as it lives.
 pub(crate) struct OutsideBlocked {
     registry: Option<Arc<Registry>>,
     kind: usize,
+    prompt: bool,
 }
 
 impl OutsideBlocked {
     pub(crate) fn enter(kind: crate::sync::wait::BlockKind) -> OutsideBlocked {
         let registry = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let prompt = !LONG_WAIT.with(|l| l.get());
         if let Some(r) = &registry {
             r.outside.blocked[kind as usize].fetch_add(1, Ordering::SeqCst);
+            if prompt {
+                r.outside.prompt.fetch_add(1, Ordering::SeqCst);
+            }
         }
         OutsideBlocked {
             registry,
             kind: kind as usize,
+            prompt,
         }
     }
 }
@@ -231,6 +255,9 @@ impl Drop for OutsideBlocked {
     fn drop(&mut self) {
         if let Some(r) = &self.registry {
             r.outside.blocked[self.kind].fetch_sub(1, Ordering::SeqCst);
+            if self.prompt {
+                r.outside.prompt.fetch_sub(1, Ordering::SeqCst);
+            }
         }
     }
 }

@@ -52,6 +52,8 @@ struct Slot {
 const IDLE_CARRIERS: usize = 16;
 /// Stacks kept per worker beyond those held by carriers.
 const POOLED_STACKS: usize = 16;
+/// Idle-loop iterations of a hybrid worker while an outside thread waits.
+const OUTSIDE_WAIT_SPIN: u32 = 16;
 /// Most `spin_loop` hints between two polls of an idle worker.
 const IDLE_BACKOFF: u32 = 64;
 /// `current_slot` while the worker runs its own loop, not a carrier.
@@ -492,6 +494,19 @@ impl WorkerLocal {
             if self.has_work() || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
+            // While an outside thread waits for a short operation (e.g.
+            // `main` waiting for a forall), a hybrid worker sleeps after a
+            // short spin: its spinning would take the core the outside
+            // thread needs to notice the end of its wait (seed 000, 7.3:
+            // STREAM vs STREAM-EP). `active` keeps spinning, as asked; the
+            // whole-program wait of `block_on`/`run` does not count.
+            let budget = if reg.config.wait_policy == WaitPolicy::Hybrid
+                && reg.outside.prompt.load(Ordering::Relaxed) > 0
+            {
+                budget.min(OUTSIDE_WAIT_SPIN)
+            } else {
+                budget
+            };
             if spins < budget {
                 // Back off between polls: every poll reads the other
                 // workers' deque ends, and polling them nonstop makes each
