@@ -339,19 +339,5 @@ fn handoff_same_worker_child(reps: usize, round_trips: u64) -> Result<Vec<f64>, 
         .env("CANTUS_WORKERS", "1")
         .output()
         .map_err(|e| format!("cannot run child: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "child failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            l.trim()
-                .parse::<f64>()
-                .map_err(|e| format!("bad line {l:?}: {e}"))
-        })
-        .collect()
+    crate::stats::child_numbers(&out, "the hand-off child")
 }

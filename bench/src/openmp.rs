@@ -77,20 +77,5 @@ pub(crate) fn spawn_trials(
     let out = cmd
         .output()
         .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} failed ({}): {}",
-            exe.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            l.trim()
-                .parse::<f64>()
-                .map_err(|e| format!("bad output line {l:?} from spawn_omp: {e}"))
-        })
-        .collect()
+    crate::stats::child_numbers(&out, &exe.display().to_string())
 }

@@ -140,3 +140,23 @@ mod tests {
         assert_eq!(s.median(), 4.0);
     }
 }
+
+/// The numbers a child benchmark process printed, one per line; `who`
+/// names the child in errors (its exit status and stderr on failure).
+pub(crate) fn child_numbers(out: &std::process::Output, who: &str) -> Result<Vec<f64>, String> {
+    if !out.status.success() {
+        return Err(format!(
+            "{who} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            l.trim()
+                .parse::<f64>()
+                .map_err(|e| format!("bad output line {l:?} from {who}: {e}"))
+        })
+        .collect()
+}

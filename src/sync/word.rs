@@ -147,53 +147,44 @@ impl Locked<'_> {
 
     /// Unlinks `w` again (a waiter that found it need not wait after all).
     pub(crate) fn remove(&self, w: *const Waiter) {
-        let now_empty = self.word.queue.with_mut(|q| {
-            // SAFETY: we hold the lock; every node in the queue is live.
-            unsafe {
-                let q = &mut *q;
-                let mut prev: *const Waiter = ptr::null();
-                let mut cur = q.head;
-                while !cur.is_null() {
-                    let next = (*cur).next.get();
-                    if cur == w {
-                        if prev.is_null() {
-                            q.head = next;
-                        } else {
-                            (*prev).next.set(next);
-                        }
-                        if q.tail == cur {
-                            q.tail = prev;
-                        }
-                        break;
-                    }
-                    prev = cur;
-                    cur = next;
-                }
-                q.head.is_null()
-            }
-        });
-        if now_empty {
-            self.word.state.fetch_and(!WAITERS, Ordering::Relaxed);
-        }
+        self.unlink_where(|cur| (cur == w, cur == w), |_| {});
     }
 
     /// Unlinks the waiters `how` selects into `out`; keeps WAITERS in step.
     pub(crate) fn take(&self, how: Wake, out: &mut WakeList) {
+        self.unlink_where(
+            // SAFETY: `unlink_where` passes live nodes of the queue.
+            |cur| match (how, unsafe { (*cur).want }) {
+                (Wake::All, _) => (true, false),
+                (Wake::BecameFull, Want::Full) => (true, false),
+                (Wake::BecameFull, Want::FullConsume) => (true, true),
+                (Wake::BecameEmpty, Want::Empty) => (true, true),
+                _ => (false, false),
+            },
+            // SAFETY: the node was just unlinked under the lock, and its
+            // waiter is blocked until woken.
+            |cur| unsafe { out.push(cur) },
+        );
+    }
+
+    /// Walks the queue from the front; `pick(node)` says whether to unlink
+    /// the node and whether to stop after it. Unlinked nodes go to
+    /// `unlinked`. Clears WAITERS if the queue ends up empty.
+    fn unlink_where(
+        &self,
+        mut pick: impl FnMut(*const Waiter) -> (bool, bool),
+        mut unlinked: impl FnMut(*const Waiter),
+    ) {
         let now_empty = self.word.queue.with_mut(|q| {
-            // SAFETY: we hold the lock; every node in the queue is live.
+            // SAFETY: we hold the lock, so the queue is ours; every node in
+            // it is live (contract of `push`).
             unsafe {
                 let q = &mut *q;
                 let mut prev: *const Waiter = ptr::null();
                 let mut cur = q.head;
                 while !cur.is_null() {
                     let next = (*cur).next.get();
-                    let (take, stop) = match (how, (*cur).want) {
-                        (Wake::All, _) => (true, false),
-                        (Wake::BecameFull, Want::Full) => (true, false),
-                        (Wake::BecameFull, Want::FullConsume) => (true, true),
-                        (Wake::BecameEmpty, Want::Empty) => (true, true),
-                        _ => (false, false),
-                    };
+                    let (take, stop) = pick(cur);
                     if take {
                         if prev.is_null() {
                             q.head = next;
@@ -203,7 +194,7 @@ impl Locked<'_> {
                         if q.tail == cur {
                             q.tail = prev;
                         }
-                        out.push(cur);
+                        unlinked(cur);
                     } else {
                         prev = cur;
                     }
