@@ -5,13 +5,13 @@
 //! This crate is the single-locale tasking layer: stackful tasks on pooled
 //! stacks with guard pages ([`begin`], [`join`], [`cobegin!`], [`coforall`],
 //! [`scope`], [`TaskList`], [`TaskGroup`]), full/empty synchronization
-//! ([`Sync`], [`Single`]), task control ([`yield_now`], [`sleep`]) and
+//! ([`SyncVar`], [`SingleVar`]), task control ([`yield_now`], [`sleep`]) and
 //! queries ([`query`]). See `ARCHITECTURE.md` for the layers and the
 //! papers each comes from.
 //!
 //! ```
 //! let total = cantus::run(|| {
-//!     let v = cantus::Sync::new();
+//!     let v = cantus::SyncVar::new();
 //!     cantus::scope(|s| {
 //!         s.spawn(|| v.write_ef(20));
 //!         let x = v.read_fe();
@@ -48,7 +48,7 @@ pub use par::{
 };
 pub use query::{sleep, yield_now};
 pub use runtime::{OutsideActivity, Runtime, run};
-pub use sync::{Single, Sync};
+pub use sync::{SingleVar, SyncVar};
 
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]

@@ -61,8 +61,8 @@ fn deadlock_is_reported_instead_of_hanging() {
     if is_child() {
         let rt = cantus::Runtime::new().unwrap();
         rt.block_on(|| {
-            let x: cantus::Sync<u32> = cantus::Sync::new();
-            let y: cantus::Sync<u32> = cantus::Sync::new();
+            let x: cantus::SyncVar<u32> = cantus::SyncVar::new();
+            let y: cantus::SyncVar<u32> = cantus::SyncVar::new();
             cantus::scope(|s| {
                 s.spawn(|| y.write_ef(x.read_fe()));
                 s.spawn(|| x.write_ef(y.read_fe()));
@@ -77,7 +77,7 @@ fn deadlock_is_reported_instead_of_hanging() {
     assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
     assert!(stderr.contains("cantus: deadlock"), "{stderr}");
     assert!(
-        stderr.contains("2 task(s) reading a Sync variable"),
+        stderr.contains("2 task(s) reading a SyncVar"),
         "{stderr}"
     );
     assert!(stderr.contains("1 outside thread(s)"), "{stderr}");
@@ -88,7 +88,7 @@ fn deadlock_is_reported_instead_of_hanging() {
 fn slow_but_live_programs_are_not_called_deadlocked() {
     if is_child() {
         let rt = cantus::Runtime::new().unwrap();
-        let v = cantus::Sync::new();
+        let v = cantus::SyncVar::new();
         rt.block_on(|| {
             cantus::scope(|s| {
                 s.spawn(|| {

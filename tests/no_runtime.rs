@@ -32,7 +32,7 @@ fn spawning_without_a_runtime_is_a_clear_error() {
 
 #[test]
 fn sync_variables_work_between_plain_threads() {
-    let v = Arc::new(cantus::Sync::new());
+    let v = Arc::new(cantus::SyncVar::new());
     let v2 = v.clone();
     let t = std::thread::spawn(move || (0..1000u32).map(|_| v2.read_fe()).sum::<u32>());
     for i in 0..1000 {

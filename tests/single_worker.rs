@@ -57,7 +57,7 @@ fn a_sleeping_task_does_not_hold_the_worker() {
 #[test]
 fn blocked_tasks_resume_on_one_worker() {
     // A pipeline of 50 stages on one worker: each stage blocks on its input.
-    let stages: Vec<cantus::Sync<u64>> = (0..51).map(|_| cantus::Sync::new()).collect();
+    let stages: Vec<cantus::SyncVar<u64>> = (0..51).map(|_| cantus::SyncVar::new()).collect();
     let out = rt().block_on(|| {
         cantus::scope(|s| {
             for i in 0..50 {

@@ -4,7 +4,7 @@
 //! patterns: tasks that run straight through (coforall, joins), ten
 //! thousand tasks queued at once (fifty times), and ten thousand tasks blocked at once.
 
-use cantus::{Single, TaskGroup};
+use cantus::{SingleVar, TaskGroup};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -95,7 +95,7 @@ fn millions_of_tasks_in_bounded_memory() {
 
     let ran = bounded("10k blocked at once", 5, 8 * MIB, || {
         let n = AtomicU64::new(0);
-        let gate = Single::new();
+        let gate = SingleVar::new();
         rt().block_on(|| {
             cantus::scope(|s| {
                 s.spawn(|| {

@@ -1,8 +1,8 @@
-//! Full/empty semantics of every `Sync` operation, `Single`, with tasks
+//! Full/empty semantics of every `SyncVar` operation, `SingleVar`, with tasks
 //! and outside threads as parties, and with many waiters.
 
 mod common;
-use cantus::{Single, Sync};
+use cantus::{SingleVar, SyncVar};
 use common::rt;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -11,10 +11,10 @@ use std::time::Duration;
 
 #[test]
 fn fresh_variables_are_empty_or_full_as_made() {
-    let e: Sync<u32> = Sync::new();
+    let e: SyncVar<u32> = SyncVar::new();
     assert!(!e.is_full());
     assert_eq!(e.read_xx(), None);
-    let f = Sync::with_value(5u32);
+    let f = SyncVar::with_value(5u32);
     assert!(f.is_full());
     assert_eq!(f.read_xx(), Some(5));
     assert!(f.is_full(), "readXX leaves the state alone");
@@ -22,7 +22,7 @@ fn fresh_variables_are_empty_or_full_as_made() {
 
 #[test]
 fn read_fe_empties_and_write_ef_fills() {
-    let v = Sync::new();
+    let v = SyncVar::new();
     v.write_ef(1);
     assert!(v.is_full());
     assert_eq!(v.read_fe(), 1);
@@ -32,7 +32,7 @@ fn read_fe_empties_and_write_ef_fills() {
 
 #[test]
 fn read_ff_leaves_full_and_write_ff_replaces() {
-    let v = Sync::with_value(String::from("a"));
+    let v = SyncVar::with_value(String::from("a"));
     assert_eq!(v.read_ff(), "a");
     assert!(v.is_full());
     v.write_ff(String::from("b"));
@@ -42,7 +42,7 @@ fn read_ff_leaves_full_and_write_ff_replaces() {
 
 #[test]
 fn write_xf_fills_whatever_the_state_and_reset_empties() {
-    let v = Sync::new();
+    let v = SyncVar::new();
     v.write_xf(1);
     assert_eq!(v.read_xx(), Some(1));
     v.write_xf(2);
@@ -59,7 +59,7 @@ fn write_xf_fills_whatever_the_state_and_reset_empties() {
 fn values_are_dropped_exactly_once() {
     let token = Arc::new(());
     {
-        let v = Sync::with_value(token.clone());
+        let v = SyncVar::with_value(token.clone());
         v.write_xf(token.clone());
         assert_eq!(Arc::strong_count(&token), 2);
         v.reset();
@@ -71,7 +71,7 @@ fn values_are_dropped_exactly_once() {
 
 #[test]
 fn read_fe_blocks_until_a_task_writes() {
-    let v = Sync::new();
+    let v = SyncVar::new();
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
@@ -85,7 +85,7 @@ fn read_fe_blocks_until_a_task_writes() {
 
 #[test]
 fn write_ef_blocks_until_emptied() {
-    let v = Sync::with_value(1);
+    let v = SyncVar::with_value(1);
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| v.write_ef(2)); // blocks: full
@@ -98,7 +98,7 @@ fn write_ef_blocks_until_emptied() {
 
 #[test]
 fn write_ff_waits_for_full() {
-    let v = Sync::new();
+    let v = SyncVar::new();
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| v.write_ff(9)); // waits for full
@@ -116,8 +116,8 @@ fn write_ff_waits_for_full() {
 #[test]
 fn many_consuming_readers_each_get_one_value() {
     const N: usize = 200;
-    let v = Sync::new();
-    let got: Vec<Sync<usize>> = (0..N).map(|_| Sync::new()).collect();
+    let v = SyncVar::new();
+    let got: Vec<SyncVar<usize>> = (0..N).map(|_| SyncVar::new()).collect();
     rt().block_on(|| {
         cantus::scope(|s| {
             for slot in &got {
@@ -137,7 +137,7 @@ fn many_consuming_readers_each_get_one_value() {
 #[test]
 fn many_blocked_writers_are_all_drained() {
     const N: usize = 200;
-    let v = Sync::with_value(usize::MAX);
+    let v = SyncVar::with_value(usize::MAX);
     let sum = rt().block_on(|| {
         cantus::scope(|s| {
             for i in 0..N {
@@ -158,7 +158,7 @@ fn many_blocked_writers_are_all_drained() {
 #[test]
 fn read_ff_wakes_every_waiter_and_stays_full() {
     const N: usize = 100;
-    let v = Sync::new();
+    let v = SyncVar::new();
     let total = AtomicUsize::new(0);
     rt().block_on(|| {
         cantus::scope(|s| {
@@ -179,7 +179,7 @@ fn read_ff_wakes_every_waiter_and_stays_full() {
 fn mixed_waiters_on_one_variable() {
     // readFF waiters and readFE waiters queue together; a fill wakes the
     // non-consuming ones and one consumer.
-    let v = Sync::new();
+    let v = SyncVar::new();
     let ff = AtomicUsize::new(0);
     let fe = AtomicUsize::new(0);
     rt().block_on(|| {
@@ -212,8 +212,8 @@ fn mixed_waiters_on_one_variable() {
 #[test]
 fn ping_pong_between_two_tasks() {
     const ROUNDS: u64 = 20_000;
-    let ping = Sync::new();
-    let pong = Sync::new();
+    let ping = SyncVar::new();
+    let pong = SyncVar::new();
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
@@ -234,8 +234,8 @@ fn ping_pong_between_two_tasks() {
 
 #[test]
 fn outside_threads_and_tasks_hand_off() {
-    let v = Arc::new(Sync::new());
-    let back = Arc::new(Sync::new());
+    let v = Arc::new(SyncVar::new());
+    let back = Arc::new(SyncVar::new());
     let (v2, b2) = (v.clone(), back.clone());
     let t = std::thread::spawn(move || {
         for i in 0..1000u32 {
@@ -254,7 +254,7 @@ fn outside_threads_and_tasks_hand_off() {
 
 #[test]
 fn single_blocks_readers_until_written_once() {
-    let s1 = Single::new();
+    let s1 = SingleVar::new();
     let sum = AtomicUsize::new(0);
     rt().block_on(|| {
         cantus::scope(|s| {
@@ -275,9 +275,9 @@ fn single_blocks_readers_until_written_once() {
 }
 
 #[test]
-#[should_panic(expected = "Single written twice")]
+#[should_panic(expected = "SingleVar written twice")]
 fn single_second_write_panics() {
-    let s = Single::new();
+    let s = SingleVar::new();
     s.write(1);
     s.write(2);
 }

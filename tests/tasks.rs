@@ -1,7 +1,7 @@
 //! Spawn kinds, panics, outside threads and queries on a shared runtime.
 
 mod common;
-use cantus::{Sync, TaskGroup, TaskList};
+use cantus::{SyncVar, TaskGroup, TaskList};
 use common::rt;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -76,7 +76,7 @@ fn coforall_tasks_can_block_on_each_other() {
     // Task i waits for task i+1: a chain that needs every task to be a real
     // task (blocking frees the worker for the rest).
     const N: usize = 300;
-    let links: Vec<Sync<usize>> = (0..N).map(|_| Sync::new()).collect();
+    let links: Vec<SyncVar<usize>> = (0..N).map(|_| SyncVar::new()).collect();
     rt().block_on(|| {
         cantus::coforall(N, |i| {
             if i == N - 1 {
@@ -230,7 +230,7 @@ fn task_group_waits_and_reports_panics() {
 #[test]
 fn detached_tasks_run_and_a_panicking_one_does_not_stop_the_runtime() {
     rt();
-    let done = Arc::new(Sync::new());
+    let done = Arc::new(SyncVar::new());
     cantus::begin(|| panic!("detached failure (expected by the test)"));
     let d = done.clone();
     cantus::begin(move || d.write_ef(fib(12)));
@@ -240,8 +240,8 @@ fn detached_tasks_run_and_a_panicking_one_does_not_stop_the_runtime() {
 #[test]
 fn tasks_may_block_inside_begin() {
     rt();
-    let a = Arc::new(Sync::new());
-    let b = Arc::new(Sync::new());
+    let a = Arc::new(SyncVar::new());
+    let b = Arc::new(SyncVar::new());
     let (a2, b2) = (a.clone(), b.clone());
     cantus::begin(move || {
         let x: u32 = a2.read_fe();
@@ -299,7 +299,7 @@ fn queries_inside_and_outside_tasks() {
     assert_eq!(cantus::query::current_task_id(), None);
     assert_eq!(cantus::query::current_worker(), None);
     let ids = Mutex::new(HashSet::new());
-    let gate = Sync::new();
+    let gate = SyncVar::new();
     let blocked_seen = rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {

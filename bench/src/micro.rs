@@ -213,7 +213,7 @@ fn task_ops(reps: usize, div: u64) {
     figure("yield", &yield_s, "ns");
 }
 
-/// Sync hand-off: ns per one-way hand-off, with both tasks on one worker
+/// SyncVar hand-off: ns per one-way hand-off, with both tasks on one worker
 /// (a child process of this program with one worker) and across workers.
 fn handoff(reps: usize, round_trips: u64) {
     let mut same = Samples::new();
@@ -262,8 +262,8 @@ struct PingPong {
 /// has started, so B was stolen by another worker (a started task stays on
 /// its worker), else B runs wherever the scheduler puts it.
 fn ping_pong(round_trips: u64, apart: bool) -> PingPong {
-    let x = cantus::Sync::<u64>::new();
-    let y = cantus::Sync::<u64>::new();
+    let x = cantus::SyncVar::<u64>::new();
+    let y = cantus::SyncVar::<u64>::new();
     let started = AtomicBool::new(false);
     let b_worker = AtomicUsize::new(usize::MAX);
     let mut elapsed = Duration::ZERO;

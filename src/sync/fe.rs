@@ -1,4 +1,4 @@
-//! `Sync<T>`: a full/empty synchronization variable (Chapel's `sync`),
+//! `SyncVar<T>`: a full/empty synchronization variable (Chapel's `sync`),
 //! native to the tasking layer: its full bit lives in its own word and
 //! blocked tasks queue on the variable itself (seed 000, section 6).
 
@@ -11,7 +11,9 @@ use std::mem::MaybeUninit;
 
 const FULL: usize = ONE;
 
-/// A variable that is either full (holds a `T`) or empty.
+/// A variable that is either full (holds a `T`) or empty: Chapel's `sync`
+/// variable (and Qthreads' full/empty bits). Named `SyncVar` so that
+/// `use cantus::*;` leaves the standard `Sync` trait alone.
 ///
 /// Operations are named as in Chapel and Qthreads: the first letter is the
 /// state the operation waits for (`F`ull, `E`mpty, or `X` for any), the
@@ -22,7 +24,7 @@ const FULL: usize = ONE;
 ///
 /// ```
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
-/// let v = cantus::Sync::new();
+/// let v = cantus::SyncVar::new();
 /// rt.block_on(|| {
 ///     cantus::scope(|s| {
 ///         s.spawn(|| v.write_ef(42));
@@ -31,41 +33,41 @@ const FULL: usize = ONE;
 /// });
 /// assert!(!v.is_full());
 /// ```
-pub struct Sync<T> {
+pub struct SyncVar<T> {
     word: WaitWord,
     value: UnsafeCell<MaybeUninit<T>>,
 }
 
 // SAFETY: the value moves between threads through the variable, so T: Send
 // is needed and sufficient; all access to it holds the word's lock bit.
-unsafe impl<T: Send> Send for Sync<T> {}
+unsafe impl<T: Send> Send for SyncVar<T> {}
 // SAFETY: shared access only moves values in and out under the lock bit
 // (readFF clones under the lock, so T: Send suffices as for a Mutex).
-unsafe impl<T: Send> core::marker::Sync for Sync<T> {}
+unsafe impl<T: Send> core::marker::Sync for SyncVar<T> {}
 
 // A panic never leaves the variable's lock held or its queue half-linked
 // (no user code runs inside the critical sections), so it stays usable.
-impl<T> std::panic::RefUnwindSafe for Sync<T> {}
-impl<T> std::panic::UnwindSafe for Sync<T> {}
+impl<T> std::panic::RefUnwindSafe for SyncVar<T> {}
+impl<T> std::panic::UnwindSafe for SyncVar<T> {}
 
-impl<T> Default for Sync<T> {
+impl<T> Default for SyncVar<T> {
     fn default() -> Self {
-        Sync::new()
+        SyncVar::new()
     }
 }
 
-impl<T> Sync<T> {
+impl<T> SyncVar<T> {
     /// An empty variable.
-    pub fn new() -> Sync<T> {
-        Sync {
+    pub fn new() -> SyncVar<T> {
+        SyncVar {
             word: WaitWord::new(0),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
     }
 
     /// A full variable holding `value`.
-    pub fn with_value(value: T) -> Sync<T> {
-        Sync {
+    pub fn with_value(value: T) -> SyncVar<T> {
+        SyncVar {
             word: WaitWord::new(FULL),
             value: UnsafeCell::new(MaybeUninit::new(value)),
         }
@@ -244,7 +246,7 @@ impl<T> Sync<T> {
     }
 }
 
-impl<T> Drop for Sync<T> {
+impl<T> Drop for SyncVar<T> {
     fn drop(&mut self) {
         if self.word.state.load(Ordering::Relaxed) & FULL != 0 {
             // SAFETY: &mut self: no other access; the value is initialised.
@@ -253,9 +255,9 @@ impl<T> Drop for Sync<T> {
     }
 }
 
-impl<T> fmt::Debug for Sync<T> {
+impl<T> fmt::Debug for SyncVar<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Sync")
+        f.debug_struct("SyncVar")
             .field("full", &self.is_full())
             .finish()
     }

@@ -1,12 +1,12 @@
 //! Loom models of the wait-word protocol: every interleaving of a few
-//! threads over `Sync`, `Single` and end counts, checking for lost
+//! threads over `SyncVar`, `SingleVar` and end counts, checking for lost
 //! wake-ups (loom reports a deadlock when a waiter is never woken) and
 //! wrong values. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom`
 
 use super::end_count::EndCount;
 use super::wait::BlockKind;
-use super::{Single, Sync};
+use super::{SingleVar, SyncVar};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -32,7 +32,7 @@ fn model_bounded(bound: usize, f: impl Fn() + core::marker::Sync + Send + 'stati
 #[test]
 fn loom_write_ef_read_fe_hand_off() {
     model(|| {
-        let v = Arc::new(Sync::new());
+        let v = Arc::new(SyncVar::new());
         let w = v.clone();
         let t = thread::spawn(move || w.write_ef(7u32));
         assert_eq!(v.read_fe(), 7);
@@ -44,7 +44,7 @@ fn loom_write_ef_read_fe_hand_off() {
 #[test]
 fn loom_write_ef_blocks_until_emptied() {
     model(|| {
-        let v = Arc::new(Sync::with_value(1u32));
+        let v = Arc::new(SyncVar::with_value(1u32));
         let w = v.clone();
         let t = thread::spawn(move || w.write_ef(2));
         assert_eq!(v.read_fe(), 1);
@@ -56,7 +56,7 @@ fn loom_write_ef_blocks_until_emptied() {
 #[test]
 fn loom_read_ff_waiter_is_woken_and_leaves_it_full() {
     model(|| {
-        let v = Arc::new(Sync::new());
+        let v = Arc::new(SyncVar::new());
         let r = v.clone();
         let t = thread::spawn(move || r.read_ff());
         v.write_ef(5u32);
@@ -70,7 +70,7 @@ fn loom_consumer_wakes_blocked_writer() {
     // The reader consumes the first value; the second write must wait for
     // that and be woken by it.
     model(|| {
-        let v = Arc::new(Sync::new());
+        let v = Arc::new(SyncVar::new());
         let r = v.clone();
         let t = thread::spawn(move || r.read_fe());
         v.write_ef(5u32);
@@ -83,7 +83,7 @@ fn loom_consumer_wakes_blocked_writer() {
 #[test]
 fn loom_single_wakes_its_reader() {
     model(|| {
-        let s = Arc::new(Single::new());
+        let s = Arc::new(SingleVar::new());
         let r = s.clone();
         let t = thread::spawn(move || *r.read());
         s.write(9u32);

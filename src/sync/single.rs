@@ -1,4 +1,4 @@
-//! `Single<T>`: a write-once variable (Chapel's `single`).
+//! `SingleVar<T>`: a write-once variable (Chapel's `single`).
 
 use super::wait::{BlockKind, Waiter, WakeList, Want};
 use super::word::{ONE, WaitWord, Wake};
@@ -10,34 +10,35 @@ use std::mem::MaybeUninit;
 
 const FULL: usize = ONE;
 
-/// Empty until written once; then every read returns the value at once.
+/// Empty until written once; then every read returns the value at once:
+/// Chapel's `single` variable.
 /// Reads before the write block (only the calling task).
-pub struct Single<T> {
+pub struct SingleVar<T> {
     word: WaitWord,
     value: UnsafeCell<MaybeUninit<T>>,
 }
 
 // SAFETY: the value is written once under the lock bit, then only read
 // through shared references; sending or sharing it needs T: Send + Sync.
-unsafe impl<T: Send> Send for Single<T> {}
+unsafe impl<T: Send> Send for SingleVar<T> {}
 // SAFETY: as above; readers get &T, so T: Sync is required too.
-unsafe impl<T: Send + core::marker::Sync> core::marker::Sync for Single<T> {}
+unsafe impl<T: Send + core::marker::Sync> core::marker::Sync for SingleVar<T> {}
 
 // A panic never leaves the variable's lock held or its queue half-linked
 // (no user code runs inside the critical sections), so it stays usable.
-impl<T> std::panic::RefUnwindSafe for Single<T> {}
-impl<T> std::panic::UnwindSafe for Single<T> {}
+impl<T> std::panic::RefUnwindSafe for SingleVar<T> {}
+impl<T> std::panic::UnwindSafe for SingleVar<T> {}
 
-impl<T> Default for Single<T> {
+impl<T> Default for SingleVar<T> {
     fn default() -> Self {
-        Single::new()
+        SingleVar::new()
     }
 }
 
-impl<T> Single<T> {
+impl<T> SingleVar<T> {
     /// An empty variable.
-    pub fn new() -> Single<T> {
-        Single {
+    pub fn new() -> SingleVar<T> {
+        SingleVar {
             word: WaitWord::new(0),
             value: UnsafeCell::new(MaybeUninit::uninit()),
         }
@@ -56,7 +57,7 @@ impl<T> Single<T> {
             l.unlock_with(FULL);
             return Err((
                 value,
-                Error::new(ErrorKind::AlreadyWritten, "cantus::Single written twice"),
+                Error::new(ErrorKind::AlreadyWritten, "cantus::SingleVar written twice"),
             ));
         }
         // SAFETY: we hold the lock and the variable was never written.
@@ -102,7 +103,7 @@ impl<T> Single<T> {
     }
 }
 
-impl<T> Drop for Single<T> {
+impl<T> Drop for SingleVar<T> {
     fn drop(&mut self) {
         if self.word.state.load(Ordering::Relaxed) & FULL != 0 {
             // SAFETY: &mut self: no other access; the value is initialised.
@@ -111,9 +112,9 @@ impl<T> Drop for Single<T> {
     }
 }
 
-impl<T: fmt::Debug> fmt::Debug for Single<T> {
+impl<T: fmt::Debug> fmt::Debug for SingleVar<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Single")
+        f.debug_struct("SingleVar")
             .field("value", &self.try_read())
             .finish()
     }

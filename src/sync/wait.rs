@@ -16,7 +16,7 @@ use std::ptr;
 /// What a waiter waits for; decides whom a state change wakes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Want {
-    /// Full, and leaves it full (readFF, writeFF, Single reads).
+    /// Full, and leaves it full (readFF, writeFF, SingleVar reads).
     Full,
     /// Full, and empties it (readFE).
     FullConsume,
@@ -29,11 +29,11 @@ pub(crate) enum Want {
 /// Why a task or thread is blocked, for queries and deadlock reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum BlockKind {
-    /// A `Sync` read waiting for full.
+    /// A `SyncVar` read waiting for full.
     SyncRead = 0,
-    /// A `Sync` write waiting for empty or full.
+    /// A `SyncVar` write waiting for empty or full.
     SyncWrite = 1,
-    /// A `Single` read.
+    /// A `SingleVar` read.
     SingleRead = 2,
     /// A task group, scope, join or coforall waiting for its tasks.
     GroupWait = 3,
@@ -52,9 +52,9 @@ impl BlockKind {
 
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            BlockKind::SyncRead => "reading a Sync variable (readFE/readFF)",
-            BlockKind::SyncWrite => "writing a Sync variable (writeEF/writeFF)",
-            BlockKind::SingleRead => "reading a Single variable",
+            BlockKind::SyncRead => "reading a SyncVar (readFE/readFF)",
+            BlockKind::SyncWrite => "writing a SyncVar (writeEF/writeFF)",
+            BlockKind::SingleRead => "reading a SingleVar",
             BlockKind::GroupWait => "waiting for a task group, scope, join or coforall",
         }
     }

@@ -9,7 +9,7 @@ use crate::loom::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 use std::ptr;
 
-/// Bit 0: the queue (and, for `Sync`, the value) is locked.
+/// Bit 0: the queue (and, for `SyncVar`, the value) is locked.
 pub(crate) const LOCKED: usize = 1;
 /// Bit 1: the queue is non-empty.
 pub(crate) const WAITERS: usize = 2;
@@ -213,12 +213,12 @@ impl Locked<'_> {
 
     /// Releases the lock, setting the variable's bits to `user` (the
     /// WAITERS bit is kept). For words whose variable bits change only
-    /// under the lock (`Sync`, `Single`).
+    /// under the lock (`SyncVar`, `SingleVar`).
     #[inline]
     pub(crate) fn unlock_with(self, user: usize) {
         let waiters = self.state() & WAITERS;
         // Release pairs with the Acquire of the next lock holder and of
-        // lock-free readers of the variable's bits (is_full, Single::read).
+        // lock-free readers of the variable's bits (is_full, SingleVar::read).
         self.word.state.store(user | waiters, Ordering::Release);
     }
 
