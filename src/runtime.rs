@@ -89,7 +89,7 @@ impl Runtime {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             return f();
         }
-        crate::sched::registry::long_wait(|| run_as_task(&self.registry, f))
+        crate::sched::outside::long_wait(|| run_as_task(&self.registry, f))
     }
 
     /// Number of worker threads.
@@ -113,8 +113,9 @@ impl Runtime {
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
         if !self.threads.is_empty() {
-            let _blocked =
-                crate::sched::registry::long_wait(|| OutsideBlocked::enter(BlockKind::GroupWait));
+            let _blocked = crate::sched::outside::long_wait(|| {
+                OutsideBlocked::enter(BlockKind::GroupWait, Arc::as_ptr(&self.registry) as usize)
+            });
             let mut pause = Duration::from_micros(10);
             while !self.registry.quiescent() {
                 std::thread::sleep(pause);
@@ -172,7 +173,7 @@ where
 fn run_as_task<R: Send, F: FnOnce() -> R + Send>(reg: &Registry, f: F) -> R {
     let job = StackJob::new(f);
     // SAFETY: we wait for the job's latch before `job` goes out of scope.
-    reg.inject(unsafe { job.as_task() });
+    reg.inject_root(unsafe { job.as_task() });
     job.latch.wait_blocking(BlockKind::GroupWait);
     job.into_result()
 }

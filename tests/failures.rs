@@ -24,7 +24,14 @@ fn task_stack_overflow_names_the_task_and_the_setting() {
             .stack_size(64 * 1024)
             .build()
             .unwrap();
-        rt.block_on(|| recurse(0));
+        // A detached task (the root closure itself, and tasks it runs
+        // while it waits for them, use a larger stack).
+        rt.block_on(|| {
+            let done = std::sync::Arc::new(cantus::SingleVar::new());
+            let d = done.clone();
+            cantus::begin(move || d.write(recurse(0)));
+            *done.read()
+        });
         unreachable!("the overflow aborts the process");
     }
     let (status, stderr) = run_child("task_stack_overflow_names_the_task_and_the_setting", &[]);
@@ -36,6 +43,37 @@ fn task_stack_overflow_names_the_task_and_the_setting() {
     assert!(stderr.contains("cantus: task "), "{stderr}");
     assert!(stderr.contains("overflowed its 64 KiB stack"), "{stderr}");
     assert!(stderr.contains("raise CANTUS_STACK_SIZE"), "{stderr}");
+}
+
+/// Recursion with frames of about 512 bytes.
+fn deep(depth: u32) -> u64 {
+    let frame = std::hint::black_box([depth as u64; 60]);
+    if depth == 0 {
+        frame[1]
+    } else {
+        deep(depth - 1) + frame[7]
+    }
+}
+
+#[test]
+fn serial_recursion_in_the_root_closure_has_a_main_thread_stack() {
+    if is_child() {
+        // 4000 frames of ~512 bytes: 2 MiB, far over the 256 KiB task
+        // stack, well inside a main thread's 8 MiB.
+        let r = cantus::run(|| deep(4000)).unwrap();
+        // The same from a second block_on (the root stack is reused).
+        let rt = cantus::Runtime::new().unwrap();
+        let again = rt.block_on(|| deep(4000));
+        let via_join = rt.block_on(|| cantus::join(|| deep(10), || deep(4000)).1);
+        rt.shutdown();
+        println!("ROOT {r} {again} {via_join}");
+        return;
+    }
+    let (status, stderr) = run_child(
+        "serial_recursion_in_the_root_closure_has_a_main_thread_stack",
+        &[("CANTUS_WORKERS", "2")],
+    );
+    assert!(status.success(), "status {status:?}, stderr:\n{stderr}");
 }
 
 #[test]
@@ -158,4 +196,102 @@ fn stats_are_printed_at_shutdown() {
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("cantus stats:"), "{stderr}");
     assert!(stderr.contains("max stack use"), "{stderr}");
+}
+
+/// A program whose plain OS thread fills a variable only after a long
+/// pause looks deadlocked to cantus: the report must say who waits on
+/// what and how to declare the thread (or turn detection off).
+#[test]
+fn deadlock_report_lists_waiters_and_names_the_remedy() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        let v = std::sync::Arc::new(cantus::SyncVar::<u32>::new());
+        let filler = {
+            let v = v.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(3));
+                v.write_ef(7);
+            })
+        };
+        let got = rt.block_on(|| cantus::join(|| v.read_fe(), || ()).0);
+        filler.join().unwrap();
+        println!("finished {got}");
+        return;
+    }
+    let (status, stderr) = run_child(
+        "deadlock_report_lists_waiters_and_names_the_remedy",
+        &[("CANTUS_DEADLOCK_MS", "300"), ("CANTUS_WORKERS", "2")],
+    );
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
+    assert!(stderr.contains("cantus: deadlock"), "{stderr}");
+    assert!(stderr.contains("cantus::OutsideActivity"), "{stderr}");
+    assert!(stderr.contains("cantus_outside_activity_begin"), "{stderr}");
+    assert!(stderr.contains("CANTUS_DEADLOCK_MS=0"), "{stderr}");
+    // Who waits on what: the task reading the variable, with its id and
+    // the variable's address, and the outside thread in block_on.
+    assert!(
+        stderr.contains("): reading a SyncVar (readFE/readFF) at 0x"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("task "), "{stderr}");
+    assert!(
+        stderr.contains("outside thread") && stderr.contains("waiting for a task group"),
+        "{stderr}"
+    );
+}
+
+/// The same program with the filling thread declared busy runs to the end.
+#[test]
+fn declared_outside_activity_is_not_a_deadlock() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        let v = std::sync::Arc::new(cantus::SyncVar::<u32>::new());
+        let busy = cantus::OutsideActivity::begin().expect("a runtime runs");
+        let filler = {
+            let v = v.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(1500));
+                v.write_ef(7);
+                drop(busy);
+            })
+        };
+        let got = rt.block_on(|| cantus::join(|| v.read_fe(), || ()).0);
+        filler.join().unwrap();
+        eprintln!("finished {got}");
+        return;
+    }
+    let (status, stderr) = run_child(
+        "declared_outside_activity_is_not_a_deadlock",
+        &[("CANTUS_DEADLOCK_MS", "300"), ("CANTUS_WORKERS", "2")],
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("finished 7"), "{stderr}");
+    assert!(!stderr.contains("deadlock"), "{stderr}");
+}
+
+/// Every wait policy gets the check (workers that spin forever are idle
+/// too).
+#[test]
+fn deadlock_is_reported_under_every_wait_policy() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        rt.block_on(|| {
+            let x: cantus::SyncVar<u32> = cantus::SyncVar::new();
+            x.read_fe()
+        });
+        unreachable!();
+    }
+    for policy in ["active", "passive", "hybrid"] {
+        let (status, stderr) = run_child(
+            "deadlock_is_reported_under_every_wait_policy",
+            &[
+                ("CANTUS_DEADLOCK_MS", "200"),
+                ("CANTUS_WORKERS", "2"),
+                ("CANTUS_WAIT_POLICY", policy),
+            ],
+        );
+        assert_eq!(status.signal(), Some(libc::SIGABRT), "{policy}: {stderr}");
+        assert!(stderr.contains("cantus: deadlock"), "{policy}: {stderr}");
+        assert!(stderr.contains("1 task(s) reading a SyncVar"), "{policy}: {stderr}");
+    }
 }

@@ -268,7 +268,7 @@ fn lazy<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Regi
     let (mut lo, hi) = (range.start, range.end);
     let mut step = (grain / SLOW_START).max(1);
     while lo < hi {
-        if hi - lo >= 2 * grain && reg.hungry.load(Ordering::Relaxed) > 0 {
+        if hi - lo >= 2 * grain && reg.idle.idle() > 0 {
             let mid = lo + (hi - lo) / 2;
             let (a, b) = join(
                 || lazy(lo..mid, grain, ops, reg),

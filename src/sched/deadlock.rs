@@ -1,35 +1,143 @@
-//! The deadlock report: when every worker has been idle for the grace
-//! period with tasks or outside threads blocked on cantus variables and
-//! nothing can wake them, say who waits on what, then abort rather than
-//! hang.
+//! The deadlock check and report. A blocked outside thread samples the
+//! runtime once per grace period (`outside.rs`); when two samples agree
+//! that nothing can make progress, it asks the idle workers to list their
+//! blocked tasks, prints who waits on what and how to silence a false
+//! alarm, then aborts rather than hang. The protocol and its invariant are
+//! in `sleep/README.md`, "Deadlock detection".
 
+use super::outside::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
 use super::registry::Registry;
 use crate::sync::wait::BlockKind;
 use std::fmt::Write;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
+/// The runtime is stuck when every worker sits in its idle loop, nothing
+/// is queued anywhere, no task sleeps on a timer, and no outside thread
+/// declared activity. The sample holds what must not change across the
+/// grace period for the state to count as a deadlock: idle-loop entries
+/// (a worker that left its idle loop and came back bumped them), wake-ups
+/// of blocked outside threads, and tasks injected from outside.
+pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
+    let entries = reg.idle.all_idle()?;
+    let quiet = reg.outside.active.load(Ordering::SeqCst) == 0
+        && reg.sleeping_tasks() == 0
+        && reg.injector.is_empty()
+        && reg.roots.is_empty()
+        && reg
+            .workers
+            .iter()
+            .all(|w| w.stealer.is_empty() && w.resume.is_empty());
+    quiet.then(|| {
+        (
+            entries,
+            OUTSIDE_WAKES.load(Ordering::Acquire),
+            reg.outside.injected.load(Ordering::Acquire),
+        )
+    })
+}
+
+/// Most waiters listed one by one; the rest are counted.
+const LISTED: usize = 16;
+
+/// Asks every (idle) worker to describe its blocked tasks; waits for the
+/// answers a short while.
+fn blocked_task_lines(reg: &Registry) -> Vec<String> {
+    {
+        let mut r = reg.report.lock().unwrap_or_else(|e| e.into_inner());
+        r.lines.clear();
+        r.answered = 0;
+    }
+    reg.report_gen.fetch_add(1, Ordering::AcqRel);
+    reg.sleep.notify_all();
+    let deadline = Instant::now() + Duration::from_millis(500);
+    loop {
+        {
+            let r = reg.report.lock().unwrap_or_else(|e| e.into_inner());
+            if r.answered >= reg.workers.len() || Instant::now() >= deadline {
+                let mut lines = r.lines.clone();
+                if r.answered < reg.workers.len() {
+                    lines.push(format!(
+                        "({} worker(s) did not answer in time; their tasks are not listed)",
+                        reg.workers.len() - r.answered
+                    ));
+                }
+                return lines;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn describe_outside(w: &OutsideWaiter) -> String {
+    format!("outside thread {}: {} at {:#x}", w.thread, w.kind.describe(), w.addr)
+}
+
+fn push_listed(msg: &mut String, lines: &[String]) {
+    for l in lines.iter().take(LISTED) {
+        let _ = writeln!(msg, "  {l}");
+    }
+    if lines.len() > LISTED {
+        let _ = writeln!(msg, "  ... and {} more", lines.len() - LISTED);
+    }
+}
+
+const REMEDY: &str = "If another OS thread will still fill or empty one of these variables, \
+     declare it: hold a cantus::OutsideActivity in that thread while it works \
+     (C: cantus_outside_activity_begin()/cantus_outside_activity_end()), or turn \
+     detection off with CANTUS_DEADLOCK_MS=0 (or raise it).";
+
+/// Prints who waits on what, and aborts.
 pub(crate) fn report(reg: &Registry, after: Duration) -> ! {
-    let mut msg = String::new();
     let tasks = reg.blocked_tasks();
-    let threads = reg.outside_blocked();
+    let outside = outside_waiters();
+    let mut msg = String::new();
     let _ = writeln!(
         msg,
-        "cantus: deadlock: no task can make progress. {tasks} task(s) and {threads} outside thread(s) are blocked:"
+        "cantus: deadlock: no task can make progress. {tasks} task(s) and {} outside thread(s) are blocked:",
+        outside.len()
     );
     for kind in BlockKind::ALL {
         let t = reg.blocked_tasks_of(kind as usize);
         if t > 0 {
             let _ = writeln!(msg, "  {t} task(s) {}", kind.describe());
         }
-        let o = reg.outside.blocked[kind as usize].load(std::sync::atomic::Ordering::SeqCst);
+        let o = outside.iter().filter(|w| w.kind == kind).count();
         if o > 0 {
             let _ = writeln!(msg, "  {o} outside thread(s) {}", kind.describe());
         }
     }
+    let _ = writeln!(msg, "Who waits on what:");
+    let mut lines = blocked_task_lines(reg);
+    lines.extend(outside.iter().map(describe_outside));
+    push_listed(&mut msg, &lines);
     let _ = writeln!(
         msg,
-        "Every worker sat idle for {} ms with nothing queued (CANTUS_DEADLOCK_MS sets this; 0 turns detection off). \
-         Aborting instead of hanging.",
+        "Every worker sat idle for {} ms with nothing queued and nothing woken \
+         (CANTUS_DEADLOCK_MS sets this period). {REMEDY} Aborting instead of hanging.",
+        after.as_millis()
+    );
+    eprint!("{msg}");
+    std::process::abort();
+}
+
+/// With no runtime: every thread of the process is blocked on a cantus
+/// variable.
+pub(crate) fn report_without_runtime(after: Duration) -> ! {
+    let outside = outside_waiters();
+    let mut msg = String::new();
+    let _ = writeln!(
+        msg,
+        "cantus: deadlock: every thread of this process ({}) is blocked on a cantus variable \
+         and no cantus runtime is running, so nothing can fill or empty them:",
+        outside.len()
+    );
+    let lines: Vec<String> = outside.iter().map(describe_outside).collect();
+    push_listed(&mut msg, &lines);
+    let _ = writeln!(
+        msg,
+        "Nothing changed for {} ms. Start a runtime (cantus::run) if tasks were meant to fill them; \
+         CANTUS_DEADLOCK_MS=0 turns this check off. Aborting instead of hanging.",
         after.as_millis()
     );
     eprint!("{msg}");

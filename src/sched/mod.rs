@@ -6,16 +6,18 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod deadlock;
+pub(crate) mod idle;
+pub(crate) mod outside;
 pub(crate) mod registry;
 pub(crate) mod sleep;
 pub(crate) mod task;
 pub(crate) mod worker;
 
-pub(crate) use registry::{OutsideBlocked, Registry};
+pub(crate) use outside::{OutsideBlocked, block_outside, check_outside_block_can_end, note_outside_wake};
+pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
 
 use crate::sync::wait::BlockKind;
-use std::sync::atomic::Ordering;
 
 /// Names a blocked task so a waker can make it runnable again: its
 /// worker and its carrier's slot there.
@@ -55,11 +57,12 @@ impl TaskHandle {
     }
 }
 
-/// Suspends the calling task until its handle is woken.
-pub(crate) fn block_current_task(kind: BlockKind) {
+/// Suspends the calling task until its handle is woken; `addr` names
+/// the variable it waits on (for the deadlock report).
+pub(crate) fn block_current_task(kind: BlockKind, addr: usize) {
     WorkerLocal::current()
         .expect("block_current_task outside a worker")
-        .block_current(kind);
+        .block_current(kind, addr);
 }
 
 /// Whether the calling task may spin before blocking: it is a task and
@@ -74,8 +77,3 @@ pub(crate) fn may_spin_before_blocking() -> bool {
 /// Iterations a task spins on a variable before it blocks, when
 /// [`may_spin_before_blocking`] allows.
 pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;
-
-/// Counts a wake-up of a blocked outside thread (deadlock detector).
-pub(crate) fn note_outside_wake() {
-    registry::OUTSIDE_WAKES.fetch_add(1, Ordering::Relaxed);
-}

@@ -2,6 +2,7 @@
 //! resume queues, the injector for outside threads, sleep state,
 //! counters), and the process-wide "current runtime".
 
+use super::idle::IdleWatch;
 use super::sleep::Sleep;
 use super::task::Task;
 use crate::config::Config;
@@ -76,15 +77,26 @@ pub(crate) struct Registry {
     pub(crate) terminate: AtomicBool,
     pub(crate) outside: CachePadded<OutsideCounters>,
     /// Workers in their idle loop (spinning or asleep): they would take
-    /// work if someone split some off (seed 001's "task request").
-    pub(crate) hungry: CachePadded<AtomicUsize>,
+    /// work if someone split some off (seed 001's "task request"); the
+    /// deadlock check samples it.
+    pub(crate) idle: IdleWatch,
+    /// Root tasks of `block_on`/`run` and calls from outside threads: run
+    /// on a carrier with a main-thread-sized stack (`ROOT_STACK_SIZE`).
+    pub(crate) roots: SegQueue<Task>,
+    /// Bumped to ask idle workers to list their blocked tasks.
+    pub(crate) report_gen: CachePadded<AtomicU64>,
+    pub(crate) report: Mutex<DeadlockReport>,
     pub(crate) page: usize,
 }
 
-/// Wake-ups of blocked outside threads (for the deadlock detector).
-pub(crate) static OUTSIDE_WAKES: AtomicU64 = AtomicU64::new(0);
+/// Blocked tasks as the workers describe them for a deadlock report.
+#[derive(Default)]
+pub(crate) struct DeadlockReport {
+    pub(crate) lines: Vec<String>,
+    pub(crate) answered: usize,
+}
 
-static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
+pub(crate) static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
 
 impl Registry {
     pub(crate) fn new(config: Config, stealers: Vec<Stealer<Task>>) -> Registry {
@@ -104,7 +116,10 @@ impl Registry {
             sleep: Sleep::new(n),
             terminate: AtomicBool::new(false),
             outside: CachePadded::new(OutsideCounters::default()),
-            hungry: CachePadded::new(AtomicUsize::new(0)),
+            idle: IdleWatch::new(n),
+            roots: SegQueue::new(),
+            report_gen: CachePadded::new(AtomicU64::new(0)),
+            report: Mutex::new(DeadlockReport::default()),
             page: crate::config::page_size(),
             config,
         }
@@ -140,6 +155,15 @@ impl Registry {
     pub(crate) fn inject(&self, task: Task) {
         self.outside.injected.fetch_add(1, Ordering::Relaxed);
         self.injector.push(task);
+        self.sleep.notify_one();
+    }
+
+    /// Pushes the root task of an outside thread's call (`block_on`, a
+    /// `join` or `forall` called from `main`): a worker runs it on a
+    /// main-thread-sized stack.
+    pub(crate) fn inject_root(&self, task: Task) {
+        self.outside.injected.fetch_add(1, Ordering::Relaxed);
+        self.roots.push(task);
         self.sleep.notify_one();
     }
 
@@ -208,56 +232,5 @@ impl Registry {
         let spawned = self.sum(|c| c.spawned.load(Ordering::Acquire))
             + self.outside.injected.load(Ordering::Acquire);
         finished == spawned
-    }
-}
-
-thread_local! {
-    /// Set while this outside thread waits for the whole program (the
-    /// root task of `block_on`/`run`, or shutdown): such a wait is long,
-    /// and idle workers need not make room for it.
-    static LONG_WAIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` with this thread's waits marked long (see `LONG_WAIT`).
-pub(crate) fn long_wait<R>(f: impl FnOnce() -> R) -> R {
-    let prev = LONG_WAIT.with(|l| l.replace(true));
-    let r = f();
-    LONG_WAIT.with(|l| l.set(prev));
-    r
-}
-
-/// Marks an outside thread blocked in cantus for as long as it lives.
-pub(crate) struct OutsideBlocked {
-    registry: Option<Arc<Registry>>,
-    kind: usize,
-    prompt: bool,
-}
-
-impl OutsideBlocked {
-    pub(crate) fn enter(kind: crate::sync::wait::BlockKind) -> OutsideBlocked {
-        let registry = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let prompt = !LONG_WAIT.with(|l| l.get());
-        if let Some(r) = &registry {
-            r.outside.blocked[kind as usize].fetch_add(1, Ordering::SeqCst);
-            if prompt {
-                r.outside.prompt.fetch_add(1, Ordering::SeqCst);
-            }
-        }
-        OutsideBlocked {
-            registry,
-            kind: kind as usize,
-            prompt,
-        }
-    }
-}
-
-impl Drop for OutsideBlocked {
-    fn drop(&mut self) {
-        if let Some(r) = &self.registry {
-            r.outside.blocked[self.kind].fetch_sub(1, Ordering::SeqCst);
-            if self.prompt {
-                r.outside.prompt.fetch_sub(1, Ordering::SeqCst);
-            }
-        }
     }
 }

@@ -20,7 +20,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// Input to a carrier when resumed.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -46,6 +46,11 @@ type Carrier = Coroutine<Resume, Suspend, (), TaskStack>;
 struct Slot {
     carrier: Option<Carrier>,
     guard: (usize, usize),
+    /// The carrier runs on a root stack (`ROOT_STACK_SIZE`).
+    root: bool,
+    /// While its task is blocked: the task id, the variable's address and
+    /// why (for the deadlock report).
+    waiting: Option<(u64, usize, BlockKind)>,
 }
 
 /// Idle carriers kept per worker; more are retired to the stack pool.
@@ -58,6 +63,12 @@ const OUTSIDE_WAIT_SPIN: u32 = 16;
 const IDLE_BACKOFF: u32 = 64;
 /// `current_slot` while the worker runs its own loop, not a carrier.
 const NO_SLOT: u32 = u32::MAX;
+/// Usable size of the stack that root tasks (the closure of `block_on` or
+/// `run`, and calls such as `join` or `forall` made from outside threads)
+/// run on: as large as a main thread's, so serial code that recurses
+/// deeply in `main` still does under `cantus::run`. Pages commit only when
+/// touched, and a worker keeps at most one such stack.
+pub(crate) const ROOT_STACK_SIZE: usize = 8 << 20;
 
 thread_local! {
     static WORKER: Cell<*const WorkerLocal> = const { Cell::new(std::ptr::null()) };
@@ -73,6 +84,12 @@ pub(crate) struct WorkerLocal {
     idle: RefCell<Vec<u32>>,
     stacks: RefCell<Vec<TaskStack>>,
     yielded: RefCell<VecDeque<u32>>,
+    /// An idle carrier on a root stack, kept for the next root task.
+    idle_root: Cell<Option<u32>>,
+    /// A root stack kept for reuse.
+    root_stack: RefCell<Option<TaskStack>>,
+    /// The last deadlock-report request this worker answered.
+    report_seen: Cell<u64>,
     timers: RefCell<BinaryHeap<Reverse<(Instant, u32)>>>,
     handoff: Cell<Option<Task>>,
     current_slot: Cell<u32>,
@@ -185,11 +202,15 @@ impl WorkerLocal {
         guard::set_running_task(id);
     }
 
-    /// Blocks the running task until its handle is woken.
-    pub(crate) fn block_current(&self, kind: BlockKind) {
+    /// Blocks the running task until its handle is woken; `addr` names
+    /// what it waits on (for the deadlock report).
+    pub(crate) fn block_current(&self, kind: BlockKind, addr: usize) {
         let c = &self.shared().counters;
         bump(&c.blocked[kind as usize], 1);
+        let slot = self.current_slot.get() as usize;
+        self.slots.borrow_mut()[slot].waiting = Some((self.task_id.get(), addr, kind));
         self.suspend_current(Suspend::Blocked);
+        self.slots.borrow_mut()[slot].waiting = None;
         drop_by(&c.blocked[kind as usize], 1);
     }
 
@@ -302,6 +323,7 @@ impl WorkerLocal {
             || !self.deque.is_empty()
             || !self.yielded.borrow().is_empty()
             || !reg.injector.is_empty()
+            || !reg.roots.is_empty()
             || reg.workers.iter().any(|w| !w.stealer.is_empty())
             || self
                 .timers
@@ -310,12 +332,17 @@ impl WorkerLocal {
                 .is_some_and(|Reverse((d, _))| *d <= Instant::now())
     }
 
-    fn new_carrier(&self) -> u32 {
+    fn new_carrier(&self, root: bool) -> u32 {
         let reg = &*self.registry;
         let c = &self.shared().counters;
-        let stack = match self.stacks.borrow_mut().pop() {
+        let (pooled, size) = if root {
+            (self.root_stack.borrow_mut().take(), root_stack_size(reg))
+        } else {
+            (self.stacks.borrow_mut().pop(), reg.config.stack_size)
+        };
+        let stack = match pooled {
             Some(s) => s,
-            None => match TaskStack::new(reg.config.stack_size, reg.page) {
+            None => match TaskStack::new(size, reg.page) {
                 Ok(s) => {
                     bump(&c.stacks, 1);
                     s
@@ -324,7 +351,7 @@ impl WorkerLocal {
                     eprintln!(
                         "cantus: cannot map a task stack of {} KiB ({e}); {} carriers are in use on worker {}. \
                          Lower CANTUS_STACK_SIZE, block fewer tasks at once, or raise vm.max_map_count. Aborting.",
-                        reg.config.stack_size / 1024,
+                        size / 1024,
                         self.slots.borrow().len(),
                         self.index
                     );
@@ -341,6 +368,8 @@ impl WorkerLocal {
                 slots.push(Slot {
                     carrier: None,
                     guard: (0, 0),
+                    root,
+                    waiting: None,
                 });
                 (slots.len() - 1) as u32
             }
@@ -355,6 +384,8 @@ impl WorkerLocal {
         slots[slot as usize] = Slot {
             carrier: Some(carrier),
             guard,
+            root,
+            waiting: None,
         };
         slot
     }
@@ -370,7 +401,7 @@ impl WorkerLocal {
                 s.guard,
             )
         };
-        guard::set_running(guard, self.task_id.get(), self.registry.config.stack_size);
+        guard::set_running(guard, self.task_id.get(), self.stack_size_of(slot));
         let result = carrier.resume(Resume::Run);
         self.current_slot.set(NO_SLOT);
         guard::set_running((0, 0), 0, 0);
@@ -390,7 +421,26 @@ impl WorkerLocal {
         }
     }
 
+    fn stack_size_of(&self, slot: u32) -> usize {
+        if self.slots.borrow()[slot as usize].root {
+            root_stack_size(&self.registry)
+        } else {
+            self.registry.config.stack_size
+        }
+    }
+
     fn park_idle(&self, slot: u32) {
+        if self.slots.borrow()[slot as usize].root {
+            if self.idle_root.get().is_none() {
+                self.idle_root.set(Some(slot));
+                return;
+            }
+            let carrier = self.slots.borrow_mut()[slot as usize]
+                .carrier
+                .take()
+                .expect("idle carrier");
+            return self.retire(carrier, slot);
+        }
         let mut idle = self.idle.borrow_mut();
         if idle.len() < IDLE_CARRIERS {
             idle.push(slot);
@@ -414,11 +464,21 @@ impl WorkerLocal {
 
     fn recycle(&self, carrier: Carrier, slot: u32) {
         let stack = carrier.into_stack();
-        let resident = stack.resident_bytes(self.registry.page);
-        self.max_resident.set(self.max_resident.get().max(resident));
-        let mut stacks = self.stacks.borrow_mut();
-        if stacks.len() < POOLED_STACKS {
-            stacks.push(stack);
+        let root = std::mem::replace(&mut self.slots.borrow_mut()[slot as usize].root, false);
+        if root {
+            // Root stacks are not measured (they are the program's main
+            // stack, not a task's) and never mix with the task pool.
+            let mut keep = self.root_stack.borrow_mut();
+            if keep.is_none() {
+                *keep = Some(stack);
+            }
+        } else {
+            let resident = stack.resident_bytes(self.registry.page);
+            self.max_resident.set(self.max_resident.get().max(resident));
+            let mut stacks = self.stacks.borrow_mut();
+            if stacks.len() < POOLED_STACKS {
+                stacks.push(stack);
+            }
         }
         self.free_slots.borrow_mut().push(slot);
     }
@@ -429,8 +489,44 @@ impl WorkerLocal {
             .idle
             .borrow_mut()
             .pop()
-            .unwrap_or_else(|| self.new_carrier());
+            .unwrap_or_else(|| self.new_carrier(false));
         self.resume(slot);
+    }
+
+    /// Starts a root task on a carrier with a root stack.
+    fn start_root(&self, task: Task) {
+        self.handoff.set(Some(task));
+        let slot = self
+            .idle_root
+            .take()
+            .unwrap_or_else(|| self.new_carrier(true));
+        self.resume(slot);
+    }
+
+    /// Adds this worker's blocked tasks to a requested deadlock report.
+    fn answer_report(&self) {
+        let reg = &*self.registry;
+        let gen_now = reg.report_gen.load(Ordering::Acquire);
+        if gen_now == self.report_seen.get() {
+            return;
+        }
+        self.report_seen.set(gen_now);
+        let mine: Vec<String> = self
+            .slots
+            .borrow()
+            .iter()
+            .filter_map(|s| s.waiting)
+            .map(|(id, addr, kind)| {
+                format!(
+                    "task {id} (worker {}): {} at {addr:#x}",
+                    self.index,
+                    kind.describe()
+                )
+            })
+            .collect();
+        let mut r = reg.report.lock().unwrap_or_else(|e| e.into_inner());
+        r.lines.extend(mine);
+        r.answered += 1;
     }
 
     /// The worker loop.
@@ -454,6 +550,10 @@ impl WorkerLocal {
             let yielded = self.yielded.borrow_mut().pop_front();
             if let Some(slot) = yielded {
                 self.resume(slot);
+                continue;
+            }
+            if let Some(t) = reg.roots.pop() {
+                self.start_root(t);
                 continue;
             }
             if let Some(t) = self.steal() {
@@ -482,8 +582,7 @@ impl WorkerLocal {
         let reg = &*self.registry;
         let c = &self.shared().counters;
         c.idle.store(true, Ordering::Relaxed);
-        // Relaxed: a hint for loops that split work on demand (forall).
-        reg.hungry.fetch_add(1, Ordering::Relaxed);
+        reg.idle.enter(self.index);
         let budget = match reg.config.wait_policy {
             WaitPolicy::Active => u32::MAX,
             _ => reg.config.spin,
@@ -491,6 +590,7 @@ impl WorkerLocal {
         let mut spins = 0u32;
         let mut backoff = 1u32;
         loop {
+            self.answer_report();
             if self.has_work() || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
@@ -510,66 +610,42 @@ impl WorkerLocal {
             if spins < budget {
                 // Back off between polls: every poll reads the other
                 // workers' deque ends, and polling them nonstop makes each
-                // push and pop of a busy worker miss in its cache.
+                // push and pop of a busy worker miss in its cache. Once
+                // backed off fully, give the core away between polls
+                // (`sched_yield`): a thread that was just woken (an
+                // outside thread whose `block_on` finished, say) may be
+                // queued on this core, and a spinning worker would keep it
+                // off the core until the next scheduler tick (4 ms).
                 spins = spins.saturating_add(1);
-                for _ in 0..backoff {
-                    std::hint::spin_loop();
+                if backoff >= IDLE_BACKOFF {
+                    std::thread::yield_now();
+                } else {
+                    for _ in 0..backoff {
+                        std::hint::spin_loop();
+                    }
+                    backoff *= 2;
                 }
-                backoff = (backoff * 2).min(IDLE_BACKOFF);
                 continue;
             }
-            let timer = self
+            let timeout = self
                 .timers
                 .borrow()
                 .peek()
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
-            let deadlock = reg.config.deadlock.filter(|_| self.deadlock_suspected());
-            let snapshot = (
-                reg.sleep.epoch(),
-                super::registry::OUTSIDE_WAKES.load(Ordering::SeqCst),
-            );
-            let timeout = match (timer, deadlock) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
             bump(&c.parks, 1);
-            let woke = reg.sleep.sleep(
+            reg.sleep.sleep(
                 self.index,
-                || self.has_work() || reg.terminate.load(Ordering::Acquire),
+                || {
+                    self.has_work()
+                        || reg.terminate.load(Ordering::Acquire)
+                        || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
+                },
                 timeout,
             );
-            if woke == super::sleep::Woke::TimedOut
-                && deadlock.is_some()
-                && snapshot
-                    == (
-                        reg.sleep.epoch(),
-                        super::registry::OUTSIDE_WAKES.load(Ordering::SeqCst),
-                    )
-                && self.deadlock_suspected()
-            {
-                super::deadlock::report(reg, deadlock.unwrap_or(Duration::ZERO));
-            }
             break;
         }
-        reg.hungry.fetch_sub(1, Ordering::Relaxed);
+        reg.idle.leave();
         c.idle.store(false, Ordering::Relaxed);
-    }
-
-    /// Every other worker sleeps, nothing is queued or timed, tasks or
-    /// outside threads are blocked, an outside thread waits in cantus and
-    /// no outside thread declared activity.
-    fn deadlock_suspected(&self) -> bool {
-        let reg = &*self.registry;
-        reg.sleep.sleepers() + 1 >= reg.workers.len()
-            && reg.outside_blocked() > 0
-            && reg.outside.active.load(Ordering::SeqCst) == 0
-            && reg.sleeping_tasks() == 0
-            && self.timers.borrow().is_empty()
-            && reg.injector.is_empty()
-            && reg
-                .workers
-                .iter()
-                .all(|w| w.stealer.is_empty() && w.resume.is_empty())
     }
 }
 
@@ -604,6 +680,9 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<T
         idle: RefCell::new(Vec::new()),
         stacks: RefCell::new(Vec::new()),
         yielded: RefCell::new(VecDeque::new()),
+        idle_root: Cell::new(None),
+        root_stack: RefCell::new(None),
+        report_seen: Cell::new(0),
         timers: RefCell::new(BinaryHeap::new()),
         handoff: Cell::new(None),
         current_slot: Cell::new(NO_SLOT),
@@ -619,7 +698,8 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<T
     guard::set_running((0, 0), 0, 0);
     local.run();
     // Shutdown: finish idle carriers; measure the stacks they used.
-    let idle: Vec<u32> = local.idle.borrow_mut().drain(..).collect();
+    let mut idle: Vec<u32> = local.idle.borrow_mut().drain(..).collect();
+    idle.extend(local.idle_root.take());
     for slot in idle {
         let carrier = local.slots.borrow_mut()[slot as usize]
             .carrier
@@ -659,4 +739,10 @@ pub(crate) fn pin_to(cpu: usize) {
     unsafe { libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set) };
     // SAFETY: valid set of the size we pass; 0 means the calling thread.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+}
+
+/// Usable size of a root stack: `ROOT_STACK_SIZE`, or the task stack size
+/// if that is larger.
+fn root_stack_size(reg: &Registry) -> usize {
+    ROOT_STACK_SIZE.max(reg.config.stack_size)
 }

@@ -74,6 +74,8 @@ pub(crate) struct Waiter {
     /// Next node; only touched under the owning word's lock.
     pub(crate) next: Cell<*const Waiter>,
     pub(crate) want: Want,
+    /// The variable waited on (for deadlock reports).
+    addr: Cell<usize>,
     target: Target,
 }
 
@@ -85,12 +87,22 @@ impl Waiter {
             return Waiter {
                 next: Cell::new(ptr::null()),
                 want,
+                addr: Cell::new(0),
                 target: Target::Task(handle),
             };
         }
+        // With no runtime and no other thread, nothing could wake us.
+        #[cfg(not(loom))]
+        crate::sched::check_outside_block_can_end(match want {
+            Want::Full => "reading a SyncVar or SingleVar (readFF)",
+            Want::FullConsume => "SyncVar::read_fe",
+            Want::Empty => "SyncVar::write_ef",
+            Want::Zero => "waiting for tasks",
+        });
         Waiter {
             next: Cell::new(ptr::null()),
             want,
+            addr: Cell::new(0),
             target: Target::Thread {
                 woken: AtomicBool::new(false),
                 thread: thread::current(),
@@ -98,33 +110,24 @@ impl Waiter {
         }
     }
 
+    /// Records the address of the variable this node waits on (shown in
+    /// deadlock reports).
+    #[inline]
+    pub(crate) fn set_addr(&self, addr: usize) {
+        self.addr.set(addr);
+    }
+
     /// Blocks until [`WakeList::wake_all`] has woken this node. Must be
     /// called after the node was linked and the lock released.
     pub(crate) fn block(&self, #[cfg_attr(loom, allow(unused_variables))] kind: BlockKind) {
         match &self.target {
             #[cfg(not(loom))]
-            Target::Task(_) => crate::sched::block_current_task(kind),
+            Target::Task(_) => crate::sched::block_current_task(kind, self.addr.get()),
             Target::Thread { woken, .. } => {
                 #[cfg(not(loom))]
-                let _accounting = crate::sched::OutsideBlocked::enter(kind);
-                // Spin briefly, then yield, then park: an outside thread
-                // should notice a quick hand-off without a wake-up system
-                // call, but never hold a core the workers need.
-                #[cfg(not(loom))]
-                {
-                    for i in 0..OUTSIDE_SPIN + OUTSIDE_YIELDS {
-                        // Acquire pairs with the Release store in wake_all.
-                        if woken.load(Ordering::Acquire) {
-                            return;
-                        }
-                        if i < OUTSIDE_SPIN {
-                            crate::loom::hint::spin_loop();
-                        } else {
-                            thread::yield_now();
-                        }
-                    }
-                }
+                crate::sched::block_outside(kind, self.addr.get(), woken);
                 // Acquire pairs with the Release store in wake_all.
+                #[cfg(loom)]
                 while !woken.load(Ordering::Acquire) {
                     thread::park();
                 }
@@ -132,14 +135,6 @@ impl Waiter {
         }
     }
 }
-
-/// Busy-wait iterations of an outside thread before it starts yielding.
-#[cfg(not(loom))]
-const OUTSIDE_SPIN: u32 = 200;
-/// `sched_yield` calls of an outside thread before it parks (each lets a
-/// worker on the same core run; about 0.2 us each when nothing else runs).
-#[cfg(not(loom))]
-const OUTSIDE_YIELDS: u32 = 1_000;
 
 /// Waiters unlinked under a lock, to wake after the lock is released.
 pub(crate) struct WakeList {

@@ -17,21 +17,63 @@ pub fn rt() -> &'static cantus::Runtime {
     })
 }
 
+/// How long a child process may run before it is killed and the test
+/// fails (a hang must fail fast, never stall CI).
+pub const CHILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Re-runs this test binary with only `test` selected and `env` set; the
-/// child sees `CANTUS_CHILD=1`. Returns (exit status, stderr).
+/// child sees `CANTUS_CHILD=1`. Returns (exit status, stderr). A child
+/// still running after [`CHILD_TIMEOUT`] is killed and the test panics.
 pub fn run_child(test: &str, env: &[(&str, &str)]) -> (std::process::ExitStatus, String) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new(exe);
     cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env("CANTUS_CHILD", "1");
+        .env("CANTUS_CHILD", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("re-run test binary");
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let child = cmd.spawn().expect("re-run test binary");
+    wait_with_timeout(child, CHILD_TIMEOUT, test)
+}
+
+/// Waits for `child` at most `limit`, collecting its stderr; kills it and
+/// panics (naming `what` and what it printed) if it runs longer.
+pub fn wait_with_timeout(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String) {
+    use std::io::Read;
+    let mut err = child.stderr.take().expect("piped stderr");
+    let mut out = child.stdout.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err.read_to_string(&mut s);
+        s
+    });
+    let drain = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(o) = out.as_mut() {
+            let _ = o.read_to_end(&mut s);
+        }
+    });
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait for child") {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let stderr = reader.join().unwrap_or_default();
+            panic!("{what}: child process still running after {limit:?}; killed it. stderr:\n{stderr}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let _ = drain.join();
+    (status, reader.join().unwrap_or_default())
 }
 
 pub fn is_child() -> bool {

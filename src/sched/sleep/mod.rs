@@ -2,7 +2,7 @@
 //! The protocol, its states and the fence pairs are in `README.md` beside
 //! this file; `tests/loom_sleep.rs` model-checks it.
 
-use crate::loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use crate::loom::sync::{Condvar, Mutex};
 use crossbeam_utils::CachePadded;
 use std::time::Duration;
@@ -21,9 +21,6 @@ struct WorkerSleep {
 pub(crate) struct Sleep {
     /// Workers in SLEEPY or SLEEPING.
     sleepers: AtomicUsize,
-    /// Counts wake-ups of sleeping workers and of blocked outside threads;
-    /// the deadlock detector compares it across its grace period.
-    epoch: AtomicU64,
     workers: Box<[CachePadded<WorkerSleep>]>,
 }
 
@@ -42,7 +39,6 @@ impl Sleep {
     pub(crate) fn new(workers: usize) -> Sleep {
         Sleep {
             sleepers: AtomicUsize::new(0),
-            epoch: AtomicU64::new(0),
             workers: (0..workers)
                 .map(|_| {
                     CachePadded::new(WorkerSleep {
@@ -53,19 +49,6 @@ impl Sleep {
                 })
                 .collect(),
         }
-    }
-
-    /// Workers currently sleepy or asleep.
-    pub(crate) fn sleepers(&self) -> usize {
-        self.sleepers.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn epoch(&self) -> u64 {
-        self.epoch.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn bump_epoch(&self) {
-        self.epoch.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Puts worker `w` to sleep unless `has_work` finds something after the
@@ -194,7 +177,6 @@ impl Sleep {
                 let _g = ws.lock.lock().unwrap();
                 ws.wake.notify_one();
                 drop(_g);
-                self.bump_epoch();
                 true
             }
         }
