@@ -6,8 +6,11 @@
  * spawn, synchronization variables, task control and queries).
  *
  * Build and link:  cc prog.c $(pkg-config --cflags --libs cantus)
- * (after scripts/install-c.sh; see the README). The Qthreads-compatible
- * subset is in <qthread/qthread.h>, <qthread/sinc.h>, <qthread/qloop.h>.
+ * (after scripts/install-c.sh; see the README); a fully static program:
+ *     cc prog.c $(pkg-config --cflags --libs --static cantus) -static
+ * The Qthreads-compatible subset is in <qthread/qthread.h>,
+ * <qthread/sinc.h>, <qthread/qloop.h>, <qthread/barrier.h> and
+ * <qthread/qtimer.h>.
  *
  * This header is checked against the library by tests/c_abi.rs: every
  * function declared here is exported by libcantus with the same

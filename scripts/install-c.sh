@@ -11,6 +11,7 @@
 #               target/ in the repository)
 # Then, unless DIR/lib/pkgconfig is already searched:
 #     export PKG_CONFIG_PATH="DIR/lib/pkgconfig:$PKG_CONFIG_PATH"
+# A fully static program: cc prog.c $(pkg-config --cflags --libs --static cantus) -static
 set -eu
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,7 +24,7 @@ while [ $# -gt 0 ]; do
         --prefix=*) prefix=${1#--prefix=}; shift ;;
         --target-dir) target_dir=${2:?--target-dir needs a directory}; shift 2 ;;
         --target-dir=*) target_dir=${1#--target-dir=}; shift ;;
-        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "install-c.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
     esac
 done
@@ -48,7 +49,16 @@ mv -f "$prefix/lib/.libcantus.so.tmp" "$prefix/lib/libcantus.so"
 cp "$out/libcantus_capi.a" "$prefix/lib/libcantus.a"
 cp "$repo/include/cantus.h" "$repo/include/qthread.h" "$prefix/include/"
 cp "$repo/include/qthread/qthread.h" "$repo/include/qthread/sinc.h" \
-    "$repo/include/qthread/qloop.h" "$prefix/include/qthread/"
+    "$repo/include/qthread/qloop.h" "$repo/include/qthread/barrier.h" \
+    "$repo/include/qthread/qtimer.h" "$prefix/include/qthread/"
+
+# Libs.private is for `pkg-config --static` (linking libcantus.a): what the
+# Rust standard library needs from the system (rustc --print
+# native-static-libs), with the unwinder as a static archive: libgcc_eh,
+# the unwinder static glibc programs use (libgcc_s exists only as a shared
+# library, so `cc -static` cannot link it). libgcc_eh also links into
+# dynamic programs, so one list serves `-static` and static-libcantus-only
+# links alike. tests/c_abi.rs links a program fully statically with it.
 
 cat > "$prefix/lib/pkgconfig/cantus.pc" <<PC
 prefix=$prefix
@@ -60,7 +70,7 @@ Description: Lightweight user-level tasks with full/empty synchronization (C API
 Version: $version
 Cflags: -I\${includedir}
 Libs: -L\${libdir} -Wl,-rpath,\${libdir} -lcantus
-Libs.private: -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+Libs.private: -lgcc_eh -lutil -lrt -lpthread -lm -ldl -lc
 PC
 
 echo "installed cantus $version into $prefix"

@@ -4,7 +4,9 @@
 use crate::error::{Error, ErrorKind};
 use std::time::Duration;
 
-/// How idle workers wait for work (seed 002, "hybrid waiting").
+/// How idle workers wait for work: spin (fast to react, burns the core),
+/// sleep (frees the core, slower to react), or spin for a while, then sleep.
+// Hybrid waiting as in seed 002.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitPolicy {
     /// Spin forever: lowest latency, burns the core. Use only with no more
@@ -150,17 +152,25 @@ impl Builder {
             None => self.workers.unwrap_or(cpus.len().max(1)),
         };
         if workers == 0 {
-            return Err(invalid("workers", "0", "a positive integer"));
+            // Only the builder can give 0: the variable's parser refuses it.
+            return Err(bad_setting(
+                "the worker count",
+                "workers",
+                "0",
+                "a positive integer",
+            ));
         }
         let stack_size = match env("CANTUS_STACK_SIZE") {
             Some(v) => parse_size("CANTUS_STACK_SIZE", &v)?,
             None => self.stack_size.unwrap_or(DEFAULT_STACK_SIZE),
         };
         if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&stack_size) {
-            return Err(invalid(
-                "stack size",
+            // Only the builder gets here: parse_size checks the range.
+            return Err(bad_setting(
+                "the stack size",
+                "stack_size",
                 &stack_size.to_string(),
-                "a size in bytes from 16K to 1G",
+                "a size in bytes from 16K (16384) to 1G (1073741824)",
             ));
         }
         let wait_policy = match env("CANTUS_WAIT_POLICY") {
@@ -190,7 +200,13 @@ impl Builder {
             None => self.max_threads.unwrap_or(DEFAULT_MAX_THREADS),
         };
         if max_threads == 0 {
-            return Err(invalid("max threads", "0", "a positive integer"));
+            // Only the builder can give 0: the variable's parser refuses it.
+            return Err(bad_setting(
+                "the thread limit",
+                "max_threads",
+                "0",
+                "a positive integer",
+            ));
         }
         let pin = match env("CANTUS_PIN") {
             Some(v) => parse_bool("CANTUS_PIN", &v)?,
@@ -215,7 +231,7 @@ impl Builder {
                 ErrorKind::TooManyThreads,
                 format!(
                     "cantus needs {workers} worker threads but the thread limit is {max_threads}: \
-                     lower CANTUS_WORKERS or raise CANTUS_MAX_THREADS (checked before any thread started)"
+                     lower CANTUS_WORKERS or raise CANTUS_MAX_THREADS (no thread was started)"
                 ),
             ));
         }
@@ -238,10 +254,21 @@ impl Builder {
     }
 }
 
-fn invalid(what: &str, value: &str, accepts: &str) -> Error {
+/// An environment variable with a value cantus does not accept.
+fn invalid(name: &str, value: &str, accepts: &str) -> Error {
     Error::new(
         ErrorKind::InvalidConfig,
-        format!("invalid {what}={value:?}: expected {accepts}"),
+        format!("{name}={value:?} is not valid: cantus accepts {accepts}"),
+    )
+}
+
+/// A builder setting (`what`, set with `Builder::method`) with a value
+/// cantus does not accept. (The C API's `cantus_config_t` fields reach the
+/// same checks.)
+fn bad_setting(what: &str, method: &str, value: &str, accepts: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidConfig,
+        format!("{what} {value} (Builder::{method}) is not valid: cantus accepts {accepts}"),
     )
 }
 
@@ -371,6 +398,42 @@ mod tests {
             let msg = e.to_string();
             assert!(msg.contains(var) && msg.contains(accepts), "{msg}");
         }
+    }
+
+    #[test]
+    fn messages_are_sentences_and_debug_adds_the_kind() {
+        let e = with_env(&[("CANTUS_WORKERS", "abc")]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CANTUS_WORKERS=\"abc\" is not valid: cantus accepts a positive integer up to 65536"
+        );
+        assert_eq!(format!("{e:?}"), format!("Error(InvalidConfig): {e}"));
+        let e = Builder::new()
+            .ignore_environment()
+            .stack_size(100)
+            .resolve(&|_| None)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the stack size 100 (Builder::stack_size) is not valid: cantus accepts a size in \
+             bytes from 16K (16384) to 1G (1073741824)"
+        );
+        let e = Builder::new()
+            .ignore_environment()
+            .max_threads(0)
+            .resolve(&|_| None)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("the thread limit 0 (Builder::max_threads) is not valid"),
+            "{e}"
+        );
+        let e = with_env(&[("CANTUS_WORKERS", "8"), ("CANTUS_MAX_THREADS", "4")]).unwrap_err();
+        assert_eq!(
+            format!("{e:?}"),
+            "Error(TooManyThreads): cantus needs 8 worker threads but the thread limit is 4: \
+             lower CANTUS_WORKERS or raise CANTUS_MAX_THREADS (no thread was started)"
+        );
     }
 
     #[test]

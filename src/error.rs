@@ -10,7 +10,9 @@ pub enum ErrorKind {
     /// not one the runtime accepts.
     InvalidConfig,
     /// The configuration asks for more threads than `CANTUS_MAX_THREADS`
-    /// allows; detected before any thread starts (seed 000, section 4.2).
+    /// allows. This is checked before any thread starts, so a refused
+    /// configuration leaves no threads behind.
+    // (The thread limit as in Chapel's tasking layer: seed 000, section 4.2.)
     TooManyThreads,
     /// A tasking call was made while no runtime is running.
     NoRuntime,
@@ -24,7 +26,25 @@ pub enum ErrorKind {
 }
 
 /// An error with a message a user can act on.
-#[derive(Clone, Debug)]
+///
+/// `{}` (Display) prints the message, a sentence saying what went wrong
+/// and what to do about it; `{:?}` (Debug, which `unwrap` and `expect`
+/// print) prints the same sentence after the [`ErrorKind`]:
+///
+/// ```
+/// let e = cantus::Runtime::builder().ignore_environment().workers(0).build().err().unwrap();
+/// assert_eq!(e.kind(), cantus::ErrorKind::InvalidConfig);
+/// assert_eq!(
+///     e.to_string(),
+///     "the worker count 0 (Builder::workers) is not valid: cantus accepts a positive integer"
+/// );
+/// assert_eq!(
+///     format!("{e:?}"),
+///     "Error(InvalidConfig): the worker count 0 (Builder::workers) is not valid: \
+///      cantus accepts a positive integer"
+/// );
+/// ```
+#[derive(Clone)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -42,8 +62,8 @@ impl Error {
         Error::new(
             ErrorKind::NoRuntime,
             format!(
-                "cantus::{call} called with no runtime running: start one with \
-                 cantus::Runtime::new() or cantus::Runtime::builder().build() first"
+                "cantus::{call} called with no runtime running: wrap your program in \
+                 cantus::run(|| ...) or start a cantus::Runtime first"
             ),
         )
     }
@@ -57,6 +77,14 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// The kind, then the message: `unwrap()` on a failed call prints a
+/// sentence, not a struct dump.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Error({:?}): {}", self.kind, self.message)
     }
 }
 

@@ -1,5 +1,9 @@
-//! Queries about the running runtime (seed 000, section 3), task control
-//! (yield, sleep), and the statistics report of `CANTUS_STATS=1`.
+//! Queries about the running runtime (how many workers, which task and
+//! worker is running, how many tasks are queued, running, blocked or
+//! sleeping), task control (yield, sleep), and the statistics report of
+//! `CANTUS_STATS=1`.
+
+// The query set follows Chapel's tasking interface (seed 000, section 3).
 
 use crate::sched::WorkerLocal;
 use crate::sched::registry::Registry;

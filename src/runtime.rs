@@ -179,12 +179,14 @@ fn run_as_task<R: Send, F: FnOnce() -> R + Send>(reg: &Registry, f: F) -> R {
 }
 
 /// Runs `f` on a worker for an outside thread (join from outside).
+#[track_caller]
 pub(crate) fn on_worker<R: Send, F: FnOnce() -> R + Send>(call: &str, f: F) -> R {
     let reg = registry_or_panic(call);
     run_as_task(&reg, f)
 }
 
 /// The running runtime, or a panic with a clear message.
+#[track_caller]
 pub(crate) fn registry_or_panic(call: &str) -> Arc<Registry> {
     match Registry::current() {
         Some(r) => r,

@@ -3,10 +3,14 @@
 //! cargo's lock), installs it with `scripts/install-c.sh` into a prefix
 //! under that directory, then compiles every C program of `tests/c/` and
 //! `examples/c/` with `gcc $(pkg-config --cflags --libs cantus)` and runs
-//! it: plainly, under AddressSanitizer + UndefinedBehaviorSanitizer, and
-//! linked statically. It also checks that the headers and the library
-//! agree: every declared function is exported and every exported function
-//! declared, with the parameter and return types of its Rust definition.
+//! it: plainly and under AddressSanitizer + UndefinedBehaviorSanitizer. It
+//! links `libcantus.a` into a dynamic program and, with exactly the flags
+//! of `pkg-config --static`, into a fully static one (`-static`); checks
+//! that a counting sinc never finalised does not grow memory; and checks
+//! that the headers and the library agree: every declared function is
+//! exported and every exported function declared, with the parameter and
+//! return types of its Rust definition (`static` inline helpers defined in
+//! a header are not symbols and are left out of that comparison).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -68,7 +72,7 @@ fn setup() -> &'static Setup {
                 text(&o.stdout)
             }
             // No pkg-config on this machine: read the .pc file ourselves.
-            Err(_) => flags_from_pc(&pc_dir.join("cantus.pc")),
+            Err(_) => flags_from_pc(&pc_dir.join("cantus.pc"), false),
         };
         Setup {
             prefix,
@@ -78,8 +82,9 @@ fn setup() -> &'static Setup {
     })
 }
 
-/// Cflags and Libs of a .pc file, with `${var}` substituted.
-fn flags_from_pc(pc: &Path) -> String {
+/// Cflags and Libs (and Libs.private if `private`) of a .pc file, with
+/// `${var}` substituted.
+fn flags_from_pc(pc: &Path, private: bool) -> String {
     let mut vars = BTreeMap::new();
     let mut flags = String::new();
     let subst = |s: &str, vars: &BTreeMap<String, String>| {
@@ -98,6 +103,7 @@ fn flags_from_pc(pc: &Path) -> String {
         } else if let Some(v) = line
             .strip_prefix("Cflags:")
             .or_else(|| line.strip_prefix("Libs:"))
+            .or_else(|| line.strip_prefix("Libs.private:").filter(|_| private))
         {
             flags.push(' ');
             flags.push_str(&subst(v, &vars));
@@ -129,9 +135,16 @@ fn compile(src: &str, name: &str, extra: &[&str]) -> PathBuf {
 }
 
 /// Runs a compiled program with a small, deterministic configuration.
+/// Seconds a C test program may run before `timeout` kills it (a hang
+/// must fail the test fast, never stall CI).
+const PROGRAM_TIMEOUT_S: &str = "120";
+
 fn execute(exe: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(exe);
-    cmd.args(args)
+    // `timeout` exits with 137 (128 + SIGKILL) if it had to kill.
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-s", "KILL", PROGRAM_TIMEOUT_S])
+        .arg(exe)
+        .args(args)
         .env("CANTUS_WORKERS", "2")
         .env_remove("CANTUS_STACK_SIZE")
         .env_remove("CANTUS_WAIT_POLICY");
@@ -150,7 +163,17 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
     );
 }
 
-const PROGRAMS: [(&str, &str, &str); 4] = [
+/// Every installed header, relative to `include/`.
+const HEADERS: [&str; 6] = [
+    "cantus.h",
+    "qthread/qthread.h",
+    "qthread/sinc.h",
+    "qthread/qloop.h",
+    "qthread/barrier.h",
+    "qthread/qtimer.h",
+];
+
+const PROGRAMS: [(&str, &str, &str); 5] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -165,6 +188,11 @@ const PROGRAMS: [(&str, &str, &str); 4] = [
     (
         "tests/c/test_qthread_api.c",
         "test_qthread_api",
+        " 0 failed",
+    ),
+    (
+        "tests/c/test_qthread_compat.c",
+        "test_qthread_compat",
         " 0 failed",
     ),
 ];
@@ -203,29 +231,112 @@ fn c_programs_pass_under_address_and_undefined_sanitizers() {
     }
 }
 
+/// `pkg-config --libs --static cantus`, split (Libs and Libs.private).
+fn static_flags() -> Vec<String> {
+    let s = setup();
+    let pc_dir = s.prefix.join("lib/pkgconfig");
+    let out = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "--static", "cantus"])
+        .env("PKG_CONFIG_PATH", &pc_dir)
+        .output();
+    let flags = match out {
+        Ok(o) => {
+            assert!(
+                o.status.success(),
+                "pkg-config --static: {}",
+                text(&o.stderr)
+            );
+            text(&o.stdout)
+        }
+        // No pkg-config on this machine: read the .pc file ourselves.
+        Err(_) => flags_from_pc(&pc_dir.join("cantus.pc"), true),
+    };
+    flags.split_whitespace().map(String::from).collect()
+}
+
+/// Links `src` with exactly `flags` (plus the test include directory).
+fn link(src: &str, name: &str, flags: &[String], extra: &[&str]) -> PathBuf {
+    let exe = setup().bin.join(name);
+    let out = run(Command::new("gcc")
+        .args(["-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg("-I")
+        .arg(repo().join("tests/c"))
+        .arg(repo().join(src))
+        .args(flags)
+        .args(extra)
+        .arg("-o")
+        .arg(&exe));
+    assert!(
+        out.status.success(),
+        "gcc {src} {flags:?} {extra:?} failed:\n{}",
+        text(&out.stderr)
+    );
+    exe
+}
+
+/// libcantus.a in an otherwise dynamic program: the library's path, then
+/// the private libraries `pkg-config --static` lists.
 #[test]
 fn static_library_links() {
     let s = setup();
     let lib = s.prefix.join("lib/libcantus.a");
-    let exe = compile(
-        "examples/c/fib.c",
-        "fib_static",
-        &[
-            lib.to_str().unwrap(),
-            "-lgcc_s",
-            "-lutil",
-            "-lrt",
-            "-lpthread",
-            "-lm",
-            "-ldl",
-        ],
+    let mut flags = vec![
+        "-I".to_string(),
+        s.prefix.join("include").to_str().unwrap().to_string(),
+        lib.to_str().unwrap().to_string(),
+    ];
+    flags.extend(
+        static_flags()
+            .into_iter()
+            .filter(|f| f.starts_with("-l") && f != "-lcantus"),
     );
+    let exe = link("examples/c/fib.c", "fib_static", &flags, &[]);
     let ldd = run(Command::new("ldd").arg(&exe));
     assert!(
         !text(&ldd.stdout).contains("libcantus.so"),
         "linked the shared library instead of libcantus.a"
     );
     assert_ok("fib_static", &execute(&exe, &["18"], &[]), "(correct)");
+}
+
+/// A fully static program (`-static`: static glibc too), linked with
+/// exactly what `pkg-config --cflags --libs --static cantus` says: the
+/// unwinder must be libgcc_eh (libgcc_s has no static archive). The
+/// Qthreads API test and the C API test run in it.
+#[test]
+fn fully_static_program_links_with_pkg_config_static() {
+    let flags = static_flags();
+    assert!(
+        !flags.iter().any(|f| f == "-lgcc_s"),
+        "Libs.private names -lgcc_s, which cannot be linked with -static: {flags:?}"
+    );
+    for (src, name) in [
+        (
+            "tests/c/test_qthread_api.c",
+            "test_qthread_api_fully_static",
+        ),
+        ("tests/c/test_cantus_api.c", "test_cantus_api_fully_static"),
+    ] {
+        let exe = link(src, name, &flags, &["-static"]);
+        let ldd = run(Command::new("ldd").arg(&exe));
+        let says = format!("{}{}", text(&ldd.stdout), text(&ldd.stderr));
+        assert!(
+            says.contains("not a dynamic executable") || says.contains("statically linked"),
+            "{name} is not fully static: ldd says {says}"
+        );
+        assert_ok(name, &execute(&exe, &["20"], &[]), " 0 failed");
+    }
+}
+
+/// A counting sinc that is initialised, used and never finalised a
+/// million times (as Qthreads' own programs do) does not grow the
+/// program: the C program measures its resident set and fails if it grew
+/// by 16 MiB or more. Not under ASan (its allocator keeps freed memory).
+#[test]
+fn counting_sinc_without_fini_does_not_grow_memory() {
+    let exe = compile("tests/c/sinc_no_fini.c", "sinc_no_fini", &["-O2"]);
+    let out = execute(&exe, &["1000000"], &[]);
+    assert_ok("sinc_no_fini", &out, " 0 failed");
 }
 
 #[test]
@@ -249,14 +360,23 @@ fn benchmark_program_runs() {
 /// declared itself busy (`cantus_outside_activity_begin`) is left alone.
 #[test]
 fn deadlock_in_c_is_reported() {
+    use std::os::unix::process::ExitStatusExt;
     let exe = compile("tests/c/deadlock.c", "deadlock", &[]);
-    let out = execute(&exe, &[], &[("CANTUS_DEADLOCK_MS", "200")]);
-    let stderr = text(&out.stderr);
-    assert!(!out.status.success(), "a deadlocked program exited cleanly");
-    assert!(
-        stderr.contains("cantus: deadlock") && stderr.contains("outside thread"),
-        "{stderr}"
-    );
+    // A few runs here; scripts/deadlock-stress.sh does a thousand.
+    for _ in 0..5 {
+        let out = execute(&exe, &[], &[("CANTUS_DEADLOCK_MS", "200")]);
+        let stderr = text(&out.stderr);
+        let aborted = out.status.signal() == Some(6) || out.status.code() == Some(134);
+        assert!(aborted, "the deadlock must abort, got {:?}: {stderr}", out.status);
+        assert!(
+            stderr.contains("cantus: deadlock") && stderr.contains("outside thread"),
+            "{stderr}"
+        );
+        // Who waits on what (the word's address) and how to declare a
+        // thread that will still fill it.
+        assert!(stderr.contains(" at 0x"), "{stderr}");
+        assert!(stderr.contains("cantus_outside_activity_begin"), "{stderr}");
+    }
     // A thread that declared itself busy keeps the detector quiet.
     let out = execute(&exe, &["busy"], &[("CANTUS_DEADLOCK_MS", "200")]);
     assert_ok("deadlock busy", &out, "read 7");
@@ -271,7 +391,11 @@ fn headers_compile_as_cplusplus() {
     std::fs::write(
         &src,
         "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
-         #include <qthread/qloop.h>\nint main() { return cantus_is_running() + (int)qthread_num_workers(); }\n",
+         #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
+         static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
+         int main() { bool b = true; aligned_t r, p = 0;\n\
+         qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\
+         return b + cantus_is_running() + (int)qthread_num_workers(); }\n",
     )
     .unwrap();
     let out = run(Command::new("g++")
@@ -297,6 +421,7 @@ fn canon_c(ty: &str) -> String {
     for w in &mut words {
         *w = match *w {
             "aligned_t" => "uint64_t",
+            "saligned_t" => "int64_t",
             "qthread_shepherd_id_t" | "qthread_worker_id_t" => "unsigned short",
             _ => w,
         };
@@ -328,7 +453,7 @@ fn header_functions(text: &str) -> BTreeMap<String, Sig> {
             lines.push(line);
         }
     }
-    let code = lines.join("\n").replace("extern \"C\" {", "");
+    let code = without_static_functions(&lines.join("\n").replace("extern \"C\" {", ""));
     let mut fns = BTreeMap::new();
     for stmt in code.split([';', '{', '}']) {
         let stmt = stmt.trim();
@@ -362,6 +487,50 @@ fn header_functions(text: &str) -> BTreeMap<String, Sig> {
     fns
 }
 
+/// `code` without its `static` functions (inline helpers defined in a
+/// header, such as `qthread_fork_precond`): they are not library symbols.
+/// A definition is cut from `static` to its matching closing brace.
+fn without_static_functions(code: &str) -> String {
+    let mut out = String::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("static ") {
+        let word_start = i == 0 || !rest[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..i]);
+        if !word_start {
+            out.push_str("static ");
+            rest = &rest[i + "static ".len()..];
+            continue;
+        }
+        let tail = &rest[i..];
+        let (brace, semi) = (tail.find('{'), tail.find(';'));
+        let end = match (brace, semi) {
+            (Some(b), s) if s.is_none_or(|s| b < s) => {
+                let mut depth = 0;
+                let mut end = tail.len();
+                for (k, c) in tail[b..].char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                end = b + k + 1;
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                end
+            }
+            (_, Some(s)) => s + 1,
+            _ => tail.len(),
+        };
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// C spelling of a Rust type used in the ABI.
 fn rust_to_c(ty: &str) -> String {
     let ty = ty.trim();
@@ -380,6 +549,8 @@ fn rust_to_c(ty: &str) -> String {
         "c_void" | "()" => "void",
         "u64" => "uint64_t",
         "i64" => "int64_t",
+        "f32" => "float",
+        "f64" => "double",
         "usize" => "size_t",
         "CantusConfig" => "cantus_config_t",
         "CantusSync" => "cantus_sync_t",
@@ -392,6 +563,9 @@ fn rust_to_c(ty: &str) -> String {
         "QtSinc" => "qt_sinc_t",
         "QtSincOpF" => "qt_sinc_op_f",
         "QtLoopF" => "qt_loop_f",
+        "QtBarrier" => "qt_barrier_t",
+        "QtBarrierBtype" => "qt_barrier_btype",
+        "QtimerT" => "qtimer_t",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()
@@ -474,12 +648,7 @@ fn split_top_level(s: &str) -> Vec<&str> {
 fn headers_match_exported_symbols_and_rust_signatures() {
     let s = setup();
     let mut declared = BTreeMap::new();
-    for h in [
-        "cantus.h",
-        "qthread/qthread.h",
-        "qthread/sinc.h",
-        "qthread/qloop.h",
-    ] {
+    for h in HEADERS {
         let text = std::fs::read_to_string(repo().join("include").join(h)).unwrap();
         for (name, sig) in header_functions(&text) {
             assert!(
@@ -531,7 +700,9 @@ fn headers_match_exported_symbols_and_rust_signatures() {
 fn header_parser_reads_declarations() {
     let fns = header_functions(
         "/* c */ #define X(a) \\\n  foo(a)\nint f(const uint64_t *w, uint64_t v);\n\
-         typedef void (*g)(void *);\nvoid h(void);\nunsigned q(aligned_t *d);",
+         typedef void (*g)(void *);\nvoid h(void);\nunsigned q(aligned_t *d);\n\
+         static inline int s(int n, ...) { if (n) { return g2(n); } while (n) n--; return 0; }\n\
+         static int t(void);\nint nonstatic_;",
     );
     assert_eq!(
         fns["f"],

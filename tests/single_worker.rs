@@ -20,19 +20,26 @@ fn rt() -> &'static cantus::Runtime {
 fn yield_lets_a_task_on_the_same_worker_run() {
     let flag = AtomicBool::new(false);
     let spins = AtomicU32::new(0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let saw_flag = AtomicBool::new(false);
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
-                // Would spin forever on one worker without yield.
-                while !flag.load(Ordering::Acquire) {
+                // Would spin forever on one worker without yield (bounded
+                // by the deadline, so a regression fails instead of hanging).
+                while !flag.load(Ordering::Acquire) && Instant::now() < deadline {
                     spins.fetch_add(1, Ordering::Relaxed);
                     cantus::yield_now();
                 }
+                saw_flag.store(flag.load(Ordering::Acquire), Ordering::Relaxed);
             });
             s.spawn(|| flag.store(true, Ordering::Release));
         })
     });
-    assert!(flag.load(Ordering::Relaxed));
+    assert!(
+        saw_flag.load(Ordering::Relaxed),
+        "the spinning task never saw the flag within 10 s: yield_now did not let the setter run"
+    );
 }
 
 #[test]

@@ -3,11 +3,80 @@
 
 mod common;
 use cantus::{SingleVar, SyncVar};
-use common::rt;
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, mpsc};
+use std::time::{Duration, Instant};
+
+/// How long a test waits for something that should take milliseconds
+/// before it fails instead of hanging.
+const DEADLINE: Duration = Duration::from_secs(10);
+
+/// The shared runtime, held by one test at a time: tests here wait for a
+/// number of blocked tasks (`query::snapshot().blocked`), which counts the
+/// whole runtime's tasks, so two tests must not block tasks at once. The
+/// guard lives until the end of the statement that calls `rt()`, so
+/// `rt().block_on(..)` holds it for the whole call.
+fn rt() -> Alone {
+    static LOCK: Mutex<()> = Mutex::new(());
+    Alone {
+        // A test that failed while holding it poisons it; the next may go on.
+        _guard: LOCK.lock().unwrap_or_else(|e| e.into_inner()),
+    }
+}
+
+struct Alone {
+    _guard: MutexGuard<'static, ()>,
+}
+
+impl std::ops::Deref for Alone {
+    type Target = cantus::Runtime;
+    fn deref(&self) -> &cantus::Runtime {
+        common::rt()
+    }
+}
+
+/// Waits, inside a task, until at least `n` tasks are blocked (on sync
+/// variables or task groups); fails after [`DEADLINE`] naming `what`.
+fn wait_blocked(n: u64, what: &str) {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let blocked = cantus::query::snapshot().expect("the runtime runs").blocked;
+        if blocked >= n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: only {blocked} of {n} tasks blocked after {DEADLINE:?}"
+        );
+        cantus::yield_now();
+    }
+}
+
+/// Runs `f` on a thread and returns its result, or fails (instead of
+/// hanging) if it takes longer than [`DEADLINE`]: after a panic under the
+/// variable's lock, a leaked lock shows up as an operation that never
+/// returns.
+fn within<R: Send + 'static>(what: &str, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (done, finished) = mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = f();
+        let _ = done.send(());
+        r
+    });
+    match finished.recv_timeout(DEADLINE) {
+        Ok(()) => t.join().unwrap(),
+        // `f` panicked (an assertion failed): pass its panic on.
+        Err(mpsc::RecvTimeoutError::Disconnected) => match t.join() {
+            Err(p) => panic::resume_unwind(p),
+            Ok(_) => unreachable!("the thread drops its sender only by returning or panicking"),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!(
+            "{what}: still not done after {DEADLINE:?}: the variable stayed locked after a panic"
+        ),
+    }
+}
 
 #[test]
 fn fresh_variables_are_empty_or_full_as_made() {
@@ -75,7 +144,9 @@ fn read_fe_blocks_until_a_task_writes() {
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
-                cantus::sleep(Duration::from_millis(20));
+                // The reader below (this scope's task) is blocked on `v`.
+                wait_blocked(1, "readFE on an empty variable");
+                assert!(!v.is_full());
                 v.write_ef(7);
             });
             assert_eq!(v.read_fe(), 7);
@@ -89,7 +160,8 @@ fn write_ef_blocks_until_emptied() {
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| v.write_ef(2)); // blocks: full
-            cantus::sleep(Duration::from_millis(10));
+            wait_blocked(1, "writeEF on a full variable");
+            assert_eq!(v.read_xx(), Some(1), "the blocked writer wrote nothing");
             assert_eq!(v.read_fe(), 1);
             assert_eq!(v.read_fe(), 2);
         })
@@ -102,7 +174,8 @@ fn write_ff_waits_for_full() {
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| v.write_ff(9)); // waits for full
-            cantus::sleep(Duration::from_millis(10));
+            wait_blocked(1, "writeFF on an empty variable");
+            assert!(!v.is_full(), "the blocked writeFF wrote nothing");
             v.write_ef(1);
         })
     });
@@ -167,7 +240,7 @@ fn read_ff_wakes_every_waiter_and_stays_full() {
                     total.fetch_add(v.read_ff(), Ordering::Relaxed);
                 });
             }
-            cantus::sleep(Duration::from_millis(5));
+            wait_blocked(N as u64, "readFF waiters on an empty variable");
             v.write_ef(3);
         })
     });
@@ -195,7 +268,7 @@ fn mixed_waiters_on_one_variable() {
                     });
                 }
             }
-            cantus::sleep(Duration::from_millis(5));
+            wait_blocked(20, "readFF and readFE waiters on an empty variable");
             // Ten consumers: fill ten times, each time after it was emptied.
             for _ in 0..10 {
                 v.write_ef(1);
@@ -263,7 +336,8 @@ fn single_blocks_readers_until_written_once() {
                     sum.fetch_add(*s1.read(), Ordering::Relaxed);
                 });
             }
-            cantus::sleep(Duration::from_millis(5));
+            wait_blocked(50, "SingleVar readers before the write");
+            assert!(!s1.is_full());
             s1.write(2);
         })
     });
@@ -280,4 +354,192 @@ fn single_second_write_panics() {
     let s = SingleVar::new();
     s.write(1);
     s.write(2);
+}
+
+/// A value whose `Clone` panics while `armed` is set.
+struct CloneBomb {
+    id: u32,
+    armed: Arc<AtomicBool>,
+}
+
+impl Clone for CloneBomb {
+    fn clone(&self) -> Self {
+        if self.armed.load(Ordering::Relaxed) {
+            panic!("CloneBomb {} refuses to be cloned", self.id);
+        }
+        CloneBomb {
+            id: self.id,
+            armed: self.armed.clone(),
+        }
+    }
+}
+
+/// Counts its drops in `drops`; its `Drop` panics (after counting) if
+/// `panics` is set.
+struct DropBomb {
+    id: u32,
+    panics: bool,
+    drops: Arc<AtomicUsize>,
+}
+
+impl DropBomb {
+    fn new(id: u32, panics: bool, drops: &Arc<AtomicUsize>) -> DropBomb {
+        DropBomb {
+            id,
+            panics,
+            drops: drops.clone(),
+        }
+    }
+}
+
+impl Drop for DropBomb {
+    fn drop(&mut self) {
+        self.drops.fetch_add(1, Ordering::SeqCst);
+        if self.panics {
+            panic!("DropBomb {} panics in drop", self.id);
+        }
+    }
+}
+
+/// Asserts that `op` panicked with a message containing `expected`.
+fn assert_panicked<R>(r: std::thread::Result<R>, expected: &str) {
+    let Err(p) = r else {
+        panic!("expected a panic containing {expected:?}, but the call returned");
+    };
+    let msg = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(msg.contains(expected), "unexpected panic: {msg:?}");
+}
+
+#[test]
+fn a_panicking_clone_in_read_ff_leaves_the_variable_full_and_usable() {
+    let armed = Arc::new(AtomicBool::new(true));
+    let v = Arc::new(SyncVar::with_value(CloneBomb {
+        id: 1,
+        armed: armed.clone(),
+    }));
+    within("readFF after a panicking clone", move || {
+        // A writer queued on the full variable must survive the panic too.
+        let w = v.clone();
+        let writer = std::thread::spawn(move || {
+            w.write_ef(CloneBomb {
+                id: 2,
+                armed: Arc::new(AtomicBool::new(false)),
+            })
+        });
+        assert_panicked(
+            panic::catch_unwind(AssertUnwindSafe(|| v.read_ff())),
+            "refuses to be cloned",
+        );
+        assert!(v.is_full(), "a panicking readFF leaves the variable full");
+        armed.store(false, Ordering::Relaxed);
+        assert_eq!(v.read_ff().id, 1, "the value is unchanged");
+        assert_eq!(v.read_fe().id, 1);
+        writer.join().unwrap();
+        assert_eq!(v.read_fe().id, 2, "the queued writer was woken");
+        v.write_ef(CloneBomb {
+            id: 3,
+            armed: armed.clone(),
+        });
+        assert_eq!(v.read_ff().id, 3);
+    });
+}
+
+#[test]
+fn a_panicking_clone_in_read_xx_leaves_the_variable_full_and_usable() {
+    let armed = Arc::new(AtomicBool::new(true));
+    let v = Arc::new(SyncVar::with_value(CloneBomb {
+        id: 1,
+        armed: armed.clone(),
+    }));
+    within("readXX after a panicking clone", move || {
+        assert_panicked(
+            panic::catch_unwind(AssertUnwindSafe(|| v.read_xx())),
+            "refuses to be cloned",
+        );
+        assert!(v.is_full(), "a panicking readXX leaves the variable full");
+        armed.store(false, Ordering::Relaxed);
+        assert_eq!(v.read_xx().map(|b| b.id), Some(1));
+        assert_eq!(v.read_ff().id, 1);
+        assert_eq!(v.read_fe().id, 1);
+        assert!(v.read_xx().is_none());
+        v.write_ef(CloneBomb {
+            id: 2,
+            armed: armed.clone(),
+        });
+        assert_eq!(v.read_fe().id, 2);
+    });
+}
+
+#[test]
+fn a_panicking_drop_in_write_ff_completes_the_write() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let v = Arc::new(SyncVar::with_value(DropBomb::new(1, true, &drops)));
+    let d = drops.clone();
+    within("writeFF after a panicking drop", move || {
+        assert_panicked(
+            panic::catch_unwind(AssertUnwindSafe(|| v.write_ff(DropBomb::new(2, false, &d)))),
+            "DropBomb 1 panics in drop",
+        );
+        assert_eq!(d.load(Ordering::SeqCst), 1, "the old value dropped once");
+        assert!(v.is_full(), "writeFF stored the new value");
+        let got = v.read_fe();
+        assert_eq!(got.id, 2);
+        drop(got);
+        v.write_ef(DropBomb::new(3, false, &d));
+        v.write_ff(DropBomb::new(4, false, &d));
+        assert_eq!(v.read_fe().id, 4);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 4, "every value dropped once");
+}
+
+#[test]
+fn a_panicking_drop_in_write_xf_completes_the_write() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let v = Arc::new(SyncVar::with_value(DropBomb::new(1, true, &drops)));
+    let d = drops.clone();
+    within("writeXF after a panicking drop", move || {
+        assert_panicked(
+            panic::catch_unwind(AssertUnwindSafe(|| v.write_xf(DropBomb::new(2, false, &d)))),
+            "DropBomb 1 panics in drop",
+        );
+        assert_eq!(d.load(Ordering::SeqCst), 1, "the old value dropped once");
+        assert!(v.is_full(), "writeXF stored the new value");
+        assert_eq!(v.read_fe().id, 2);
+        v.write_xf(DropBomb::new(3, false, &d));
+        assert_eq!(v.read_fe().id, 3);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "every value dropped once");
+}
+
+#[test]
+fn a_panicking_drop_in_reset_leaves_it_empty() {
+    let drops = Arc::new(AtomicUsize::new(0));
+    let v = Arc::new(SyncVar::with_value(DropBomb::new(1, true, &drops)));
+    let d = drops.clone();
+    within("reset after a panicking drop", move || {
+        // A writer queued on the full variable is woken by the reset.
+        let w = v.clone();
+        let wd = d.clone();
+        let writer = std::thread::spawn(move || w.write_ef(DropBomb::new(2, false, &wd)));
+        assert_panicked(
+            panic::catch_unwind(AssertUnwindSafe(|| v.reset())),
+            "DropBomb 1 panics in drop",
+        );
+        assert_eq!(d.load(Ordering::SeqCst), 1, "the old value dropped once");
+        writer.join().unwrap();
+        assert_eq!(
+            v.read_fe().id,
+            2,
+            "the queued writer filled it after the reset"
+        );
+        v.reset();
+        assert!(!v.is_full());
+        v.write_ef(DropBomb::new(3, false, &d));
+        assert_eq!(v.read_fe().id, 3);
+    });
+    assert_eq!(drops.load(Ordering::SeqCst), 3, "every value dropped once");
 }

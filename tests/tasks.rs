@@ -342,22 +342,45 @@ fn queries_inside_and_outside_tasks() {
 
 #[test]
 fn stop_flag_seen_across_tasks() {
-    // A long-running task polls a flag set by another task: checks that a
-    // task spinning with yield_now does not starve the setter.
+    // Two tasks spin with yield_now on a flag that a third task sets once
+    // it has seen both spinning: the spinners must not starve the setter
+    // (with two workers, both may be busy spinning), and both must see the
+    // flag. Every wait is bounded, so a starved setter fails, not hangs.
+    let deadline = Instant::now() + Duration::from_secs(10);
     let stop = AtomicBool::new(false);
+    let spinning = AtomicUsize::new(0);
+    let saw_stop = AtomicUsize::new(0);
+    let setter_saw = AtomicUsize::new(0);
     rt().block_on(|| {
         cantus::scope(|s| {
+            for _ in 0..2 {
+                s.spawn(|| {
+                    spinning.fetch_add(1, Ordering::AcqRel);
+                    while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
+                        cantus::yield_now();
+                    }
+                    if stop.load(Ordering::Acquire) {
+                        saw_stop.fetch_add(1, Ordering::AcqRel);
+                    }
+                });
+            }
             s.spawn(|| {
-                while !stop.load(Ordering::Acquire) {
+                while spinning.load(Ordering::Acquire) < 2 && Instant::now() < deadline {
                     cantus::yield_now();
                 }
+                setter_saw.store(spinning.load(Ordering::Acquire), Ordering::Release);
+                stop.store(true, Ordering::Release);
             });
-            s.spawn(|| {
-                while !stop.load(Ordering::Acquire) {
-                    cantus::yield_now();
-                }
-            });
-            s.spawn(|| stop.store(true, Ordering::Release));
         })
     });
+    assert_eq!(
+        setter_saw.into_inner(),
+        2,
+        "the setter ran while both spinners were spinning"
+    );
+    assert_eq!(
+        saw_stop.into_inner(),
+        2,
+        "both spinners saw the flag before the 10 s deadline (a spinner starved the setter)"
+    );
 }

@@ -19,8 +19,10 @@
 
 mod apps;
 mod fifo;
+mod latency;
 mod micro;
 mod openmp;
+mod stackmem;
 mod stats;
 mod suite;
 
@@ -36,7 +38,7 @@ pub(crate) struct Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|suite> [--quick] [--reps N] [--fifo-threads N]\n\
+        "usage: cantus-bench <micro|apps|all|suite|latency|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -88,6 +90,11 @@ fn main() {
     let rest = &args[1..];
     match cmd.as_str() {
         "micro" => micro::run(&parse_options(rest)),
+        "stack-memory" => stackmem::run(rest),
+        "latency" => {
+            let o = parse_options(rest);
+            latency::run(o.reps.unwrap_or(if o.quick { 2 } else { 5 }), o.quick)
+        }
         "apps" => apps::run(&parse_options(rest)),
         "suite" => suite::run(rest),
         "all" => {

@@ -108,6 +108,9 @@ pub(crate) fn run(opts: &Options) {
     });
     section("spawn_join, yield", || task_ops(reps, div));
     section("handoff", || handoff(reps, ROUND_TRIPS / div));
+    section("block_on_latency", || {
+        crate::latency::run(if opts.quick { 2 } else { reps.min(5) }, opts.quick)
+    });
 }
 
 /// `for trials { coforall(workers, body) }` inside a task, against

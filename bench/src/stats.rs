@@ -41,6 +41,17 @@ impl Samples {
         }
     }
 
+    /// The `q` quantile (nearest rank, 0 < q <= 1); NaN if empty.
+    pub(crate) fn quantile(&self, q: f64) -> f64 {
+        if self.values.is_empty() {
+            return f64::NAN;
+        }
+        let mut v = self.values.clone();
+        v.sort_by(f64::total_cmp);
+        let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+        v[rank - 1]
+    }
+
     fn min(&self) -> f64 {
         self.values.iter().copied().fold(f64::INFINITY, f64::min)
     }

@@ -1,14 +1,20 @@
 /*
  * qthread/qloop.h - Qthreads' parallel loops on cantus: qt_loop and
- * qt_loop_balance, same names and semantics as Qthreads. Both return when
- * every task they spawned has returned; one cantus end count covers all
- * of a loop's tasks.
+ * qt_loop_balance (with their _simple and _sinc variants) and the array
+ * reductions qt_{double,int,uint}_{sum,prod,max,min}; same names and
+ * semantics as Qthreads. The loops return when every task they spawned
+ * has returned; one cantus end count covers all of a loop's tasks.
+ *
+ * The _simple and _sinc variants have the same meaning: Qthreads runs
+ * "simple" tasks (which may not block) or waits with a sinc; cantus runs
+ * ordinary tasks (which may block) and waits with one end count for all.
  *
  * Contexts: a task or an outside thread, after qthread_initialize. They
  *           return nothing, as in Qthreads: a NULL func or no runtime is
  *           reported on stderr and in cantus_last_error(), and nothing runs.
- * Left out: every other qt_loop* / qt_loopaccum* function, the loop queues
- *           and the qt_*_sum/prod/max/min helpers (not declared).
+ * Left out: the other qt_loop* variants (qt_loop_step, _sv, _dc, _aligned),
+ *           qt_loopaccum_*, the loop queues, qt_qsort and the
+ *           qt_*_acc accumulator helpers (not declared).
  */
 #ifndef QTHREAD_QLOOP_H_CANTUS
 #define QTHREAD_QLOOP_H_CANTUS
@@ -24,9 +30,44 @@ typedef void (*qt_loop_f)(size_t startat, size_t stopat, void *arg);
 /* One task per iteration: func(i, i + 1, argptr) for i in [start, stop). */
 void qt_loop(size_t start, size_t stop, qt_loop_f func, void *argptr);
 
+void qt_loop_simple(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_sinc(size_t start, size_t stop, qt_loop_f func, void *argptr);
+
 /* One task per shepherd (at most one per iteration), [start, stop) split
  * into near-equal contiguous ranges: func(startat, stopat, argptr). */
 void qt_loop_balance(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_balance_simple(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_balance_sinc(size_t start, size_t stop, qt_loop_f func, void *argptr);
+
+/*
+ * qt_{double,int,uint}_{sum,prod,max,min} - reduce array[0 .. length) in
+ * parallel: one task per shepherd over near-equal contiguous parts, then
+ * the parts in order (so for a given number of shepherds a double result
+ * is the same on every run). If checkfeb is non-zero, each element is
+ * read with readFF (waiting until it is full; the array must then be
+ * 8-byte aligned, checked); otherwise it is read plainly.
+ * Integer sums and products wrap around (Qthreads: unsigned wraps, signed
+ * overflow is undefined). max/min compare with > and <, as Qthreads (a
+ * NaN element is kept only if it comes first in its part).
+ * Length 0: sum 0, prod 1, max/min 0 (Qthreads reads array[0]).
+ * Misuse (no runtime, array NULL with length > 0, unaligned array with
+ * checkfeb) is reported on stderr and in cantus_last_error(), and the
+ * result is that of length 0.
+ * Undefined: writing the array (other than through FEB calls, with
+ *           checkfeb) while the call runs.
+ */
+double qt_double_sum(double *array, size_t length, int checkfeb);
+double qt_double_prod(double *array, size_t length, int checkfeb);
+double qt_double_max(double *array, size_t length, int checkfeb);
+double qt_double_min(double *array, size_t length, int checkfeb);
+saligned_t qt_int_sum(saligned_t *array, size_t length, int checkfeb);
+saligned_t qt_int_prod(saligned_t *array, size_t length, int checkfeb);
+saligned_t qt_int_max(saligned_t *array, size_t length, int checkfeb);
+saligned_t qt_int_min(saligned_t *array, size_t length, int checkfeb);
+aligned_t qt_uint_sum(aligned_t *array, size_t length, int checkfeb);
+aligned_t qt_uint_prod(aligned_t *array, size_t length, int checkfeb);
+aligned_t qt_uint_max(aligned_t *array, size_t length, int checkfeb);
+aligned_t qt_uint_min(aligned_t *array, size_t length, int checkfeb);
 
 #ifdef __cplusplus
 }

@@ -12,19 +12,32 @@
  * run on pooled stacks (CANTUS_STACK_SIZE, default 256 KiB; QTHREAD_STACK_SIZE
  * is honoured, raised to cantus's 16 KiB minimum) with a guard page.
  *
+ * Headers: qthread/qthread.h (this one), qthread/sinc.h, qthread/qloop.h,
+ * qthread/barrier.h, qthread/qtimer.h; <qthread.h> includes this one.
+ * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
+ * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
+ *
  * Left out (not declared here, so using them fails at compile time):
- * everything of Qthreads not declared in qthread/qthread.h, qthread/sinc.h
- * and qthread/qloop.h - among them qthread_init (deprecated),
- * qthread_spawn, qthread_fork_precond*, qthread_fork_syncvar*,
- * qthread_fork_copyargs*, qthread_migrate_to, qthread_lock/unlock,
- * spinlocks, teams, qthread_readstate, task-local storage,
- * qthread_syncvar_incrF, the other qt_loop variants and qt_sinc_tmpdata.
+ * everything of Qthreads not declared in the headers above - among them
+ * the *_to forms of the copyargs/syncvar forks (qthread_fork_copyargs_to,
+ * qthread_fork_syncvar_to, qthread_fork_syncvar_copyargs_to),
+ * qthread_fork_copyargs_precond, qthread_fork_*_simple, qthread_fork_net,
+ * qthread_migrate_to, qthread_trylock, qthread_lock_init/destroy,
+ * spinlocks, teams (and the QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM /
+ * PARENT / NETWORK flags, refused by qthread_spawn), qthread_readstate,
+ * qthread_worker_unique/local, task-local storage, qthread_syncvar_incrF,
+ * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
+ * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, loop
+ * queues, qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
+ * qt_barrier_dump, qtimer_wtime/res/fastrand.
  *
  * Behaviours that differ from Qthreads:
- *  - The thread that calls qthread_initialize does not become a qthread:
- *    it stays an outside thread (it may fork and use FEBs, blocking as a
- *    thread). There, qthread_shep() returns NO_SHEPHERD and qthread_id()
- *    returns QTHREAD_NON_TASK_ID, where Qthreads would say shepherd 0.
+ *  - The thread that started the runtime (qthread_initialize, qthread_init
+ *    or cantus_init) does not become a qthread: it stays an outside thread
+ *    (it may fork and use FEBs, blocking as a thread). As in Qthreads its
+ *    qthread_id() is 1, but qthread_shep() and qthread_worker() return
+ *    NO_SHEPHERD / NO_WORKER there, where Qthreads would say 0. Task ids
+ *    are 2 and up but not consecutive: the first fork is not always 2.
  *  - qthread_finalize waits for every task to finish (Qthreads tells the
  *    shepherds to stop at their next context switch), and is not called
  *    automatically at exit: call it, or the process exits with its tasks.
@@ -47,8 +60,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -112,6 +129,17 @@ typedef struct _syncvar_s {
 #define SYNCVAR_INITIALIZE_TO(value) ((syncvar_t)SYNCVAR_STATIC_INITIALIZE_TO(value))
 #define SYNCVAR_EMPTY_INITIALIZE_TO(value) ((syncvar_t)SYNCVAR_STATIC_EMPTY_INITIALIZE_TO(value))
 
+/*
+ * INT64TOINT60(x) - a signed 64-bit integer as a syncvar_t's 60-bit value
+ * (its low 60 bits, two's complement); INT60TOINT64(x) - back, with bit
+ * 59 as the sign. Values in [-2^59, 2^59) survive the round trip.
+ */
+#define INT64TOINT60(x) ((uint64_t)(x) & (uint64_t)0x0FFFFFFFFFFFFFFFULL)
+#define INT60TOINT64(x)                                                        \
+    ((int64_t)((((uint64_t)(x) & (uint64_t)0x0FFFFFFFFFFFFFFFULL) ^            \
+                (uint64_t)0x0800000000000000ULL) -                             \
+               (uint64_t)0x0800000000000000ULL))
+
 /* ---- startup and teardown --------------------------------------------- */
 
 /*
@@ -124,6 +152,16 @@ typedef struct _syncvar_s {
  *           QTHREAD_PTHREAD_ERROR (threads could not be started).
  */
 int qthread_initialize(void);
+
+/*
+ * qthread_init - the deprecated form of qthread_initialize: nshepherds
+ * workers (0: chosen as by qthread_initialize), standing for
+ * QTHREAD_NUM_SHEPHERDS (QTHREAD_HWPAR and CANTUS_WORKERS still take
+ * precedence). Qthreads exports QTHREAD_NUM_SHEPHERDS to the environment;
+ * cantus does not change the environment.
+ * Contexts, returns: as qthread_initialize.
+ */
+int qthread_init(qthread_shepherd_id_t nshepherds);
 
 /*
  * qthread_finalize - wait for every task, then stop the runtime. May be
@@ -159,6 +197,137 @@ int qthread_fork_to(qthread_f f, const void *arg, aligned_t *ret,
                     qthread_shepherd_id_t shepherd);
 
 /*
+ * qthread_fork_syncvar - as qthread_fork, with the result in a syncvar_t
+ * (emptied now; written, truncated to 60 bits, and filled when f returns:
+ * qthread_syncvar_readFF(NULL, ret) waits for the task).
+ * Contexts, returns, undefined: as qthread_fork (ret must be aligned).
+ */
+int qthread_fork_syncvar(qthread_f f, const void *arg, syncvar_t *ret);
+
+/*
+ * qthread_fork_copyargs - as qthread_fork, but the arg_size bytes at arg
+ * are copied (at the fork, into memory aligned for any type, owned by the
+ * task and freed when it returns) and f gets a pointer to the copy, so arg
+ * may be reused at once. arg_size 0: arg is passed as is.
+ * Returns:  as qthread_fork; QTHREAD_BADARGS also for arg NULL with
+ *           arg_size > 0.
+ * Cost:     the copy is one allocation per task (qthread_fork has none).
+ */
+int qthread_fork_copyargs(qthread_f f, const void *arg, size_t arg_size, aligned_t *ret);
+
+/* qthread_fork_syncvar_copyargs - qthread_fork_copyargs with a syncvar_t
+ * result (see qthread_fork_syncvar). */
+int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
+                                  syncvar_t *ret);
+
+/* qthread_spawn feature flags (Qthreads' values). */
+#define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused (teams)             */
+#define QTHREAD_SPAWN_SIMPLE (1 << 1)         /* accepted; tasks may block   */
+#define QTHREAD_SPAWN_NEW_TEAM (1 << 2)       /* refused (teams)             */
+#define QTHREAD_SPAWN_NEW_SUBTEAM (1 << 3)    /* refused (teams)             */
+#define QTHREAD_SPAWN_RET_SYNCVAR_T (1 << 4)  /* ret is a syncvar_t          */
+#define QTHREAD_SPAWN_RET_SINC (1 << 5)       /* ret is a sinc; submit result */
+#define QTHREAD_SPAWN_RET_SINC_VOID (1 << 6)  /* ret is a sinc; submit NULL  */
+#define QTHREAD_SPAWN_PC_SYNCVAR_T (1 << 7)   /* preconds are syncvar_t *    */
+#define QTHREAD_SPAWN_LOCAL_PRIORITY (1 << 9) /* accepted (a hint)           */
+#define QTHREAD_SPAWN_NETWORK (1 << 10)       /* refused (no network layer)  */
+
+/*
+ * qthread_spawn - the general fork; every qthread_fork* is a case of it.
+ *  - arg, arg_size: arg_size 0 passes arg as is; otherwise f gets a copy
+ *    of the arg_size bytes at arg (as qthread_fork_copyargs).
+ *  - ret: NULL, or where the result goes, by feature_flag: an aligned_t
+ *    (default; emptied now, written and filled when f returns), a
+ *    syncvar_t (QTHREAD_SPAWN_RET_SYNCVAR_T; likewise), or a qt_sinc_t
+ *    (QTHREAD_SPAWN_RET_SINC: qt_sinc_submit(ret, &result), so the sinc's
+ *    values must be at most sizeof(aligned_t) bytes;
+ *    QTHREAD_SPAWN_RET_SINC_VOID: qt_sinc_submit(ret, NULL)). The sinc
+ *    must expect the submission (qt_sinc_expect).
+ *  - npreconds, preconds: as in Qthreads, preconds is an array from
+ *    malloc of npreconds + 1 pointers, preconds[0] holding npreconds (as
+ *    a pointer-sized integer) and preconds[1..npreconds] the addresses of
+ *    aligned_t words (syncvar_t with QTHREAD_SPAWN_PC_SYNCVAR_T). f runs
+ *    only after each of them has been full (each is waited for with a
+ *    readFF, in order; the value is not consumed). qthread_spawn takes the
+ *    array over and frees it with free() before it returns, on success
+ *    and on error - except when preconds[0] != npreconds (QTHREAD_BADARGS,
+ *    array not touched further). With npreconds 0, preconds is ignored.
+ *    cantus starts such a task at once and it waits for its preconditions
+ *    as a suspended task (holding a stack); Qthreads keeps it unstarted.
+ *  - target_shep: as qthread_fork_to (NO_SHEPHERD: anywhere).
+ *  - feature_flag: 0 or the flags above. QTHREAD_SPAWN_SIMPLE is accepted
+ *    (the task runs as an ordinary one, which may block);
+ *    QTHREAD_SPAWN_LOCAL_PRIORITY is accepted as a hint. The team flags,
+ *    QTHREAD_SPAWN_NETWORK and unknown bits are refused.
+ * Contexts: a task or an outside thread.
+ * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (f NULL, arg NULL with
+ *           arg_size > 0, ret or a precondition NULL/unaligned, ret not a
+ *           live sinc, two QTHREAD_SPAWN_RET_* flags, bad preconds array),
+ *           QTHREAD_NOT_ALLOWED (no runtime, an unsupported flag).
+ * Undefined: as qthread_fork, for ret and the precondition words too.
+ */
+int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
+                  size_t npreconds, void *preconds, qthread_shepherd_id_t target_shep,
+                  unsigned int feature_flag);
+
+/* (internal) qthread_fork_precond*: builds the precondition array. */
+static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_t *ret,
+                                          qthread_shepherd_id_t shepherd, int npreconds,
+                                          va_list ap)
+{
+    size_t n = npreconds < 0 ? (size_t)(-(long)npreconds) : (size_t)npreconds;
+    aligned_t **pre = NULL;
+    if (n > 0) {
+        pre = (aligned_t **)malloc((n + 1) * sizeof(aligned_t *));
+        if (pre == NULL)
+            return QTHREAD_MALLOC_ERROR;
+        pre[0] = (aligned_t *)(uintptr_t)n;
+        if (npreconds < 0) {
+            aligned_t **list = va_arg(ap, aligned_t **);
+            if (list == NULL) {
+                free(pre);
+                return QTHREAD_BADARGS;
+            }
+            memcpy(pre + 1, list, n * sizeof(aligned_t *));
+        } else {
+            for (size_t i = 1; i <= n; i++)
+                pre[i] = va_arg(ap, aligned_t *);
+        }
+    }
+    return qthread_spawn(f, arg, 0, ret, n, pre, shepherd, 0);
+}
+
+/*
+ * qthread_fork_precond - as qthread_fork, but f runs only after each of
+ * the npreconds aligned_t words given after npreconds has been full (see
+ * qthread_spawn). As in Qthreads, a negative npreconds means one argument
+ * follows: an array of -npreconds aligned_t pointers.
+ * qthread_fork_precond_to - the same, aimed at a shepherd.
+ * (Inline functions here, building the array and calling qthread_spawn.)
+ * Returns:  as qthread_spawn; QTHREAD_MALLOC_ERROR if the array cannot be
+ *           allocated.
+ */
+static inline int qthread_fork_precond(qthread_f f, const void *arg, aligned_t *ret,
+                                       int npreconds, ...)
+{
+    va_list ap;
+    va_start(ap, npreconds);
+    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, npreconds, ap);
+    va_end(ap);
+    return rc;
+}
+
+static inline int qthread_fork_precond_to(qthread_f f, const void *arg, aligned_t *ret,
+                                          qthread_shepherd_id_t shepherd, int npreconds, ...)
+{
+    va_list ap;
+    va_start(ap, npreconds);
+    int rc = qthread_fork_precond_v_(f, arg, ret, shepherd, npreconds, ap);
+    va_end(ap);
+    return rc;
+}
+
+/*
  * qthread_yield - let other tasks run. Does nothing outside tasks or
  * before qthread_initialize, as in Qthreads.
  */
@@ -169,8 +338,10 @@ void qthread_yield_(int kind);
 /* ---- queries ------------------------------------------------------------ */
 
 /*
- * qthread_id - the calling task's id, in 1 .. UINT_MAX-1 (ids wrap after
- * UINT_MAX-1 tasks). QTHREAD_NON_TASK_ID (0) outside tasks and before
+ * qthread_id - the calling task's id, in 2 .. UINT_MAX-1 (ids are unique
+ * among running tasks but not consecutive, and wrap after UINT_MAX-2
+ * tasks). 1 in the thread that started the runtime (Qthreads' main
+ * thread). QTHREAD_NON_TASK_ID (0) in other threads and before
  * qthread_initialize.
  */
 unsigned qthread_id(void);
@@ -178,6 +349,11 @@ unsigned qthread_id(void);
 /* qthread_shep - the calling task's shepherd (its worker), NO_SHEPHERD
  * outside tasks. A started task stays on its shepherd. */
 qthread_shepherd_id_t qthread_shep(void);
+
+/* qthread_worker - the calling task's worker; each shepherd has one, so
+ * it equals qthread_shep(). If shep is not NULL, *shep = qthread_shep().
+ * NO_WORKER (and NO_SHEPHERD) outside tasks. */
+qthread_worker_id_t qthread_worker(qthread_shepherd_id_t *shep);
 
 /* qthread_num_shepherds, qthread_num_workers - the number of workers; 0
  * before qthread_initialize. */
@@ -219,6 +395,10 @@ int qthread_writeF_const(aligned_t *dest, aligned_t src);
 int qthread_fill(const aligned_t *dest);
 int qthread_empty(const aligned_t *dest);
 int qthread_purge(aligned_t *dest);
+/* purge_to: write *src (or src) to dest and empty it, in one step (a FEB
+ * operation sees both or neither); like any emptying, admits a writeEF. */
+int qthread_purge_to(aligned_t *dest, const aligned_t *src);
+int qthread_purge_to_const(aligned_t *dest, aligned_t src);
 
 /*
  * qthread_feb_status - 1 if addr is full, 0 if empty, or a negative error
@@ -242,6 +422,26 @@ int qthread_syncvar_fill(syncvar_t *dest);
 int qthread_syncvar_empty(syncvar_t *dest);
 int qthread_syncvar_status(syncvar_t *v);
 
+/* ---- locks on addresses -------------------------------------------------
+ *
+ * qthread_lock - take the lock of address a, waiting (a task suspends, an
+ * outside thread blocks) while another holder has it; waiters get it in
+ * FIFO order, handed over by qthread_unlock. qthread_unlock - release it;
+ * releasing an unlocked address succeeds (as in Qthreads). The lock is
+ * not reentrant and not owned: any task or thread may release it.
+ * The address is only a key: the word is not read or written, needs no
+ * alignment, and the lock is separate from its full/empty state (recent
+ * Qthreads implement these as readFE/fill on the word itself, so there a
+ * locked word also reads as empty).
+ * Contexts: a task or an outside thread.
+ * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (a NULL), QTHREAD_NOT_ALLOWED
+ *           (no runtime).
+ * Undefined: freeing or reusing the memory of a locked address for
+ *           another lock.
+ */
+int qthread_lock(const aligned_t *a);
+int qthread_unlock(const aligned_t *a);
+
 /* ---- atomics (compiler built-ins, as in Qthreads) ------------------------ */
 
 /* qthread_incr - atomically add; returns the value before the addition. */
@@ -250,6 +450,19 @@ int qthread_syncvar_status(syncvar_t *v);
 #define qthread_cas(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
 #define qthread_cas_ptr(ADDR, OLDV, NEWV) \
     ((void *)__sync_val_compare_and_swap((ADDR), (OLDV), (NEWV)))
+/* qthread_cas32, qthread_cas64 - qthread_cas on a 32-bit / 64-bit word. */
+#define qthread_cas32(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
+#define qthread_cas64(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
+
+/*
+ * qthread_fincr, qthread_dincr - atomically add incr to a float / double
+ * (a compare-and-swap loop on its bits, a full barrier); return the value
+ * before the addition. Functions in the library here (inline in Qthreads);
+ * they need no runtime. A NULL or misaligned operand: nothing happens and
+ * NaN is returned.
+ */
+float qthread_fincr(float *operand, float incr);
+double qthread_dincr(double *operand, double incr);
 
 #ifdef __cplusplus
 }

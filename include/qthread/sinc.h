@@ -13,12 +13,24 @@
  *           sizeof_value > 0 but no op or initial value) is reported on
  *           stderr and in cantus_last_error(), and the call does nothing
  *           (qt_sinc_create returns NULL).
+ * Memory: a counting sinc (sizeof_value 0) lives entirely in the
+ *           caller's qt_sinc_t (its count) and, while submissions are
+ *           outstanding, an entry in cantus's FEB table: qt_sinc_init
+ *           allocates nothing, so a program that never calls qt_sinc_fini
+ *           on it (Qthreads' own test programs do that) leaks nothing. A
+ *           reducing sinc (sizeof_value > 0) allocates its values, freed
+ *           by qt_sinc_fini / qt_sinc_destroy (as in Qthreads).
  * Undefined: op blocking or calling cantus (it runs under the sinc's lock);
- *           destroying a sinc while submissions or waits are in progress.
+ *           destroying, re-initialising or reusing the memory of a sinc
+ *           while submissions or waits are in progress (once qt_sinc_wait
+ *           returned, the memory may be reused at once); copying a
+ *           qt_sinc_t (its address is its identity).
  * Left out: qt_sinc_tmpdata.
  */
 #ifndef QT_SINC_H_CANTUS
 #define QT_SINC_H_CANTUS
+
+#include <stdalign.h> /* as Qthreads' sinc.h */
 
 #include "qthread.h"
 
@@ -34,7 +46,8 @@ typedef union qt_opaque_sinc_s {
     aligned_t align_;
 } qt_sinc_t;
 
-/* Initialise *sinc for `expect` submissions of sizeof_value bytes each. */
+/* Initialise *sinc for `expect` submissions of sizeof_value bytes each
+ * (sinc must be 8-byte aligned, as a qt_sinc_t is). */
 void qt_sinc_init(qt_sinc_t *sinc, size_t sizeof_value, const void *initial_value,
                   qt_sinc_op_f op, size_t expect);
 /* Allocate and initialise a sinc; NULL on error. */
@@ -43,13 +56,16 @@ qt_sinc_t *qt_sinc_create(size_t sizeof_value, const void *initial_value,
 /* Restore the initial value and expect `expect` submissions; refused
  * (message on stderr) while submissions are outstanding. */
 void qt_sinc_reset(qt_sinc_t *sinc, size_t expect);
-/* Free what qt_sinc_init allocated. */
+/* Free what qt_sinc_init allocated (nothing for a counting sinc) and mark
+ * the sinc dead; refused (message on stderr) while anyone waits on it. */
 void qt_sinc_fini(qt_sinc_t *sinc);
-/* Free a sinc from qt_sinc_create. */
+/* Free a sinc from qt_sinc_create; refused while anyone waits on it. */
 void qt_sinc_destroy(qt_sinc_t *sinc);
 /* Expect `count` more submissions (also while someone waits). */
 void qt_sinc_expect(qt_sinc_t *sinc, size_t count);
-/* Submit once; value (sizeof_value bytes) is reduced in if not NULL. */
+/* Submit once; value (sizeof_value bytes) is reduced in if not NULL.
+ * One submission more than expected is reported and ignored (if it races
+ * with the last expected one, its value may already be reduced in). */
 void qt_sinc_submit(qt_sinc_t *sinc, const void *value);
 /* Wait for every expected submission; copy the result to target (if the
  * sinc reduces and target is not NULL). */

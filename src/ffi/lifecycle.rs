@@ -6,9 +6,10 @@ use super::Code;
 use super::error::{ECONTEXT, EINVAL, Fail, OK, boundary};
 use crate::Runtime;
 use crate::sched::{Registry, WorkerLocal};
+use std::cell::Cell;
 use std::ffi::{c_int, c_long};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// The runtime started through the C ABI.
@@ -16,6 +17,19 @@ static RUNTIME: Mutex<Option<Runtime>> = Mutex::new(None);
 /// Set once `RUNTIME` holds a runtime, cleared after it shut down: the
 /// cheap check for outside threads (tasks know a runtime runs).
 static STARTED: AtomicBool = AtomicBool::new(false);
+/// Counts the runtimes started here; the thread that started the current
+/// one has it in `STARTER_OF` (Qthreads' main thread: `qthread_id() == 1`).
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static STARTER_OF: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread started the runtime that runs now.
+pub(crate) fn is_starter_thread() -> bool {
+    STARTED.load(Ordering::Acquire)
+        && STARTER_OF.try_with(Cell::get).unwrap_or(0) == GENERATION.load(Ordering::Relaxed)
+}
 
 /// `cantus_config_t`: settings for `cantus_init`; zero means "default".
 #[repr(C)]
@@ -60,6 +74,10 @@ pub(crate) fn start(call: &str, builder: crate::Builder) -> Result<(), Fail> {
     }
     let rt = builder.build().map_err(|e| Fail::from_error(call, &e))?;
     *slot = Some(rt);
+    // Under the RUNTIME lock: one generation per started runtime.
+    let generation = GENERATION.load(Ordering::Relaxed) + 1;
+    GENERATION.store(generation, Ordering::Relaxed);
+    STARTER_OF.with(|g| g.set(generation));
     // Release pairs with the Acquire load in `running`.
     STARTED.store(true, Ordering::Release);
     Ok(())

@@ -7,7 +7,9 @@ use crate::sched::task::Task;
 /// runtime's shutdown waits for it. If it panics, the panic is reported
 /// on stderr and counted, and the runtime keeps working.
 ///
-/// Panics if no runtime is running; [`try_begin`] returns that error.
+/// Panics if no runtime is running (the panic names the caller's line);
+/// [`try_begin`] returns that error.
+#[track_caller]
 pub fn begin<F>(f: F)
 where
     F: FnOnce() + Send + 'static,

@@ -29,7 +29,7 @@ macro_rules! cobegin {
 
 /// A list of tasks built at run time and executed together: every task is
 /// spawned with one end-count update, and `execute` returns when all are
-/// done (seed 000's task lists).
+/// done.
 ///
 /// ```
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
@@ -43,6 +43,7 @@ macro_rules! cobegin {
 /// });
 /// assert_eq!(out, [0, 1, 4, 9]);
 /// ```
+// (Task lists as in seed 000.)
 #[derive(Default)]
 pub struct TaskList<'a> {
     tasks: Vec<BoxedTask<'a>>,
@@ -89,7 +90,9 @@ impl<'a> TaskList<'a> {
         self.tasks.is_empty()
     }
 
-    /// Runs every task concurrently and waits for all of them.
+    /// Runs every task concurrently and waits for all of them. Panics if
+    /// called outside tasks with no runtime running.
+    #[track_caller]
     pub fn execute(self) {
         let slots = Slots(
             self.tasks

@@ -31,6 +31,9 @@ struct CoforallJob<'a, F> {
 /// rt.block_on(|| cantus::coforall(1000, |i| { hits.fetch_add(i, Ordering::Relaxed); }));
 /// assert_eq!(hits.into_inner(), 999 * 1000 / 2);
 /// ```
+///
+/// Panics if called outside tasks with no runtime running.
+#[track_caller]
 pub fn coforall<F>(n: usize, body: F)
 where
     F: Fn(usize) + Sync,

@@ -51,7 +51,8 @@ pub struct Forall {
 /// [`Forall::for_each_range`] or a reduction to run it. It behaves the
 /// same from `main`, from an outside thread and from inside a task, and
 /// foralls nest. A panic in the body reaches the caller once every piece
-/// has stopped.
+/// has stopped. Running a loop outside tasks with no runtime running
+/// panics.
 ///
 /// ```
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
@@ -83,6 +84,7 @@ impl Forall {
     }
 
     /// Runs `body(i)` for every index.
+    #[track_caller]
     pub fn for_each<F>(self, body: F)
     where
         F: Fn(usize) + Sync,
@@ -96,6 +98,7 @@ impl Forall {
 
     /// Runs `body` on disjoint sub-ranges that together cover the range:
     /// the body's inner loop is a plain loop the compiler can vectorise.
+    #[track_caller]
     pub fn for_each_range<F>(self, body: F)
     where
         F: Fn(Range<usize>) + Sync,
@@ -107,6 +110,7 @@ impl Forall {
     /// its sub-ranges in with `fold`, and pieces are combined with
     /// `combine` in index order (so `combine` must be associative, need
     /// not be commutative).
+    #[track_caller]
     pub fn fold_reduce<T, Id, Fold, Combine>(self, identity: Id, fold: Fold, combine: Combine) -> T
     where
         T: Send,
@@ -129,6 +133,7 @@ impl Forall {
     }
 
     /// Reduces `map(i)` over the range with `op` from `identity`.
+    #[track_caller]
     pub fn reduce<T, Id, Map, Op>(self, identity: Id, map: Map, op: Op) -> T
     where
         T: Send,
@@ -140,6 +145,7 @@ impl Forall {
     }
 
     /// The sum of `map(i)`.
+    #[track_caller]
     pub fn sum<T, Map>(self, map: Map) -> T
     where
         T: Send + Default + std::ops::Add<Output = T>,
@@ -153,6 +159,7 @@ impl Forall {
     }
 
     /// The smallest `map(i)`, or `None` for an empty range.
+    #[track_caller]
     pub fn min<T, Map>(self, map: Map) -> Option<T>
     where
         T: Send + PartialOrd,
@@ -162,6 +169,7 @@ impl Forall {
     }
 
     /// The largest `map(i)`, or `None` for an empty range.
+    #[track_caller]
     pub fn max<T, Map>(self, map: Map) -> Option<T>
     where
         T: Send + PartialOrd,
@@ -326,6 +334,7 @@ impl<T: Send> Slots<T> {
 /// rt.block_on(|| cantus::forall_mut(&mut v, |i, x| *x += i as u32));
 /// assert_eq!(v[4999], 5000);
 /// ```
+#[track_caller]
 pub fn forall_mut<T, F>(slice: &mut [T], body: F)
 where
     T: Send,
@@ -335,7 +344,9 @@ where
 }
 
 /// A parallel loop over `chunk_size` pieces of a mutable slice (the last
-/// may be shorter): `body(chunk_index, chunk)`.
+/// may be shorter): `body(chunk_index, chunk)`. Panics if `chunk_size`
+/// is 0.
+#[track_caller]
 pub fn forall_chunks_mut<T, F>(slice: &mut [T], chunk_size: usize, body: F)
 where
     T: Send,

@@ -30,8 +30,10 @@ pub struct TaskGroup {
     count: Arc<EndCount>,
 }
 
-// A panic never leaves the variable's lock held or its queue half-linked
-// (no user code runs inside the critical sections), so it stays usable.
+// A panic never leaves the group's end count locked or its queue
+// half-linked, so the group stays usable: no user code runs while the count's
+// lock is held (and the lock guard would release it on unwind anyway), and
+// task panics are caught, kept, and re-raised by `wait`.
 impl std::panic::RefUnwindSafe for TaskGroup {}
 impl std::panic::UnwindSafe for TaskGroup {}
 
@@ -49,7 +51,9 @@ impl TaskGroup {
         }
     }
 
-    /// Spawns `f` as a task of this group. Panics if no runtime runs.
+    /// Spawns `f` as a task of this group. Panics if no runtime runs (the
+    /// panic names the caller's line).
+    #[track_caller]
     pub fn spawn<F>(&self, f: F)
     where
         F: FnOnce() + Send + 'static,

@@ -28,6 +28,9 @@ const WAIT_SPIN: u32 = 1_000;
 /// }
 /// assert_eq!(rt.block_on(|| fib(20)), 6765);
 /// ```
+///
+/// Panics if called outside tasks with no runtime running.
+#[track_caller]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,

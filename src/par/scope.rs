@@ -60,7 +60,9 @@ where
 impl<'scope> Scope<'scope, '_> {
     /// Spawns a task that may borrow anything that outlives the scope.
     /// Closures of up to four words are stored in the task itself: no
-    /// allocation.
+    /// allocation. Panics if no runtime is running (the panic names the
+    /// caller's line).
+    #[track_caller]
     pub fn spawn<F>(&'scope self, f: F)
     where
         F: FnOnce() + Send + 'scope,

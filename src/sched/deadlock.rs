@@ -70,7 +70,12 @@ fn blocked_task_lines(reg: &Registry) -> Vec<String> {
 }
 
 fn describe_outside(w: &OutsideWaiter) -> String {
-    format!("outside thread {}: {} at {:#x}", w.thread, w.kind.describe(), w.addr)
+    format!(
+        "outside thread {}: {} at {:#x}",
+        w.thread,
+        w.kind.describe(),
+        w.addr
+    )
 }
 
 fn push_listed(msg: &mut String, lines: &[String]) {

@@ -13,7 +13,9 @@ pub(crate) mod sleep;
 pub(crate) mod task;
 pub(crate) mod worker;
 
-pub(crate) use outside::{OutsideBlocked, block_outside, check_outside_block_can_end, note_outside_wake};
+pub(crate) use outside::{
+    OutsideBlocked, block_outside, check_outside_block_can_end, note_outside_wake,
+};
 pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
 

@@ -237,9 +237,7 @@ pub(crate) fn process_threads() -> Option<usize> {
 /// panics with a clear message instead of hanging.
 #[track_caller]
 pub(crate) fn check_outside_block_can_end(op: &str) {
-    if CURRENT.lock().unwrap_or_else(|e| e.into_inner()).is_none()
-        && process_threads() == Some(1)
-    {
+    if CURRENT.lock().unwrap_or_else(|e| e.into_inner()).is_none() && process_threads() == Some(1) {
         panic!(
             "cantus: {op} would block forever: no cantus runtime is running and this is the \
              only thread of the process, so nothing can fill or empty the variable. Run the \

@@ -45,8 +45,12 @@ unsafe impl<T: Send> Send for SyncVar<T> {}
 // (readFF clones under the lock, so T: Send suffices as for a Mutex).
 unsafe impl<T: Send> core::marker::Sync for SyncVar<T> {}
 
-// A panic never leaves the variable's lock held or its queue half-linked
-// (no user code runs inside the critical sections), so it stays usable.
+// A panic never leaves the variable's lock held, its queue half-linked or
+// its value half-moved, so it stays usable: the only user code that runs
+// under the lock is `T::clone` in read_ff/read_xx, and if it panics the lock
+// guard (`Locked`'s Drop) releases the lock with the state unchanged; old
+// values replaced by write_ff/write_xf/reset are dropped after the lock is
+// released. Values move in and out whole, so no broken `T` is left behind.
 impl<T> std::panic::RefUnwindSafe for SyncVar<T> {}
 impl<T> std::panic::UnwindSafe for SyncVar<T> {}
 
@@ -95,27 +99,32 @@ impl<T> SyncVar<T> {
     }
 
     /// Waits until full, returns a copy, leaves the variable full.
+    ///
+    /// If `T::clone` panics, the panic reaches the caller and the variable
+    /// is left as it was: full, holding the same value.
     pub fn read_ff(&self) -> T
     where
         T: Clone,
     {
         let l = self.acquire(Want::Full, BlockKind::SyncRead);
-        // SAFETY: we hold the lock and the variable is full.
-        let v = unsafe { self.value.with_mut(|p| (*p).assume_init_ref().clone()) };
+        // SAFETY: we hold the lock and the variable is full. If clone
+        // panics, `l`'s Drop releases the lock with the state unchanged.
+        let v = unsafe { self.value.with(|p| (*p).assume_init_ref().clone()) };
         l.unlock_with(FULL);
         v
     }
 
     /// Returns a copy of the value if full, `None` if empty, without
-    /// waiting; the state is unchanged.
+    /// waiting; the state is unchanged (also when `T::clone` panics).
     pub fn read_xx(&self) -> Option<T>
     where
         T: Clone,
     {
         let l = self.word.lock();
         let full = l.state() & FULL != 0;
-        // SAFETY: we hold the lock; the value is initialised when full.
-        let v = full.then(|| unsafe { self.value.with_mut(|p| (*p).assume_init_ref().clone()) });
+        // SAFETY: we hold the lock; the value is initialised when full. If
+        // clone panics, `l`'s Drop releases the lock with the state unchanged.
+        let v = full.then(|| unsafe { self.value.with(|p| (*p).assume_init_ref().clone()) });
         l.unlock_with(if full { FULL } else { 0 });
         v
     }
@@ -135,39 +144,54 @@ impl<T> SyncVar<T> {
     }
 
     /// Waits until full, replaces the value, leaves the variable full.
+    ///
+    /// The old value is dropped after the new one is in place and the
+    /// variable is released, so other tasks never wait on its `Drop`; if
+    /// that `Drop` panics, the panic reaches the caller with the write done.
     pub fn write_ff(&self, value: T) {
         let l = self.acquire(Want::Full, BlockKind::SyncWrite);
-        // SAFETY: we hold the lock and the variable is full: replace the
-        // old value (dropping it) with the new one.
-        unsafe { self.value.with_mut(|p| *(*p).assume_init_mut() = value) };
+        // SAFETY: we hold the lock and the variable is full: move the old
+        // value out and the new one in (no user code runs).
+        let old = unsafe {
+            self.value
+                .with_mut(|p| std::mem::replace((*p).assume_init_mut(), value))
+        };
         l.unlock_with(FULL);
+        drop(old);
     }
 
     /// Stores `value` whatever the state, leaves the variable full.
+    ///
+    /// A value it replaces is dropped after the variable is released; if
+    /// that `Drop` panics, the panic reaches the caller with the write done.
     pub fn write_xf(&self, value: T) {
         let l = self.word.lock();
         let was_full = l.state() & FULL != 0;
-        // SAFETY: we hold the lock; drop the old value only if there is one.
-        unsafe {
+        // SAFETY: we hold the lock; the old value is initialised (and moved
+        // out) only if the variable is full; no user code runs.
+        let old = unsafe {
             self.value.with_mut(|p| {
-                if was_full {
-                    (*p).assume_init_drop();
-                }
+                let old = was_full.then(|| (*p).assume_init_read());
                 (*p).write(value);
+                old
             })
         };
         Self::release(l, was_full, true);
+        drop(old);
     }
 
     /// Empties the variable, dropping any value (Chapel's `reset`).
+    ///
+    /// The value is dropped after the variable is released; if its `Drop`
+    /// panics, the panic reaches the caller and the variable is empty.
     pub fn reset(&self) {
         let l = self.word.lock();
         let was_full = l.state() & FULL != 0;
-        if was_full {
-            // SAFETY: we hold the lock and the value is initialised.
-            unsafe { self.value.with_mut(|p| (*p).assume_init_drop()) };
-        }
+        // SAFETY: we hold the lock, and the variable is full (the value
+        // initialised) when we take it.
+        let old = was_full.then(|| unsafe { self.take_value() });
         Self::release(l, was_full, false);
+        drop(old);
     }
 
     /// Takes the value out if full, without waiting; leaves it empty.

@@ -122,3 +122,54 @@ fn loom_end_count_two_waiters() {
         d.join().unwrap();
     });
 }
+
+/// A value whose `Clone` panics when it holds 0 (the other values clone).
+#[derive(Debug, PartialEq)]
+struct PanicsOnZero(u32);
+
+impl Clone for PanicsOnZero {
+    fn clone(&self) -> Self {
+        if self.0 == 0 {
+            panic!("loom model: clone of 0");
+        }
+        PanicsOnZero(self.0)
+    }
+}
+
+/// Keeps the models' deliberate panics off stderr; other panics print as
+/// usual.
+fn quiet_deliberate_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let msg = info.payload().downcast_ref::<&str>().copied();
+            if msg != Some("loom model: clone of 0") {
+                default(info);
+            }
+        }));
+    });
+}
+
+#[test]
+fn loom_panicking_clone_releases_the_lock_and_keeps_waiters() {
+    // A readFF whose clone panics, racing a writeEF that blocks while the
+    // variable is full: the panic must release the lock, leave the variable
+    // full with its value and keep the writer queued (WAITERS), so the
+    // readFE that follows wakes it.
+    quiet_deliberate_panics();
+    model(|| {
+        let v = Arc::new(SyncVar::with_value(PanicsOnZero(0)));
+        let (r, w) = (v.clone(), v.clone());
+        let reader = thread::spawn(move || {
+            let got = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.read_ff()));
+            assert!(got.is_err(), "the clone panicked");
+            assert!(r.is_full(), "a panicking readFF leaves the variable full");
+            r.read_fe()
+        });
+        let writer = thread::spawn(move || w.write_ef(PanicsOnZero(2)));
+        assert_eq!(reader.join().unwrap(), PanicsOnZero(0));
+        writer.join().unwrap();
+        assert_eq!(v.read_ff(), PanicsOnZero(2));
+    });
+}

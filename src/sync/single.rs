@@ -24,8 +24,10 @@ unsafe impl<T: Send> Send for SingleVar<T> {}
 // SAFETY: as above; readers get &T, so T: Sync is required too.
 unsafe impl<T: Send + core::marker::Sync> core::marker::Sync for SingleVar<T> {}
 
-// A panic never leaves the variable's lock held or its queue half-linked
-// (no user code runs inside the critical sections), so it stays usable.
+// A panic never leaves the variable's lock held or its queue half-linked,
+// so it stays usable: no user code runs while the lock is held (the value
+// is moved in, never cloned or dropped under it), and were anything under it
+// to unwind, the lock guard (`Locked`'s Drop) would release the lock.
 impl<T> std::panic::RefUnwindSafe for SingleVar<T> {}
 impl<T> std::panic::UnwindSafe for SingleVar<T> {}
 
@@ -57,7 +59,11 @@ impl<T> SingleVar<T> {
             l.unlock_with(FULL);
             return Err((
                 value,
-                Error::new(ErrorKind::AlreadyWritten, "cantus::SingleVar written twice"),
+                Error::new(
+                    ErrorKind::AlreadyWritten,
+                    "cantus::SingleVar written twice: a SingleVar takes one write \
+                     (try_write hands a second value back instead of panicking)",
+                ),
             ));
         }
         // SAFETY: we hold the lock and the variable was never written.
@@ -69,7 +75,10 @@ impl<T> SingleVar<T> {
         Ok(())
     }
 
-    /// Writes the value (`writeEF`). Panics if it was already written.
+    /// Writes the value (`writeEF`). Panics if it was already written; the
+    /// panic names the caller's line. [`try_write`](Self::try_write) hands
+    /// the value back instead.
+    #[track_caller]
     pub fn write(&self, value: T) {
         if let Err((_, e)) = self.try_write(value) {
             panic!("{e}");

@@ -107,9 +107,39 @@ impl WaitWord {
     }
 }
 
-/// Proof that the lock bit is held; releasing it is explicit.
+/// Proof that the lock bit is held. The holder releases it explicitly with
+/// [`unlock_with`](Locked::unlock_with) or [`unlock`](Locked::unlock),
+/// which consume the guard; if the holder unwinds instead (a user `Clone`
+/// panicking in `SyncVar::read_ff`), dropping the guard releases the lock
+/// (see the `Drop` impl).
+#[must_use = "the lock bit stays held until the guard is unlocked or dropped"]
 pub(crate) struct Locked<'a> {
     word: &'a WaitWord,
+}
+
+/// Runs only when a holder unwinds with the lock held: `unlock_with` and
+/// `unlock` forget the guard. Clears LOCKED and leaves every other bit as
+/// it is:
+///
+/// - The variable bits are the ones the holder found when it locked:
+///   `SyncVar`/`SingleVar` change them only in `unlock_with`, and an end
+///   count's count changes without the lock anyway. So the variable is left
+///   in the state it had before the operation, and its value still
+///   matches it: holders move a value in or out only right before that
+///   `unlock_with`, with nothing that can panic in between, and drop
+///   replaced values only after it.
+/// - WAITERS is kept in step with the queue by every queue operation, none
+///   of which runs user code, so it is right at any point a panic can come
+///   from.
+/// - Nobody needs waking: the state did not change, and a state is woken
+///   for when it is entered (`SyncVar::release`), so every waiter the
+///   unchanged state admits was woken then, or sits behind the
+///   `FullConsume` waiter woken then, which will empty the variable again.
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        // Release pairs with the Acquire of the next lock holder.
+        self.word.state.fetch_and(!LOCKED, Ordering::Release);
+    }
 }
 
 impl Locked<'_> {
@@ -132,6 +162,7 @@ impl Locked<'_> {
             unsafe {
                 let q = &mut *q;
                 (*w).next.set(ptr::null());
+                (*w).set_addr(self.word as *const WaitWord as usize);
                 if q.tail.is_null() {
                     q.head = w;
                 } else {
@@ -220,6 +251,8 @@ impl Locked<'_> {
         // Release pairs with the Acquire of the next lock holder and of
         // lock-free readers of the variable's bits (is_full, SingleVar::read).
         self.word.state.store(user | waiters, Ordering::Release);
+        // Released: the guard's Drop must not release it again.
+        std::mem::forget(self);
     }
 
     /// Releases the lock, leaving every other bit as it is (end counts,
@@ -228,5 +261,7 @@ impl Locked<'_> {
     pub(crate) fn unlock(self) {
         // Release pairs with the Acquire of the next lock holder.
         self.word.state.fetch_and(!LOCKED, Ordering::Release);
+        // Released: the guard's Drop must not release it again.
+        std::mem::forget(self);
     }
 }

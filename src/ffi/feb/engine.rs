@@ -141,6 +141,11 @@ pub(crate) trait Place {
 pub(crate) trait Site {
     /// Runs `f` with the lock held. `f` must not block or call user code.
     fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R;
+
+    /// The address deadlock reports show for a party waiting here.
+    fn addr(&self) -> usize {
+        0
+    }
 }
 
 /// Restores the invariant "full implies no one waits for full, empty
@@ -230,6 +235,7 @@ pub(crate) fn perform(site: &impl Site, op: Op, value: u64) -> u64 {
         return v;
     }
     let pending = Pending::new(op, value);
+    pending.node.set_addr(site.addr());
     let done = site.locked(|p| {
         let r = attempt(p, op, value, &mut wake);
         if r.is_none() {
@@ -255,15 +261,64 @@ pub(crate) fn perform(site: &impl Site, op: Op, value: u64) -> u64 {
 /// Sets the state (and, with `value`, the value) without waiting, then
 /// completes whatever the change admits: fill, empty, writeXF, reset.
 pub(crate) fn set(site: &impl Site, full: bool, value: Option<u64>) {
+    with_place(site, |p, wake| set_locked(p, full, value, wake));
+}
+
+/// [`set`] for a caller that holds the lock (inside [`with_place`] or
+/// [`wait_if`]): what the change completes goes to `wake`.
+pub(crate) fn set_locked(p: &mut dyn Place, full: bool, value: Option<u64>, wake: &mut WakeList) {
+    if let Some(v) = value {
+        p.store(v);
+    }
+    p.set_full(full);
+    settle(p, wake);
+}
+
+/// Runs `f` with the location's lock held; `f` changes the state only
+/// through [`set_locked`] (which keeps invariant I). What it completed is
+/// woken after the lock is released. `f` must not block or call user code.
+pub(crate) fn with_place<R>(
+    site: &impl Site,
+    f: impl FnOnce(&mut dyn Place, &mut WakeList) -> R,
+) -> R {
     let mut wake = WakeList::new();
-    site.locked(|p| {
-        if let Some(v) = value {
-            p.store(v);
+    let r = site.locked(|p| f(p, &mut wake));
+    wake.wake_all();
+    r
+}
+
+/// Runs `f` as [`with_place`] does; if it returns true, the caller's `op`
+/// is queued in the same critical section and the caller blocks until a
+/// state change completes it. `f` must return true only when the state
+/// does not admit `op` (so invariant I holds). Returns whether the caller
+/// waited. The building block of barriers: the last arrival changes the
+/// state, everyone else waits for it.
+pub(crate) fn wait_if(
+    site: &impl Site,
+    op: Op,
+    f: impl FnOnce(&mut dyn Place, &mut WakeList) -> bool,
+) -> bool {
+    let pending = Pending::new(op, 0);
+    pending.node.set_addr(site.addr());
+    let mut wake = WakeList::new();
+    let queued = site.locked(|p| {
+        if !f(p, &mut wake) {
+            return false;
         }
-        p.set_full(full);
-        settle(p, &mut wake);
+        debug_assert!(
+            p.is_full() != op.waits_for_full(),
+            "wait_if: the state admits {op:?}"
+        );
+        // SAFETY: `pending` stays on this frame, unmoved, until `block`
+        // returns, which is after its waker completed and unlinked it.
+        unsafe { enqueue(p, &pending) };
+        true
     });
     wake.wake_all();
+    if queued {
+        pending.node.block(op.block_kind());
+    }
+    queued
 }
 
 /// Reads the value whatever the state (readXX).

@@ -1,6 +1,8 @@
 //! The side table: full/empty state and wait queues for caller-owned
-//! 64-bit words, whose 64 bits are all data (Qthreads `aligned_t`), and
-//! wait queues for Qthreads `syncvar_t` (whose state is in the word).
+//! 64-bit words, whose 64 bits are all data (Qthreads `aligned_t`), wait
+//! queues for Qthreads `syncvar_t` (whose state is in the word), and
+//! value-less states keyed by address (`KeySite`: per-address locks, sinc
+//! and barrier phases).
 //!
 //! `STRIPES` stripes, each a spin lock and a hash map from address to
 //! `Entry`. A word in the default state (full, nobody waiting) has no
@@ -179,6 +181,66 @@ impl Site for WordSite<'_> {
             f(&mut WordPlace { word, entry })
         })
     }
+
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+/// A full/empty state with no value of its own, keyed by an address in a
+/// key space of its own (so it never meets the word's FEB entry): the
+/// per-address locks of `qthread_lock` and the phase of a sinc or a
+/// barrier. Default (no entry): full, nobody waiting.
+pub(crate) struct KeySite(usize);
+
+impl KeySite {
+    /// Keys are `addr << 2 | space`: word entries are keyed by 8-aligned
+    /// addresses (low bits 00), so the spaces 01 and 10 never meet them
+    /// or each other. User-space addresses are below 2^62.
+    fn new(addr: usize, space: usize) -> KeySite {
+        debug_assert!(addr >> 62 == 0, "address {addr:#x} out of user space");
+        KeySite((addr << 2) | space)
+    }
+
+    /// The lock of `addr` (`qthread_lock`): full = unlocked.
+    pub(crate) fn lock(addr: usize) -> KeySite {
+        KeySite::new(addr, 1)
+    }
+
+    /// The phase of the sinc or barrier at `addr`: full = done / released.
+    pub(crate) fn phase(addr: usize) -> KeySite {
+        KeySite::new(addr, 2)
+    }
+}
+
+struct KeyPlace<'a> {
+    entry: &'a mut Entry,
+}
+
+impl Place for KeyPlace<'_> {
+    fn is_full(&self) -> bool {
+        self.entry.full
+    }
+    fn set_full(&mut self, full: bool) {
+        self.entry.full = full;
+    }
+    fn load(&self) -> u64 {
+        0
+    }
+    fn store(&mut self, _value: u64) {}
+    fn queues(&mut self) -> &mut Queues {
+        &mut self.entry.queues
+    }
+}
+
+impl Site for KeySite {
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+        with_entry(self.0, |entry| f(&mut KeyPlace { entry }))
+    }
+
+    fn addr(&self) -> usize {
+        self.0 >> 2
+    }
 }
 
 /// Qthreads `syncvar_t` layout (little-endian bit-field order): bit 0 a
@@ -228,6 +290,10 @@ impl Place for SyncvarPlace<'_> {
 }
 
 impl Site for SyncvarSite<'_> {
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+
     fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
         let word = self.0;
         with_entry(word.as_ptr() as usize, |entry| {

@@ -171,3 +171,75 @@ fn cantus_sync_blocks_tasks_and_threads_alike() {
     // SAFETY: `var` is alive.
     assert_eq!(unsafe { cantus_sync_destroy(p) }, OK);
 }
+
+/// Per-address locks, counting sincs and barriers (value-less `KeySite`
+/// states) under load from tasks and threads: mutual exclusion, every
+/// round released, and no table entry left once all are idle, even for
+/// sincs that were never finalised.
+#[test]
+fn locks_sincs_and_barriers_leave_the_table_empty() {
+    use crate::ffi::qthread::barrier::{qt_barrier_create, qt_barrier_destroy, qt_barrier_enter};
+    use crate::ffi::qthread::feb::{qthread_lock, qthread_unlock};
+    use crate::ffi::qthread::sinc::{QtSinc, qt_sinc_init, qt_sinc_submit, qt_sinc_wait};
+
+    let _rt = runtime();
+    const PARTIES: usize = 6;
+    const ROUNDS: usize = 300;
+    let lock_key = Arc::new(AtomicU64::new(0));
+    let counter = Arc::new(AtomicU64::new(0));
+    let barrier = Word(qt_barrier_create(PARTIES, 0).cast());
+    assert!(!barrier.0.is_null());
+    let group = crate::TaskGroup::new();
+    let mut threads = Vec::new();
+    for k in 0..PARTIES {
+        let (key, counter) = (lock_key.clone(), counter.clone());
+        let body = move || {
+            let a = key.as_ptr().cast_const();
+            for round in 0..ROUNDS {
+                assert_eq!(qthread_lock(a), 0);
+                // A plain read-modify-write, protected by the lock.
+                let v = counter.load(Ordering::Relaxed);
+                if round % 32 == 0 {
+                    crate::yield_now();
+                }
+                counter.store(v + 1, Ordering::Relaxed);
+                assert_eq!(qthread_unlock(a), 0);
+                // A counting sinc on this frame, never finalised.
+                // SAFETY: all-zero bytes are a valid (dead) qt_sinc_t.
+                let mut s: QtSinc = unsafe { std::mem::zeroed() };
+                // SAFETY: `s` is a live local for all three calls.
+                unsafe {
+                    qt_sinc_init(&mut s, 0, std::ptr::null(), None, 2);
+                    qt_sinc_submit(&mut s, std::ptr::null());
+                    qt_sinc_submit(&mut s, std::ptr::null());
+                    qt_sinc_wait(&mut s, std::ptr::null_mut());
+                }
+                // SAFETY: the barrier is destroyed only after the group.
+                unsafe { qt_barrier_enter(barrier.get().cast()) };
+                // After each round every party has bumped the counter.
+                assert!(counter.load(Ordering::Relaxed) >= ((round + 1) * PARTIES) as u64);
+            }
+        };
+        if k % 3 == 0 {
+            threads.push(std::thread::spawn(body));
+        } else {
+            group.spawn(body);
+        }
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    group.wait();
+    assert_eq!(counter.load(Ordering::Relaxed), (PARTIES * ROUNDS) as u64);
+    assert!(
+        table::entries() >= 1,
+        "an open barrier round keeps its entry"
+    );
+    // SAFETY: created above, nobody uses it any more.
+    unsafe { qt_barrier_destroy(barrier.get().cast()) };
+    assert_eq!(
+        table::entries(),
+        0,
+        "idle locks, sincs and barriers take no room"
+    );
+}

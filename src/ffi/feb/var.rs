@@ -1,5 +1,5 @@
 //! `cantus_sync_t`: cantus's own full/empty variable for C. Like the Rust
-//! [`Sync`](crate::Sync), its state and its wait queues live in the
+//! [`SyncVar`](crate::SyncVar), its state and its wait queues live in the
 //! variable itself; no table is involved. All-zero bytes are a valid,
 //! empty variable (`CANTUS_SYNC_INITIALIZER`).
 
@@ -59,6 +59,10 @@ impl Place for VarPlace<'_> {
 }
 
 impl Site for CantusSync {
+    fn addr(&self) -> usize {
+        self as *const CantusSync as usize
+    }
+
     fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
         let mut spins = 0u32;
         let mut s = self.state.load(Ordering::Relaxed);

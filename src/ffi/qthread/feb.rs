@@ -7,7 +7,7 @@
 use super::qt;
 use crate::ffi::error::Fail;
 use crate::ffi::feb::engine::{self, Op};
-use crate::ffi::feb::table::{SyncvarSite, WordSite, syncvar};
+use crate::ffi::feb::table::{KeySite, SyncvarSite, WordSite, syncvar};
 use crate::ffi::feb::{put, word_at};
 use crate::ffi::lifecycle::require_runtime;
 use std::ffi::c_int;
@@ -218,6 +218,63 @@ pub unsafe extern "C" fn qthread_empty(dest: *const u64) -> c_int {
 pub unsafe extern "C" fn qthread_purge(dest: *mut u64) -> c_int {
     // SAFETY: forwarded contract.
     unsafe { feb_set("qthread_purge", dest, false, Some(0)) }
+}
+
+/// qthread_purge_to: writes `*src` to `dest` and marks it empty, in one
+/// step (no FEB operation sees the value without the state).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_purge_to(dest: *mut u64, src: *const u64) -> c_int {
+    // SAFETY: forwarded contract.
+    match unsafe { source("qthread_purge_to", src) } {
+        // SAFETY: forwarded contract.
+        Ok(v) => unsafe { feb_set("qthread_purge_to", dest, false, Some(v)) },
+        Err(f) => qt("qthread_purge_to", || Err(f)),
+    }
+}
+
+/// qthread_purge_to_const: writes `src` to `dest` and marks it empty.
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_purge_to_const(dest: *mut u64, src: u64) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { feb_set("qthread_purge_to_const", dest, false, Some(src)) }
+}
+
+/// The lock of address `a`, checked non-null.
+fn lock_site(call: &str, a: *const u64) -> Result<KeySite, Fail> {
+    if a.is_null() {
+        return Err(Fail::null(call, "a"));
+    }
+    Ok(KeySite::lock(a as usize))
+}
+
+/// qthread_lock: takes the lock of address `a`, waiting while another
+/// holds it (FIFO hand-off). The lock is separate from the word's FEB
+/// state and value; `a` is only a key.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_lock(a: *const u64) -> c_int {
+    qt("qthread_lock", || {
+        require_runtime("qthread_lock")?;
+        // Full = unlocked: taking the lock is a readFE of its state.
+        engine::perform(&lock_site("qthread_lock", a)?, Op::ReadFE, 0);
+        Ok(())
+    })
+}
+
+/// qthread_unlock: releases the lock of address `a` (handing it to the
+/// first waiter); releasing an unlocked address succeeds, as in Qthreads.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_unlock(a: *const u64) -> c_int {
+    qt("qthread_unlock", || {
+        require_runtime("qthread_unlock")?;
+        engine::set(&lock_site("qthread_unlock", a)?, true, None);
+        Ok(())
+    })
 }
 
 /// qthread_feb_status: 1 if full, 0 if empty, or a negative error code.

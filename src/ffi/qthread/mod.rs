@@ -6,11 +6,17 @@
 //! Mapping: a Qthreads *shepherd* is a cantus worker, and each has one
 //! *worker* thread, so `qthread_num_shepherds() == qthread_num_workers()`.
 //! The thread that calls `qthread_initialize` stays an outside thread
-//! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread.
+//! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
+//! `qthread_id()` is 1, as Qthreads' main thread's.
 
+pub mod atomic;
+pub mod barrier;
+pub(crate) mod buf;
 pub mod feb;
 pub mod qloop;
+pub mod qtimer;
 pub mod sinc;
+pub mod spawn;
 
 use super::Code;
 use super::error::{self, Fail, boundary};
@@ -80,28 +86,46 @@ fn qt_env_count(call: &str, name: &str) -> Result<Option<usize>, Fail> {
     }
 }
 
+/// Starts the runtime as Qthreads would (a no-op if one runs);
+/// `shepherds` (from `qthread_init`) stands for `QTHREAD_NUM_SHEPHERDS`.
+fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
+    if lifecycle::running() {
+        return Ok(());
+    }
+    let mut b = crate::Builder::new();
+    let sheps = match shepherds {
+        Some(n) => Some(n),
+        None => qt_env_count(call, "NUM_SHEPHERDS")?,
+    };
+    let per = qt_env_count(call, "NUM_WORKERS_PER_SHEPHERD")?;
+    let hwpar = qt_env_count(call, "HWPAR")?;
+    if let Some(n) = hwpar.or(sheps.map(|s| s * per.unwrap_or(1))) {
+        b = b.workers(n);
+    }
+    if let Some(size) = qt_env_count(call, "STACK_SIZE")? {
+        b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
+    }
+    match lifecycle::start(call, b) {
+        Err(f) if f.code == error::EALREADY => Ok(()),
+        r => r,
+    }
+}
+
 /// qthread_initialize: starts the runtime (a no-op if one runs).
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_initialize() -> c_int {
-    const CALL: &str = "qthread_initialize";
-    qt(CALL, || {
-        if lifecycle::running() {
-            return Ok(());
-        }
-        let mut b = crate::Builder::new();
-        let sheps = qt_env_count(CALL, "NUM_SHEPHERDS")?;
-        let per = qt_env_count(CALL, "NUM_WORKERS_PER_SHEPHERD")?;
-        let hwpar = qt_env_count(CALL, "HWPAR")?;
-        if let Some(n) = hwpar.or(sheps.map(|s| s * per.unwrap_or(1))) {
-            b = b.workers(n);
-        }
-        if let Some(size) = qt_env_count(CALL, "STACK_SIZE")? {
-            b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
-        }
-        match lifecycle::start(CALL, b) {
-            Err(f) if f.code == error::EALREADY => Ok(()),
-            r => r,
-        }
+    qt("qthread_initialize", || {
+        initialize("qthread_initialize", None)
+    })
+}
+
+/// qthread_init: the deprecated form of `qthread_initialize` with a number
+/// of shepherds (0: as `qthread_initialize`).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_init(nshepherds: c_ushort) -> c_int {
+    qt("qthread_init", || {
+        let n = (nshepherds != 0 && nshepherds != NO_SHEPHERD).then_some(usize::from(nshepherds));
+        initialize("qthread_init", n)
     })
 }
 
@@ -191,6 +215,26 @@ pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut
     })
 }
 
+/// Queues a task body, aimed at shepherd `shep` (`NO_SHEPHERD`: anywhere).
+pub(crate) fn place(
+    call: &str,
+    shep: c_ushort,
+    body: impl FnOnce() + Send + 'static,
+) -> Result<(), Fail> {
+    let here = crate::query::current_worker();
+    let workers = crate::query::workers().unwrap_or(1).max(1);
+    let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
+    if target.is_none() || target == here {
+        return crate::try_begin(body).map_err(|_| Fail::no_runtime(call));
+    }
+    // Another shepherd: through the shared injector, which idle workers
+    // drain first (cantus has no per-worker inbox; see qthread.h).
+    let reg = Registry::current().ok_or_else(|| Fail::no_runtime(call))?;
+    // SAFETY: the closure is 'static.
+    reg.inject(unsafe { Task::from_closure(body, std::ptr::null()) });
+    Ok(())
+}
+
 /// qthread_fork_to: as `qthread_fork`, preferring shepherd `shep`.
 ///
 /// # Safety
@@ -204,31 +248,29 @@ pub unsafe extern "C" fn qthread_fork_to(
 ) -> c_int {
     qt("qthread_fork_to", || {
         let f = prepare("qthread_fork_to", f, ret)?;
-        let body = forked(f, Arg(arg.cast_mut()), Ret(ret));
-        let here = crate::query::current_worker();
-        let workers = crate::query::workers().unwrap_or(1).max(1);
-        let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
-        if target.is_none() || target == here {
-            return crate::try_begin(body).map_err(|_| Fail::no_runtime("qthread_fork_to"));
-        }
-        // Another shepherd: through the shared injector, which idle
-        // workers drain first (cantus has no per-worker inbox; see qthread.h).
-        let reg = Registry::current().ok_or_else(|| Fail::no_runtime("qthread_fork_to"))?;
-        // SAFETY: the closure is 'static.
-        reg.inject(unsafe { Task::from_closure(body, std::ptr::null()) });
-        Ok(())
+        place(
+            "qthread_fork_to",
+            shep,
+            forked(f, Arg(arg.cast_mut()), Ret(ret)),
+        )
     })
 }
 
-/// qthread_id: the calling task's id, `QTHREAD_NON_TASK_ID` outside tasks.
+/// `qthread_id` of the thread that started the runtime (Qthreads' main).
+const MAIN_ID: c_uint = 1;
+
+/// qthread_id: the calling task's id (2..UINT_MAX-1), 1 in the thread that
+/// started the runtime, `QTHREAD_NON_TASK_ID` in other threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_id() -> c_uint {
     error::guarded(QTHREAD_NON_TASK_ID, || {
-        let id = crate::query::current_task_id();
-        id.map_or(QTHREAD_NON_TASK_ID, |id| {
-            // 1..=UINT_MAX-1: never NON_TASK_ID (0) nor NULL_TASK_ID (UINT_MAX).
-            (id % u64::from(c_uint::MAX - 1)) as c_uint + 1
-        })
+        match crate::query::current_task_id() {
+            // 2..=UINT_MAX-1: never NON_TASK_ID (0), the main thread's 1,
+            // nor NULL_TASK_ID (UINT_MAX).
+            Some(id) => (id % u64::from(c_uint::MAX - 2)) as c_uint + 2,
+            None if lifecycle::is_starter_thread() => MAIN_ID,
+            None => QTHREAD_NON_TASK_ID,
+        }
     })
 }
 
@@ -240,6 +282,22 @@ pub extern "C" fn qthread_shep() -> c_ushort {
             w.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
         })
     })
+}
+
+/// qthread_worker: the calling task's worker (its shepherd: one worker
+/// each), written to `*shep` too if not NULL; `NO_WORKER` (and
+/// `NO_SHEPHERD`) outside tasks.
+///
+/// # Safety
+/// `shep` is NULL or valid for a write of a `qthread_shepherd_id_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_worker(shep: *mut c_ushort) -> c_ushort {
+    let w = qthread_shep();
+    if !shep.is_null() {
+        // SAFETY: non-null and writable per the contract.
+        unsafe { shep.write(w) };
+    }
+    w
 }
 
 fn workers() -> c_ushort {

@@ -1,14 +1,54 @@
 //! `qt_loop` (a task per iteration) and `qt_loop_balance` (a task per
-//! shepherd, iterations split evenly), both waiting for their tasks: each
-//! is one cantus `coforall`, so one end count covers all the tasks.
+//! shepherd, iterations split evenly), with their `_simple` and `_sinc`
+//! variants, all waiting for their tasks: each is one cantus `coforall`,
+//! so one end count covers all the tasks. And the array reductions
+//! `qt_{uint,int,double}_{sum,prod,max,min}`, one task per shepherd.
 
 use crate::ffi::error::{Fail, boundary_void};
+use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::table::WordSite;
 use crate::ffi::lifecycle::require_runtime;
 use crate::ffi::tasks::Arg;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `qt_loop_f`: the body for iterations `[start, stop)`.
 pub type QtLoopF = Option<unsafe extern "C" fn(start: usize, stop: usize, arg: *mut c_void)>;
+
+/// A task per iteration of `[start, stop)`, waited for (every `qt_loop`
+/// variant).
+fn each(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_void) {
+    boundary_void(call, || {
+        let f = func.ok_or_else(|| Fail::null(call, "func"))?;
+        require_runtime(call)?;
+        let arg = Arg(argptr);
+        // SAFETY: the caller promises func may run concurrently with argptr.
+        crate::coforall(stop.saturating_sub(start), move |k| unsafe {
+            f(start + k, start + k + 1, arg.get())
+        });
+        Ok(())
+    })
+}
+
+/// A task per shepherd over near-equal parts of `[start, stop)`, waited
+/// for (every `qt_loop_balance` variant).
+fn balance(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_void) {
+    boundary_void(call, || {
+        let f = func.ok_or_else(|| Fail::null(call, "func"))?;
+        require_runtime(call)?;
+        if stop <= start {
+            return Ok(());
+        }
+        let parts = crate::query::workers().unwrap_or(1).clamp(1, stop - start);
+        let arg = Arg(argptr);
+        crate::coforall(parts, move |i| {
+            let (lo, hi) = chunk(start, stop, parts, i);
+            // SAFETY: the caller promises func may run concurrently with argptr.
+            unsafe { f(lo, hi, arg.get()) }
+        });
+        Ok(())
+    })
+}
 
 /// qt_loop: `func(i, i + 1, argptr)` for each i in `[start, stop)`, each
 /// a task; returns when all have returned.
@@ -17,16 +57,37 @@ pub type QtLoopF = Option<unsafe extern "C" fn(start: usize, stop: usize, arg: *
 /// See qloop.h.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qt_loop(start: usize, stop: usize, func: QtLoopF, argptr: *mut c_void) {
-    boundary_void("qt_loop", || {
-        let f = func.ok_or_else(|| Fail::null("qt_loop", "func"))?;
-        require_runtime("qt_loop")?;
-        let arg = Arg(argptr);
-        // SAFETY: the caller promises func may run concurrently with argptr.
-        crate::coforall(stop.saturating_sub(start), move |k| unsafe {
-            f(start + k, start + k + 1, arg.get())
-        });
-        Ok(())
-    })
+    each("qt_loop", start, stop, func, argptr);
+}
+
+/// qt_loop_simple: as `qt_loop` (Qthreads runs "simple" tasks, which may
+/// not block; cantus's tasks may).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_simple(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    each("qt_loop_simple", start, stop, func, argptr);
+}
+
+/// qt_loop_sinc: as `qt_loop` (Qthreads waits with a sinc; cantus with
+/// the one end count of its coforall).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_sinc(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    each("qt_loop_sinc", start, stop, func, argptr);
 }
 
 /// The `i`-th of `parts` near-equal chunks of `[start, stop)`.
@@ -50,21 +111,395 @@ pub unsafe extern "C" fn qt_loop_balance(
     func: QtLoopF,
     argptr: *mut c_void,
 ) {
-    boundary_void("qt_loop_balance", || {
-        let f = func.ok_or_else(|| Fail::null("qt_loop_balance", "func"))?;
-        require_runtime("qt_loop_balance")?;
-        if stop <= start {
+    balance("qt_loop_balance", start, stop, func, argptr);
+}
+
+/// qt_loop_balance_simple: as `qt_loop_balance` (see `qt_loop_simple`).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_balance_simple(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    balance("qt_loop_balance_simple", start, stop, func, argptr);
+}
+
+/// qt_loop_balance_sinc: as `qt_loop_balance` (see `qt_loop_sinc`).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_balance_sinc(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    balance("qt_loop_balance_sinc", start, stop, func, argptr);
+}
+
+// ---- qt_{uint,int,double}_{sum,prod,max,min} ----
+
+/// An 8-byte element type of the array reductions.
+trait Elem: Copy + Send + Sync + 'static {
+    fn from_bits(b: u64) -> Self;
+    fn to_bits(self) -> u64;
+}
+
+impl Elem for u64 {
+    fn from_bits(b: u64) -> u64 {
+        b
+    }
+    fn to_bits(self) -> u64 {
+        self
+    }
+}
+
+impl Elem for i64 {
+    fn from_bits(b: u64) -> i64 {
+        b as i64
+    }
+    fn to_bits(self) -> u64 {
+        self as u64
+    }
+}
+
+impl Elem for f64 {
+    fn from_bits(b: u64) -> f64 {
+        f64::from_bits(b)
+    }
+    fn to_bits(self) -> u64 {
+        f64::to_bits(self)
+    }
+}
+
+/// The array of a reduction, moved into its tasks.
+#[derive(Clone, Copy)]
+struct Array(*const u64);
+
+// SAFETY: the caller of the reduction keeps the array valid and
+// unmodified (except through FEB calls, with checkfeb) while it runs.
+unsafe impl Send for Array {}
+// SAFETY: as above; the tasks only read it.
+unsafe impl Sync for Array {}
+
+impl Array {
+    fn get(self) -> *const u64 {
+        self.0
+    }
+}
+
+/// Reduces `array[0..length]` with `op` in parallel: one task per
+/// shepherd over near-equal contiguous parts, then the parts in order (so
+/// a given shepherd count gives the same floating-point result each run).
+/// With `checkfeb`, each element is read with readFF (waiting until full).
+/// Length 0 gives `empty`.
+///
+/// # Safety
+/// `array` holds `length` readable elements (see qloop.h).
+unsafe fn reduce<T: Elem>(
+    call: &str,
+    array: *const T,
+    length: usize,
+    checkfeb: c_int,
+    empty: T,
+    op: fn(T, T) -> T,
+) -> T {
+    let mut result = empty;
+    boundary_void(call, || {
+        require_runtime(call)?;
+        if length == 0 {
             return Ok(());
         }
-        let parts = crate::query::workers().unwrap_or(1).clamp(1, stop - start);
-        let arg = Arg(argptr);
+        if array.is_null() {
+            return Err(Fail::null(call, "array"));
+        }
+        if checkfeb != 0 {
+            // SAFETY: only the alignment of the first word is checked here.
+            unsafe { crate::ffi::feb::word_at(call, "array", array.cast::<u64>())? };
+        }
+        let parts = crate::query::workers().unwrap_or(1).clamp(1, length);
+        let partial: Vec<AtomicU64> = (0..parts).map(|_| AtomicU64::new(0)).collect();
+        let a = Array(array.cast());
+        let partial_ref = &partial;
         crate::coforall(parts, move |i| {
-            let (lo, hi) = chunk(start, stop, parts, i);
-            // SAFETY: the caller promises func may run concurrently with argptr.
-            unsafe { f(lo, hi, arg.get()) }
+            let (lo, hi) = chunk(0, length, parts, i);
+            let read = |k: usize| -> T {
+                // SAFETY: k < length; the caller promises `length`
+                // readable elements, 8-byte aligned when checkfeb (checked).
+                let p = unsafe { a.get().add(k) };
+                if checkfeb != 0 {
+                    // SAFETY: as above; accessed through FEB calls only.
+                    let w = unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) };
+                    T::from_bits(engine::perform(&WordSite(w), Op::ReadFF, 0))
+                } else {
+                    // SAFETY: as above.
+                    T::from_bits(unsafe { p.read_unaligned() })
+                }
+            };
+            let mut acc = read(lo);
+            for k in lo + 1..hi {
+                acc = op(acc, read(k));
+            }
+            // Relaxed: the coforall's end count orders it before the reads below.
+            partial_ref[i].store(acc.to_bits(), Ordering::Relaxed);
         });
+        result = partial
+            .iter()
+            .map(|p| T::from_bits(p.load(Ordering::Relaxed)))
+            .reduce(op)
+            .unwrap_or(empty);
         Ok(())
-    })
+    });
+    result
+}
+
+fn max_of<T: PartialOrd>(a: T, b: T) -> T {
+    if b > a { b } else { a }
+}
+
+fn min_of<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a { b } else { a }
+}
+
+fn add_f64(a: f64, b: f64) -> f64 {
+    a + b
+}
+
+fn mul_f64(a: f64, b: f64) -> f64 {
+    a * b
+}
+
+/// qt_uint_sum: the sum (mod 2^64) of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_uint_sum(array: *mut u64, length: usize, checkfeb: c_int) -> u64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_uint_sum",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            u64::wrapping_add,
+        )
+    }
+}
+
+/// qt_uint_prod: the product (mod 2^64) of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_uint_prod(array: *mut u64, length: usize, checkfeb: c_int) -> u64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_uint_prod",
+            array.cast_const(),
+            length,
+            checkfeb,
+            1,
+            u64::wrapping_mul,
+        )
+    }
+}
+
+/// qt_uint_max: the largest element (0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_uint_max(array: *mut u64, length: usize, checkfeb: c_int) -> u64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_uint_max",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            max_of,
+        )
+    }
+}
+
+/// qt_uint_min: the smallest element (0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_uint_min(array: *mut u64, length: usize, checkfeb: c_int) -> u64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_uint_min",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            min_of,
+        )
+    }
+}
+
+/// qt_int_sum: the sum (wrapping on overflow) of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_int_sum(array: *mut i64, length: usize, checkfeb: c_int) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_int_sum",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            i64::wrapping_add,
+        )
+    }
+}
+
+/// qt_int_prod: the product (wrapping on overflow) of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_int_prod(array: *mut i64, length: usize, checkfeb: c_int) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_int_prod",
+            array.cast_const(),
+            length,
+            checkfeb,
+            1,
+            i64::wrapping_mul,
+        )
+    }
+}
+
+/// qt_int_max: the largest element (0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_int_max(array: *mut i64, length: usize, checkfeb: c_int) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_int_max",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            max_of,
+        )
+    }
+}
+
+/// qt_int_min: the smallest element (0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_int_min(array: *mut i64, length: usize, checkfeb: c_int) -> i64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_int_min",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0,
+            min_of,
+        )
+    }
+}
+
+/// qt_double_sum: the sum of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_double_sum(array: *mut f64, length: usize, checkfeb: c_int) -> f64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_double_sum",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0.0,
+            add_f64,
+        )
+    }
+}
+
+/// qt_double_prod: the product of the array.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_double_prod(array: *mut f64, length: usize, checkfeb: c_int) -> f64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_double_prod",
+            array.cast_const(),
+            length,
+            checkfeb,
+            1.0,
+            mul_f64,
+        )
+    }
+}
+
+/// qt_double_max: the largest element (0.0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_double_max(array: *mut f64, length: usize, checkfeb: c_int) -> f64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_double_max",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0.0,
+            max_of,
+        )
+    }
+}
+
+/// qt_double_min: the smallest element (0.0 for an empty array).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_double_min(array: *mut f64, length: usize, checkfeb: c_int) -> f64 {
+    // SAFETY: forwarded contract.
+    unsafe {
+        reduce(
+            "qt_double_min",
+            array.cast_const(),
+            length,
+            checkfeb,
+            0.0,
+            min_of,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,89 +1,125 @@
 //! `qt_sinc_t`: Qthreads' counting (and reducing) synchronization object.
 //! Tasks `submit`; `wait` blocks until the expected number of submissions
-//! arrived, then copies out the reduction of the submitted values. The
-//! count is a cantus end count; the reduction runs under a mutex.
+//! arrived, then copies out the reduction of the submitted values.
+//!
+//! The count lives in the caller's 24 bytes, and the "all arrived" state
+//! is a [`KeySite`] phase in the FEB side table (full = nothing
+//! outstanding; a full phase with nobody waiting has no table entry), so
+//! a counting sinc (`sizeof_value == 0`) allocates nothing: a program that
+//! never calls `qt_sinc_fini` (Qthreads' own test programs do that) leaks
+//! nothing. Only a reducing sinc has a heap part (the op, the initial and
+//! the accumulated value), freed by `qt_sinc_fini` / `qt_sinc_destroy`.
+//!
+//! Protocol. The count changes zero-ness (0 <-> non-zero) only under the
+//! phase's stripe lock, together with the phase state, so "phase full"
+//! and "count == 0" agree whenever the lock is free. Steps that keep the
+//! count non-zero (a submission from c > 1, expecting more while c > 0)
+//! are one lock-free CAS. A waiter returns at once if it reads 0
+//! (Acquire), else it waits for the phase with a FEB readFF. The last
+//! submitter touches no sinc memory after its CAS to 0 (only the table
+//! entry, under the lock), so a waiter that saw 0 may reuse or free the
+//! sinc at once.
 
+use super::buf::AlignedBuf;
 use crate::ffi::error::{self, EINVAL, Fail, boundary_void};
+use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::table::KeySite;
 use crate::ffi::lifecycle::require_runtime;
-use crate::sync::end_count::EndCount;
-use crate::sync::wait::BlockKind;
 use std::ffi::c_void;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// `qt_sinc_op_f`: combines `*src` into `*tgt`.
 pub type QtSincOpF = Option<unsafe extern "C" fn(tgt: *mut c_void, src: *const c_void)>;
 
-/// `qt_sinc_t` as declared in `qthread/sinc.h`: 24 opaque bytes, holding
-/// a pointer to the [`Sinc`] and a tag that marks it initialised.
+/// `qt_sinc_t` as declared in `qthread/sinc.h`: 24 opaque bytes holding
+/// the count of submissions still expected, a tag that marks the sinc
+/// initialised, and the reduction's heap part (null for a counting sinc).
 #[repr(C, align(8))]
 pub struct QtSinc {
-    inner: *mut Sinc,
+    count: AtomicU64,
     tag: u64,
-    _reserved: u64,
+    reduce: *mut Reduce,
 }
 
 const _: () = assert!(std::mem::size_of::<QtSinc>() == 24);
 const LIVE: u64 = 0x6361_6e74_7573_5343; // "cantusSC"
 
-/// The sinc itself.
-pub struct Sinc {
-    size: usize,
-    op: QtSincOpF,
-    initial: Vec<u8>,
-    value: Mutex<Vec<u8>>,
-    /// Submissions still expected (validates against over-submission).
-    remaining: AtomicUsize,
-    count: EndCount,
+/// The heap part of a reducing sinc.
+struct Reduce {
+    op: unsafe extern "C" fn(*mut c_void, *const c_void),
+    initial: AlignedBuf,
+    value: Mutex<AlignedBuf>,
 }
 
-impl Sinc {
-    fn new(
-        call: &str,
-        size: usize,
-        initial: *const c_void,
-        op: QtSincOpF,
-        expect: usize,
-    ) -> Result<Sinc, Fail> {
-        if size > 0 && (op.is_none() || initial.is_null()) {
-            return Err(Fail::new(
-                EINVAL,
-                format!("{call}: a sinc with sizeof_value > 0 needs an initial value and an op"),
-            ));
-        }
-        let initial = if size > 0 {
-            // SAFETY: the caller promises `initial` holds sizeof_value bytes.
-            unsafe { std::slice::from_raw_parts(initial.cast::<u8>(), size) }.to_vec()
-        } else {
-            Vec::new()
-        };
-        Ok(Sinc {
-            size,
-            op,
-            value: Mutex::new(initial.clone()),
-            initial,
-            remaining: AtomicUsize::new(expect),
-            count: EndCount::new(expect),
-        })
+impl QtSinc {
+    fn site(&self) -> KeySite {
+        KeySite::phase(self as *const QtSinc as usize)
     }
+
+    /// Bytes per submitted value (0 for a counting sinc).
+    pub(crate) fn value_size(&self) -> usize {
+        self.reduce().map_or(0, |r| r.initial.len())
+    }
+
+    fn reduce(&self) -> Option<&Reduce> {
+        // SAFETY: non-null `reduce` came from Box::into_raw in init and is
+        // freed only by fini/destroy, which the caller does not overlap
+        // with other calls on the sinc (sinc.h).
+        unsafe { self.reduce.as_ref() }
+    }
+}
+
+/// The reduction part for `size` bytes, or why it cannot be made.
+///
+/// # Safety
+/// `initial` is NULL or holds `size` readable bytes.
+unsafe fn make_reduce(
+    call: &str,
+    size: usize,
+    initial: *const c_void,
+    op: QtSincOpF,
+) -> Result<*mut Reduce, Fail> {
+    if size == 0 {
+        return Ok(std::ptr::null_mut());
+    }
+    let (Some(op), false) = (op, initial.is_null()) else {
+        return Err(Fail::new(
+            EINVAL,
+            format!("{call}: a sinc with sizeof_value > 0 needs an initial value and an op"),
+        ));
+    };
+    // SAFETY: forwarded contract.
+    let initial = unsafe { AlignedBuf::copy_of(initial.cast(), size) };
+    Ok(Box::into_raw(Box::new(Reduce {
+        op,
+        value: Mutex::new(initial.clone()),
+        initial,
+    })))
+}
+
+/// Sets the count to `expect` and the phase to match, under the lock.
+fn arm(s: &QtSinc, expect: usize) {
+    engine::with_place(&s.site(), |p, wake| {
+        s.count.store(expect as u64, Ordering::Relaxed);
+        engine::set_locked(p, expect == 0, None, wake);
+    });
 }
 
 /// The live sinc behind `s`, or why there is none.
 ///
 /// # Safety
 /// `s` is NULL or points at a readable `qt_sinc_t`.
-unsafe fn sinc_at<'a>(call: &str, s: *const QtSinc) -> Result<&'a Sinc, Fail> {
+pub(crate) unsafe fn sinc_at<'a>(call: &str, s: *const QtSinc) -> Result<&'a QtSinc, Fail> {
     // SAFETY: per the contract.
     let s = unsafe { s.as_ref() }.ok_or_else(|| Fail::null(call, "sinc"))?;
-    if s.tag != LIVE || s.inner.is_null() {
+    if s.tag != LIVE {
         return Err(Fail::new(
             EINVAL,
             format!("{call}: the sinc is not initialised (or was destroyed)"),
         ));
     }
-    // SAFETY: a LIVE tag means `inner` came from Box::into_raw in init and
-    // has not been freed.
-    Ok(unsafe { &*s.inner })
+    Ok(s)
 }
 
 /// qt_sinc_init: initialises a caller-allocated sinc.
@@ -98,19 +134,31 @@ pub unsafe extern "C" fn qt_sinc_init(
     op: QtSincOpF,
     expect: usize,
 ) {
-    boundary_void("qt_sinc_init", || {
+    const CALL: &str = "qt_sinc_init";
+    boundary_void(CALL, || {
         if sinc.is_null() {
-            return Err(Fail::null("qt_sinc_init", "sinc"));
+            return Err(Fail::null(CALL, "sinc"));
         }
-        require_runtime("qt_sinc_init")?;
-        let s = Sinc::new("qt_sinc_init", sizeof_value, initial_value, op, expect)?;
-        let q = QtSinc {
-            inner: Box::into_raw(Box::new(s)),
-            tag: LIVE,
-            _reserved: 0,
+        if sinc as usize % 8 != 0 {
+            return Err(Fail::new(
+                error::EALIGN,
+                format!("{CALL}: `sinc` = {sinc:p} is not aligned to 8 bytes"),
+            ));
+        }
+        require_runtime(CALL)?;
+        // SAFETY: the caller promises initial_value holds sizeof_value bytes.
+        let reduce = unsafe { make_reduce(CALL, sizeof_value, initial_value, op)? };
+        // SAFETY: non-null, aligned, writable per the contract; nobody else
+        // uses the sinc during init.
+        unsafe {
+            sinc.write(QtSinc {
+                count: AtomicU64::new(0),
+                tag: LIVE,
+                reduce,
+            })
         };
-        // SAFETY: non-null, writable per the contract.
-        unsafe { sinc.write(q) };
+        // SAFETY: just written.
+        arm(unsafe { &*sinc }, expect);
         Ok(())
     })
 }
@@ -126,15 +174,19 @@ pub unsafe extern "C" fn qt_sinc_create(
     op: QtSincOpF,
     expect: usize,
 ) -> *mut QtSinc {
+    const CALL: &str = "qt_sinc_create";
     let mut out = std::ptr::null_mut();
-    boundary_void("qt_sinc_create", || {
-        require_runtime("qt_sinc_create")?;
-        let s = Sinc::new("qt_sinc_create", sizeof_value, initial_value, op, expect)?;
-        out = Box::into_raw(Box::new(QtSinc {
-            inner: Box::into_raw(Box::new(s)),
+    boundary_void(CALL, || {
+        require_runtime(CALL)?;
+        // SAFETY: the caller promises initial_value holds sizeof_value bytes.
+        let reduce = unsafe { make_reduce(CALL, sizeof_value, initial_value, op)? };
+        let s = Box::new(QtSinc {
+            count: AtomicU64::new(0),
             tag: LIVE,
-            _reserved: 0,
-        }));
+            reduce,
+        });
+        arm(&s, expect);
+        out = Box::into_raw(s);
         Ok(())
     });
     out
@@ -146,14 +198,122 @@ pub unsafe extern "C" fn qt_sinc_create(
 /// See sinc.h.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qt_sinc_expect(sinc: *mut QtSinc, count: usize) {
-    boundary_void("qt_sinc_expect", || {
+    const CALL: &str = "qt_sinc_expect";
+    boundary_void(CALL, || {
         // SAFETY: forwarded contract.
-        let s = unsafe { sinc_at("qt_sinc_expect", sinc)? };
-        require_runtime("qt_sinc_expect")?;
-        s.remaining.fetch_add(count, Ordering::Relaxed);
-        s.count.add(count);
-        Ok(())
+        let s = unsafe { sinc_at(CALL, sinc)? };
+        require_runtime(CALL)?;
+        let n = count as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        loop {
+            let c = s.count.load(Ordering::Relaxed);
+            let Some(sum) = c.checked_add(n) else {
+                return Err(Fail::new(EINVAL, format!("{CALL}: the count overflows")));
+            };
+            if c > 0 {
+                // Stays non-zero: no phase change, one CAS.
+                if s.count
+                    .compare_exchange_weak(c, sum, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return Ok(());
+                }
+                continue;
+            }
+            // 0 -> n: with the phase, under the lock.
+            let armed = engine::with_place(&s.site(), |p, wake| {
+                let ok = s
+                    .count
+                    .compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok();
+                if ok {
+                    engine::set_locked(p, false, None, wake);
+                }
+                ok
+            });
+            if armed {
+                return Ok(());
+            }
+        }
     })
+}
+
+/// One submission to a live sinc: `value` (sizeof_value bytes, or NULL) is
+/// reduced in first, then the count goes down. Also the return path of
+/// `qthread_spawn(..., QTHREAD_SPAWN_RET_SINC)`.
+///
+/// A raw pointer, not a reference: a waiter may free the sinc as soon as
+/// the count is 0, while this call is still running (it no longer
+/// touches the sinc's memory then).
+///
+/// # Safety
+/// `s` is a live sinc (checked with [`sinc_at`]) until this call's
+/// decrement; `value` is NULL or holds the sinc's sizeof_value bytes.
+pub(crate) unsafe fn submit(
+    call: &str,
+    s: *const QtSinc,
+    value: *const c_void,
+) -> Result<(), Fail> {
+    // SAFETY: live until our decrement, per the contract; these
+    // references are not used after it.
+    let (count, reduce) = unsafe { (&(*s).count, (*s).reduce()) };
+    let site = KeySite::phase(s as usize);
+    if count.load(Ordering::Relaxed) == 0 {
+        return Err(too_many(call));
+    }
+    if let (Some(r), false) = (reduce, value.is_null()) {
+        let mut acc = r.value.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the caller promises `value` holds sizeof_value bytes;
+        // `acc` holds as many, aligned for any C type; `op` combines two
+        // such values (sinc.h).
+        unsafe { (r.op)(acc.as_mut_ptr().cast(), value) };
+    }
+    loop {
+        let c = count.load(Ordering::Relaxed);
+        if c == 0 {
+            return Err(too_many(call));
+        }
+        if c > 1 {
+            // Release: this submission's effects (the reduction) travel in
+            // the count's release sequence to whoever sees 0.
+            if count
+                .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+            {
+                return Ok(());
+            }
+            continue;
+        }
+        // The last one: 1 -> 0 together with the phase, under the lock.
+        // After the CAS only the table entry is touched, never the sinc.
+        let done = engine::with_place(&site, |p, wake| {
+            // AcqRel: Acquire takes in every earlier submitter's Release
+            // (the release sequence), Release hands all of it to a waiter
+            // that loads 0 (Acquire); woken waiters are ordered by the wake.
+            let ok = count
+                .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok();
+            if ok {
+                engine::set_locked(p, true, None, wake);
+            }
+            ok
+        });
+        if done {
+            return Ok(());
+        }
+    }
+}
+
+fn too_many(call: &str) -> Fail {
+    Fail::new(
+        error::ECONTEXT,
+        format!(
+            "{call}: more submissions than expected; this one is ignored \
+             (call qt_sinc_expect first)"
+        ),
+    )
 }
 
 /// qt_sinc_submit: one submission, with `value` reduced in if the sinc
@@ -163,31 +323,13 @@ pub unsafe extern "C" fn qt_sinc_expect(sinc: *mut QtSinc, count: usize) {
 /// See sinc.h.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qt_sinc_submit(sinc: *mut QtSinc, value: *const c_void) {
-    boundary_void("qt_sinc_submit", || {
+    const CALL: &str = "qt_sinc_submit";
+    boundary_void(CALL, || {
         // SAFETY: forwarded contract.
-        let s = unsafe { sinc_at("qt_sinc_submit", sinc)? };
-        require_runtime("qt_sinc_submit")?;
-        s.remaining
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-            .map_err(|_| {
-                Fail::new(
-                    error::ECONTEXT,
-                    "qt_sinc_submit: more submissions than expected; this one is ignored \
-                     (call qt_sinc_expect first)",
-                )
-            })?;
-        if s.size > 0 && !value.is_null() {
-            if let Some(op) = s.op {
-                let mut acc = s.value.lock().unwrap_or_else(|e| e.into_inner());
-                // SAFETY: the caller promises `value` holds sizeof_value
-                // bytes and `op` combines two such values.
-                unsafe { op(acc.as_mut_ptr().cast(), value) };
-            }
-        }
-        // Last access to `s` (a waiter may destroy the sinc once the count
-        // is zero): the end count's done_one is written for exactly this.
-        s.count.done_one();
-        Ok(())
+        unsafe { sinc_at(CALL, sinc)? };
+        require_runtime(CALL)?;
+        // SAFETY: checked live; `value` per the contract.
+        unsafe { submit(CALL, sinc, value) }
     })
 }
 
@@ -198,59 +340,91 @@ pub unsafe extern "C" fn qt_sinc_submit(sinc: *mut QtSinc, value: *const c_void)
 /// See sinc.h.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qt_sinc_wait(sinc: *mut QtSinc, target: *mut c_void) {
-    boundary_void("qt_sinc_wait", || {
+    const CALL: &str = "qt_sinc_wait";
+    boundary_void(CALL, || {
         // SAFETY: forwarded contract.
-        let s = unsafe { sinc_at("qt_sinc_wait", sinc)? };
-        require_runtime("qt_sinc_wait")?;
-        if !s.count.is_done() {
-            s.count.wait_blocking(BlockKind::GroupWait);
+        let s = unsafe { sinc_at(CALL, sinc)? };
+        require_runtime(CALL)?;
+        // Acquire pairs with the last submitter's AcqRel CAS to 0.
+        if s.count.load(Ordering::Acquire) != 0 {
+            // Blocks until the phase is full (count 0); the stripe lock or
+            // the wake orders the submitters' effects before we go on.
+            engine::perform(&s.site(), Op::ReadFF, 0);
         }
-        if s.size > 0 && !target.is_null() {
-            let acc = s.value.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(r), false) = (s.reduce(), target.is_null()) {
+            let acc = r.value.lock().unwrap_or_else(|e| e.into_inner());
             // SAFETY: the caller promises `target` has room for
-            // sizeof_value bytes.
-            unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), target.cast::<u8>(), s.size) };
+            // sizeof_value bytes; `acc` holds that many.
+            unsafe { std::ptr::copy_nonoverlapping(acc.as_ptr(), target.cast::<u8>(), acc.len()) };
         }
         Ok(())
     })
 }
 
 /// qt_sinc_reset: restores the initial value and expects `expect`
-/// submissions (only when nobody waits and none are outstanding).
+/// submissions (only when none are outstanding).
 ///
 /// # Safety
 /// See sinc.h.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qt_sinc_reset(sinc: *mut QtSinc, expect: usize) {
-    boundary_void("qt_sinc_reset", || {
+    const CALL: &str = "qt_sinc_reset";
+    boundary_void(CALL, || {
         // SAFETY: forwarded contract.
-        let s = unsafe { sinc_at("qt_sinc_reset", sinc)? };
-        require_runtime("qt_sinc_reset")?;
-        if !s.count.is_done() {
-            return Err(Fail::new(
-                error::EBUSY,
-                "qt_sinc_reset: submissions are still outstanding; reset ignored",
-            ));
-        }
-        *s.value.lock().unwrap_or_else(|e| e.into_inner()) = s.initial.clone();
-        s.remaining.store(expect, Ordering::Relaxed);
-        s.count.add(expect);
-        Ok(())
+        let s = unsafe { sinc_at(CALL, sinc)? };
+        require_runtime(CALL)?;
+        // The value's lock first (never inside the stripe lock: a
+        // submitter may hold it while running `op`), so no submission can
+        // reduce into the old value once the count is armed again.
+        let mut value = s
+            .reduce()
+            .map(|r| (r, r.value.lock().unwrap_or_else(|e| e.into_inner())));
+        engine::with_place(&s.site(), |p, wake| {
+            if s.count.load(Ordering::Acquire) != 0 {
+                return Err(Fail::new(
+                    error::EBUSY,
+                    format!("{CALL}: submissions are still outstanding; reset ignored"),
+                ));
+            }
+            if let Some((r, v)) = &mut value {
+                // Same length: copies without allocating.
+                v.clone_from(&r.initial);
+            }
+            s.count.store(expect as u64, Ordering::Relaxed);
+            engine::set_locked(p, expect == 0, None, wake);
+            Ok(())
+        })
     })
 }
 
-/// Frees the sinc behind `s` and marks it dead.
+/// Leaves the table without an entry for the sinc, marks it dead and
+/// frees its heap part.
 ///
 /// # Safety
-/// `s` points at a live `qt_sinc_t` nobody else uses.
+/// `s` points at a `qt_sinc_t` nobody else uses during the call.
 unsafe fn release(call: &str, s: *mut QtSinc) -> Result<(), Fail> {
     // SAFETY: forwarded contract.
-    let inner = unsafe { sinc_at(call, s)? } as *const Sinc as *mut Sinc;
-    // SAFETY: per the contract `s` is live and unshared.
+    let live = unsafe { sinc_at(call, s)? };
+    engine::with_place(&live.site(), |p, wake| {
+        if !p.queues().is_empty() {
+            return Err(Fail::new(
+                error::EBUSY,
+                format!("{call}: tasks or threads still wait on the sinc; not freed"),
+            ));
+        }
+        // Full with nobody waiting: the entry goes away.
+        engine::set_locked(p, true, None, wake);
+        Ok(())
+    })?;
+    // SAFETY: per the contract `s` is live and unshared; `reduce` came
+    // from Box::into_raw (or is null) and is freed once, here.
     unsafe {
+        let reduce = (*s).reduce;
         (*s).tag = 0;
-        (*s).inner = std::ptr::null_mut();
-        drop(Box::from_raw(inner));
+        (*s).reduce = std::ptr::null_mut();
+        if !reduce.is_null() {
+            drop(Box::from_raw(reduce));
+        }
     }
     Ok(())
 }

@@ -1,4 +1,7 @@
-//! Worker threads and their carriers.
+//! Worker threads: a worker's private state, the task operations a
+//! running task calls (spawn, block, yield, sleep), and the worker loop.
+//! By role: `carrier.rs` (carriers and their stacks), `steal.rs` (finding
+//! work), `idle.rs` (spinning and sleeping when there is none).
 //!
 //! A worker runs tasks on *carriers*: coroutines on pooled task stacks. A
 //! carrier runs tasks one after another, as plain calls, until one blocks;
@@ -6,6 +9,10 @@
 //! blocks costs a function call, and a stack is bound to a task when it
 //! first runs. A blocked task keeps its carrier (its stack) and is resumed
 //! by its own worker only: see `sched/README.md` for why.
+
+mod carrier;
+mod idle;
+mod steal;
 
 use super::registry::{Registry, WorkerShared, bump, drop_by};
 use super::task::Task;
@@ -246,56 +253,6 @@ impl WorkerLocal {
         drop_by(&c.sleeping, 1);
     }
 
-    /// Finds a task: the hand-off slot, own deque, injector, then a victim.
-    fn find_task(&self) -> Option<Task> {
-        if let Some(t) = self.handoff.take() {
-            return Some(t);
-        }
-        if let Some(t) = self.deque.pop() {
-            return Some(t);
-        }
-        self.steal()
-    }
-
-    fn steal(&self) -> Option<Task> {
-        let reg = &*self.registry;
-        loop {
-            match reg.injector.steal_batch_and_pop(&self.deque) {
-                Steal::Success(t) => return Some(t),
-                Steal::Empty => break,
-                Steal::Retry => {}
-            }
-        }
-        let n = reg.workers.len();
-        if n == 1 {
-            return None;
-        }
-        // xorshift for the first victim, then round robin.
-        let mut x = self.rng.get();
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        self.rng.set(x);
-        let start = (x % n as u64) as usize;
-        for k in 0..n {
-            let v = (start + k) % n;
-            if v == self.index {
-                continue;
-            }
-            loop {
-                match reg.workers[v].stealer.steal() {
-                    Steal::Success(t) => {
-                        bump(&self.shared().counters.steals, 1);
-                        return Some(t);
-                    }
-                    Steal::Empty => break,
-                    Steal::Retry => {}
-                }
-            }
-        }
-        None
-    }
-
     /// Something is waiting that the worker loop (not a carrier) handles.
     #[inline]
     fn resumable_pending(&self) -> bool {
@@ -314,219 +271,6 @@ impl WorkerLocal {
             timers.pop();
             slot
         })
-    }
-
-    /// Could anything be done right now? (Cheap checks only.)
-    fn has_work(&self) -> bool {
-        let reg = &*self.registry;
-        !self.shared().resume.is_empty()
-            || !self.deque.is_empty()
-            || !self.yielded.borrow().is_empty()
-            || !reg.injector.is_empty()
-            || !reg.roots.is_empty()
-            || reg.workers.iter().any(|w| !w.stealer.is_empty())
-            || self
-                .timers
-                .borrow()
-                .peek()
-                .is_some_and(|Reverse((d, _))| *d <= Instant::now())
-    }
-
-    fn new_carrier(&self, root: bool) -> u32 {
-        let reg = &*self.registry;
-        let c = &self.shared().counters;
-        let (pooled, size) = if root {
-            (self.root_stack.borrow_mut().take(), root_stack_size(reg))
-        } else {
-            (self.stacks.borrow_mut().pop(), reg.config.stack_size)
-        };
-        let stack = match pooled {
-            Some(s) => s,
-            None => match TaskStack::new(size, reg.page) {
-                Ok(s) => {
-                    bump(&c.stacks, 1);
-                    s
-                }
-                Err(e) => {
-                    eprintln!(
-                        "cantus: cannot map a task stack of {} KiB ({e}); {} carriers are in use on worker {}. \
-                         Lower CANTUS_STACK_SIZE, block fewer tasks at once, or raise vm.max_map_count. Aborting.",
-                        size / 1024,
-                        self.slots.borrow().len(),
-                        self.index
-                    );
-                    std::process::abort();
-                }
-            },
-        };
-        bump(&c.carriers, 1);
-        let guard = stack.guard();
-        let slot = match self.free_slots.borrow_mut().pop() {
-            Some(s) => s,
-            None => {
-                let mut slots = self.slots.borrow_mut();
-                slots.push(Slot {
-                    carrier: None,
-                    guard: (0, 0),
-                    root,
-                    waiting: None,
-                });
-                (slots.len() - 1) as u32
-            }
-        };
-        let me = self as *const WorkerLocal as usize;
-        let carrier = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Suspend>, input| {
-            // SAFETY: carriers run only on this worker's thread, inside
-            // worker_main's frame where the WorkerLocal lives.
-            carrier_main(unsafe { &*(me as *const WorkerLocal) }, slot, y, input)
-        });
-        let mut slots = self.slots.borrow_mut();
-        slots[slot as usize] = Slot {
-            carrier: Some(carrier),
-            guard,
-            root,
-            waiting: None,
-        };
-        slot
-    }
-
-    fn resume(&self, slot: u32) {
-        let (mut carrier, guard) = {
-            let mut slots = self.slots.borrow_mut();
-            let s = &mut slots[slot as usize];
-            (
-                s.carrier
-                    .take()
-                    .expect("a resumed carrier is parked in its slot"),
-                s.guard,
-            )
-        };
-        guard::set_running(guard, self.task_id.get(), self.stack_size_of(slot));
-        let result = carrier.resume(Resume::Run);
-        self.current_slot.set(NO_SLOT);
-        guard::set_running((0, 0), 0, 0);
-        match result {
-            CoroutineResult::Yield(why) => {
-                self.slots.borrow_mut()[slot as usize].carrier = Some(carrier);
-                match why {
-                    Suspend::Idle => self.park_idle(slot),
-                    Suspend::Blocked => {}
-                    Suspend::Yielded => self.yielded.borrow_mut().push_back(slot),
-                    Suspend::Sleep(deadline) => {
-                        self.timers.borrow_mut().push(Reverse((deadline, slot)))
-                    }
-                }
-            }
-            CoroutineResult::Return(()) => self.recycle(carrier, slot),
-        }
-    }
-
-    fn stack_size_of(&self, slot: u32) -> usize {
-        if self.slots.borrow()[slot as usize].root {
-            root_stack_size(&self.registry)
-        } else {
-            self.registry.config.stack_size
-        }
-    }
-
-    fn park_idle(&self, slot: u32) {
-        if self.slots.borrow()[slot as usize].root {
-            if self.idle_root.get().is_none() {
-                self.idle_root.set(Some(slot));
-                return;
-            }
-            let carrier = self.slots.borrow_mut()[slot as usize]
-                .carrier
-                .take()
-                .expect("idle carrier");
-            return self.retire(carrier, slot);
-        }
-        let mut idle = self.idle.borrow_mut();
-        if idle.len() < IDLE_CARRIERS {
-            idle.push(slot);
-            return;
-        }
-        drop(idle);
-        let carrier = self.slots.borrow_mut()[slot as usize]
-            .carrier
-            .take()
-            .expect("idle carrier");
-        self.retire(carrier, slot);
-    }
-
-    /// Finishes an idle carrier and keeps or frees its stack.
-    fn retire(&self, mut carrier: Carrier, slot: u32) {
-        match carrier.resume(Resume::Exit) {
-            CoroutineResult::Return(()) => self.recycle(carrier, slot),
-            CoroutineResult::Yield(_) => unreachable!("an exiting carrier returns"),
-        }
-    }
-
-    fn recycle(&self, carrier: Carrier, slot: u32) {
-        let stack = carrier.into_stack();
-        let root = std::mem::replace(&mut self.slots.borrow_mut()[slot as usize].root, false);
-        if root {
-            // Root stacks are not measured (they are the program's main
-            // stack, not a task's) and never mix with the task pool.
-            let mut keep = self.root_stack.borrow_mut();
-            if keep.is_none() {
-                *keep = Some(stack);
-            }
-        } else {
-            let resident = stack.resident_bytes(self.registry.page);
-            self.max_resident.set(self.max_resident.get().max(resident));
-            let mut stacks = self.stacks.borrow_mut();
-            if stacks.len() < POOLED_STACKS {
-                stacks.push(stack);
-            }
-        }
-        self.free_slots.borrow_mut().push(slot);
-    }
-
-    fn start(&self, task: Task) {
-        self.handoff.set(Some(task));
-        let slot = self
-            .idle
-            .borrow_mut()
-            .pop()
-            .unwrap_or_else(|| self.new_carrier(false));
-        self.resume(slot);
-    }
-
-    /// Starts a root task on a carrier with a root stack.
-    fn start_root(&self, task: Task) {
-        self.handoff.set(Some(task));
-        let slot = self
-            .idle_root
-            .take()
-            .unwrap_or_else(|| self.new_carrier(true));
-        self.resume(slot);
-    }
-
-    /// Adds this worker's blocked tasks to a requested deadlock report.
-    fn answer_report(&self) {
-        let reg = &*self.registry;
-        let gen_now = reg.report_gen.load(Ordering::Acquire);
-        if gen_now == self.report_seen.get() {
-            return;
-        }
-        self.report_seen.set(gen_now);
-        let mine: Vec<String> = self
-            .slots
-            .borrow()
-            .iter()
-            .filter_map(|s| s.waiting)
-            .map(|(id, addr, kind)| {
-                format!(
-                    "task {id} (worker {}): {} at {addr:#x}",
-                    self.index,
-                    kind.describe()
-                )
-            })
-            .collect();
-        let mut r = reg.report.lock().unwrap_or_else(|e| e.into_inner());
-        r.lines.extend(mine);
-        r.answered += 1;
     }
 
     /// The worker loop.
@@ -575,96 +319,6 @@ impl WorkerLocal {
         (0..BLOCK_KINDS)
             .map(|k| c.blocked[k].load(Ordering::Relaxed))
             .sum()
-    }
-
-    /// Spins, then sleeps, per the wait policy, until there may be work.
-    fn idle_wait(&self) {
-        let reg = &*self.registry;
-        let c = &self.shared().counters;
-        c.idle.store(true, Ordering::Relaxed);
-        reg.idle.enter(self.index);
-        let budget = match reg.config.wait_policy {
-            WaitPolicy::Active => u32::MAX,
-            _ => reg.config.spin,
-        };
-        let mut spins = 0u32;
-        let mut backoff = 1u32;
-        loop {
-            self.answer_report();
-            if self.has_work() || reg.terminate.load(Ordering::Acquire) {
-                break;
-            }
-            // While an outside thread waits for a short operation (e.g.
-            // `main` waiting for a forall), a hybrid worker sleeps after a
-            // short spin: its spinning would take the core the outside
-            // thread needs to notice the end of its wait (seed 000, 7.3:
-            // STREAM vs STREAM-EP). `active` keeps spinning, as asked; the
-            // whole-program wait of `block_on`/`run` does not count.
-            let budget = if reg.config.wait_policy == WaitPolicy::Hybrid
-                && reg.outside.prompt.load(Ordering::Relaxed) > 0
-            {
-                budget.min(OUTSIDE_WAIT_SPIN)
-            } else {
-                budget
-            };
-            if spins < budget {
-                // Back off between polls: every poll reads the other
-                // workers' deque ends, and polling them nonstop makes each
-                // push and pop of a busy worker miss in its cache. Once
-                // backed off fully, give the core away between polls
-                // (`sched_yield`): a thread that was just woken (an
-                // outside thread whose `block_on` finished, say) may be
-                // queued on this core, and a spinning worker would keep it
-                // off the core until the next scheduler tick (4 ms).
-                spins = spins.saturating_add(1);
-                if backoff >= IDLE_BACKOFF {
-                    std::thread::yield_now();
-                } else {
-                    for _ in 0..backoff {
-                        std::hint::spin_loop();
-                    }
-                    backoff *= 2;
-                }
-                continue;
-            }
-            let timeout = self
-                .timers
-                .borrow()
-                .peek()
-                .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
-            bump(&c.parks, 1);
-            reg.sleep.sleep(
-                self.index,
-                || {
-                    self.has_work()
-                        || reg.terminate.load(Ordering::Acquire)
-                        || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
-                },
-                timeout,
-            );
-            break;
-        }
-        reg.idle.leave();
-        c.idle.store(false, Ordering::Relaxed);
-    }
-}
-
-fn carrier_main(local: &WorkerLocal, slot: u32, y: &Yielder<Resume, Suspend>, input: Resume) {
-    if input == Resume::Exit {
-        return;
-    }
-    loop {
-        local.yielder.set(y);
-        local.current_slot.set(slot);
-        while let Some(task) = local.find_task() {
-            local.run_task(task);
-            if local.resumable_pending() {
-                break;
-            }
-        }
-        if y.suspend(Suspend::Idle) == Resume::Exit {
-            return;
-        }
     }
 }
 
@@ -739,10 +393,4 @@ pub(crate) fn pin_to(cpu: usize) {
     unsafe { libc::CPU_SET(cpu % libc::CPU_SETSIZE as usize, &mut set) };
     // SAFETY: valid set of the size we pass; 0 means the calling thread.
     unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-}
-
-/// Usable size of a root stack: `ROOT_STACK_SIZE`, or the task stack size
-/// if that is larger.
-fn root_stack_size(reg: &Registry) -> usize {
-    ROOT_STACK_SIZE.max(reg.config.stack_size)
 }

@@ -1,0 +1,459 @@
+//! `qthread_spawn`, the general task constructor of Qthreads, and the
+//! `qthread_fork_*` variants built on it: copied arguments, a return
+//! location that is an `aligned_t`, a `syncvar_t` or a sinc, and
+//! preconditions (words that must be full before the task runs).
+//!
+//! A task with preconditions is started at once and first waits (readFF)
+//! for each precondition in turn, suspending only itself; Qthreads keeps
+//! such a task unstarted instead. The observable order is the same: `f`
+//! runs after every precondition has been full.
+
+use super::feb::Syncvar;
+use super::sinc::{self, QtSinc};
+use super::{NO_SHEPHERD, QthreadF, buf::AlignedBuf, place, qt};
+use crate::ffi::error::{EINVAL, ENOTSUP, Fail};
+use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::table::{SyncvarSite, WordSite, syncvar};
+use crate::ffi::feb::word_at;
+use crate::ffi::lifecycle::require_runtime;
+use crate::ffi::tasks::Arg;
+use std::ffi::{c_int, c_uint, c_ushort, c_void};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::AtomicU64;
+
+/// `QTHREAD_SPAWN_PARENT`.
+const SPAWN_PARENT: c_uint = 1 << 0;
+/// `QTHREAD_SPAWN_SIMPLE`: the task promises not to block (a hint here).
+const SPAWN_SIMPLE: c_uint = 1 << 1;
+/// `QTHREAD_SPAWN_NEW_TEAM`.
+const SPAWN_NEW_TEAM: c_uint = 1 << 2;
+/// `QTHREAD_SPAWN_NEW_SUBTEAM`.
+const SPAWN_NEW_SUBTEAM: c_uint = 1 << 3;
+/// `QTHREAD_SPAWN_RET_SYNCVAR_T`: `ret` is a `syncvar_t`.
+const SPAWN_RET_SYNCVAR_T: c_uint = 1 << 4;
+/// `QTHREAD_SPAWN_RET_SINC`: `ret` is a sinc; the result is submitted.
+const SPAWN_RET_SINC: c_uint = 1 << 5;
+/// `QTHREAD_SPAWN_RET_SINC_VOID`: `ret` is a sinc; NULL is submitted.
+const SPAWN_RET_SINC_VOID: c_uint = 1 << 6;
+/// `QTHREAD_SPAWN_PC_SYNCVAR_T`: the preconditions are `syncvar_t`s.
+const SPAWN_PC_SYNCVAR_T: c_uint = 1 << 7;
+/// `QTHREAD_SPAWN_LOCAL_PRIORITY`: run soon, on this worker (a hint here:
+/// a task spawned by a task is already the next one its worker runs).
+const SPAWN_LOCAL_PRIORITY: c_uint = 1 << 9;
+/// `QTHREAD_SPAWN_NETWORK`.
+const SPAWN_NETWORK: c_uint = 1 << 10;
+
+const SUPPORTED: c_uint = SPAWN_SIMPLE
+    | SPAWN_RET_SYNCVAR_T
+    | SPAWN_RET_SINC
+    | SPAWN_RET_SINC_VOID
+    | SPAWN_PC_SYNCVAR_T
+    | SPAWN_LOCAL_PRIORITY;
+
+/// Where a task's result goes.
+#[derive(Clone, Copy)]
+enum RetLoc {
+    None,
+    /// An `aligned_t`: written and filled.
+    Word(*mut u64),
+    /// A `syncvar_t`: written (60 bits) and filled.
+    Syncvar(*mut u64),
+    /// A sinc: the result (or NULL, if `void`) is submitted.
+    Sinc {
+        sinc: *mut QtSinc,
+        void: bool,
+    },
+}
+
+// SAFETY: the caller of qthread_spawn owns the location and keeps it valid
+// until the task has filled / submitted to it (qthread.h).
+unsafe impl Send for RetLoc {}
+
+impl RetLoc {
+    /// Delivers the result `v`.
+    fn deliver(self, v: u64) {
+        match self {
+            RetLoc::None => {}
+            RetLoc::Word(w) => {
+                // SAFETY: checked non-null and aligned at spawn; the caller
+                // keeps it valid until filled.
+                let w = unsafe { AtomicU64::from_ptr(w) };
+                engine::set(&WordSite(w), true, Some(v));
+            }
+            RetLoc::Syncvar(w) => {
+                // SAFETY: as for Word.
+                let w = unsafe { AtomicU64::from_ptr(w) };
+                engine::set(&SyncvarSite(w), true, Some(v & syncvar::MAX));
+            }
+            RetLoc::Sinc { sinc, void } => {
+                let value: *const c_void = if void {
+                    std::ptr::null()
+                } else {
+                    (&raw const v).cast()
+                };
+                // SAFETY: the caller keeps the sinc alive until every
+                // expected submission arrived (qthread.h); checked live
+                // here, and its values checked to fit an aligned_t at spawn.
+                let r = unsafe {
+                    sinc::sinc_at("qthread_spawn", sinc)
+                        .and_then(|_| sinc::submit("qthread_spawn", sinc, value))
+                };
+                if let Err(f) = r {
+                    eprintln!("cantus: {}", f.message);
+                }
+            }
+        }
+    }
+}
+
+/// A precondition: a word (or `syncvar_t`) that must be full.
+#[derive(Clone, Copy)]
+struct Precond(*mut u64);
+
+// SAFETY: the caller keeps precondition words valid until the task ran
+// (qthread.h).
+unsafe impl Send for Precond {}
+
+/// The task's argument: the caller's pointer, or a copy the task owns.
+enum TaskArg {
+    Ptr(Arg),
+    Copy(AlignedBuf),
+}
+
+/// Runs `f(arg)` and delivers its result; a panic inside cantus is
+/// reported, never unwound into the worker.
+fn run(f: unsafe extern "C" fn(*mut c_void) -> u64, arg: *mut c_void, ret: RetLoc) {
+    // SAFETY: the caller of qthread_spawn promises f(arg) may run on a worker.
+    let v = unsafe { f(arg) };
+    ret.deliver(v);
+}
+
+fn guard(body: impl FnOnce()) {
+    if panic::catch_unwind(AssertUnwindSafe(body)).is_err() {
+        eprintln!("cantus: internal error in a task spawned by qthread_spawn (message above)");
+    }
+}
+
+/// Checks `ret` for `flags` and empties it (aligned_t, syncvar_t).
+fn ret_location(call: &str, ret: *mut c_void, flags: c_uint) -> Result<RetLoc, Fail> {
+    let kinds = flags & (SPAWN_RET_SYNCVAR_T | SPAWN_RET_SINC | SPAWN_RET_SINC_VOID);
+    if kinds.count_ones() > 1 {
+        return Err(Fail::new(
+            EINVAL,
+            format!("{call}: more than one QTHREAD_SPAWN_RET_* flag"),
+        ));
+    }
+    if ret.is_null() {
+        return Ok(RetLoc::None);
+    }
+    let w = ret.cast::<u64>();
+    Ok(match kinds {
+        SPAWN_RET_SYNCVAR_T => {
+            // SAFETY: the caller promises `ret` is a valid syncvar_t.
+            let a = unsafe { word_at(call, "ret", w)? };
+            engine::set(&SyncvarSite(a), false, None);
+            RetLoc::Syncvar(w)
+        }
+        SPAWN_RET_SINC | SPAWN_RET_SINC_VOID => {
+            let sinc = ret.cast::<QtSinc>();
+            // SAFETY: the caller promises `ret` is a readable qt_sinc_t.
+            let live = unsafe { sinc::sinc_at(call, sinc)? };
+            if kinds == SPAWN_RET_SINC && live.value_size() > std::mem::size_of::<u64>() {
+                return Err(Fail::new(
+                    EINVAL,
+                    format!(
+                        "{call}: QTHREAD_SPAWN_RET_SINC submits an aligned_t, but the sinc's \
+                         values are {} bytes",
+                        live.value_size()
+                    ),
+                ));
+            }
+            RetLoc::Sinc {
+                sinc,
+                void: kinds == SPAWN_RET_SINC_VOID,
+            }
+        }
+        _ => {
+            // SAFETY: the caller promises `ret` is a valid aligned_t.
+            let a = unsafe { word_at(call, "ret", w)? };
+            engine::set(&WordSite(a), false, None);
+            RetLoc::Word(w)
+        }
+    })
+}
+
+/// Frees a precondition array that cantus owns (allocated by the caller
+/// with malloc, as Qthreads requires).
+struct OwnedArray(*mut c_void);
+
+impl Drop for OwnedArray {
+    fn drop(&mut self) {
+        // SAFETY: the array came from the caller's malloc and, per
+        // qthread.h, is owned (and freed once) by qthread_spawn.
+        unsafe { libc::free(self.0) };
+    }
+}
+
+/// Reads the addresses of Qthreads' precondition array `[n, p1, ..., pn]`,
+/// checking each (the caller's `OwnedArray` frees the array).
+///
+/// # Safety
+/// `preconds` holds `npreconds + 1` pointers.
+unsafe fn read_preconds(
+    call: &str,
+    npreconds: usize,
+    preconds: *mut c_void,
+) -> Result<Vec<Precond>, Fail> {
+    let a = preconds.cast::<*mut u64>().cast_const();
+    let mut out = Vec::with_capacity(npreconds);
+    for i in 1..=npreconds {
+        // SAFETY: i <= npreconds; the array holds npreconds + 1 pointers.
+        let p = unsafe { a.add(i).read() };
+        // SAFETY: the caller promises each is a valid word; only its
+        // address is checked here.
+        unsafe { word_at(call, "precondition", p)? };
+        out.push(Precond(p));
+    }
+    Ok(out)
+}
+
+/// Waits until each precondition is full (as readFF, value dropped).
+fn await_preconds(preconds: &[Precond], syncvars: bool) {
+    for p in preconds {
+        // SAFETY: checked non-null and aligned at spawn; the caller keeps
+        // it valid until the task ran.
+        let w = unsafe { AtomicU64::from_ptr(p.0) };
+        if syncvars {
+            engine::perform(&SyncvarSite(w), Op::ReadFF, 0);
+        } else {
+            engine::perform(&WordSite(w), Op::ReadFF, 0);
+        }
+    }
+}
+
+/// The common body of every spawn entry point.
+///
+/// # Safety
+/// As for `qthread_spawn` (qthread.h).
+#[allow(clippy::too_many_arguments)]
+unsafe fn spawn(
+    call: &str,
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut c_void,
+    npreconds: usize,
+    preconds: *mut c_void,
+    target: c_ushort,
+    flags: c_uint,
+) -> Result<(), Fail> {
+    // Take ownership of Qthreads' precondition array first (so it is freed
+    // on every path), if it has Qthreads' layout.
+    let _owned = if npreconds > 0 {
+        if preconds.is_null() {
+            return Err(Fail::null(call, "preconds"));
+        }
+        // SAFETY: the caller promises a Qthreads precondition array.
+        let n = unsafe { preconds.cast::<usize>().read() };
+        if n != npreconds {
+            return Err(Fail::new(
+                EINVAL,
+                format!(
+                    "{call}: preconds[0] = {n} but npreconds = {npreconds} (Qthreads' layout: \
+                     preconds[0] holds the count, then the addresses); array not freed"
+                ),
+            ));
+        }
+        Some(OwnedArray(preconds))
+    } else {
+        None
+    };
+    let f = f.ok_or_else(|| Fail::null(call, "f"))?;
+    require_runtime(call)?;
+    if flags & !SUPPORTED != 0 {
+        let unsupported = flags & !SUPPORTED;
+        let names: Vec<&str> = [
+            (SPAWN_PARENT, "QTHREAD_SPAWN_PARENT"),
+            (SPAWN_NEW_TEAM, "QTHREAD_SPAWN_NEW_TEAM"),
+            (SPAWN_NEW_SUBTEAM, "QTHREAD_SPAWN_NEW_SUBTEAM"),
+            (SPAWN_NETWORK, "QTHREAD_SPAWN_NETWORK"),
+        ]
+        .iter()
+        .filter(|(bit, _)| unsupported & bit != 0)
+        .map(|(_, name)| *name)
+        .collect();
+        return Err(Fail::new(
+            ENOTSUP,
+            format!(
+                "{call}: feature flags {unsupported:#x} ({}) are not supported by cantus \
+                 (teams and the network layer are left out; see qthread.h)",
+                if names.is_empty() {
+                    "unknown bits".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ),
+        ));
+    }
+    if arg_size > 0 && arg.is_null() {
+        return Err(Fail::new(
+            EINVAL,
+            format!("{call}: arg_size = {arg_size} but `arg` is NULL"),
+        ));
+    }
+    let pre = if npreconds > 0 {
+        // SAFETY: a Qthreads array whose count was checked above.
+        unsafe { read_preconds(call, npreconds, preconds)? }
+    } else {
+        Vec::new()
+    };
+    let ret = ret_location(call, ret, flags)?;
+    let syncvars = flags & SPAWN_PC_SYNCVAR_T != 0;
+    if pre.is_empty() && arg_size == 0 {
+        // The common case: four words, inline in the task (no allocation).
+        let arg = Arg(arg.cast_mut());
+        return place(call, target, move || guard(move || run(f, arg.get(), ret)));
+    }
+    let mut targ = if arg_size > 0 {
+        // SAFETY: the caller promises `arg` holds arg_size readable bytes.
+        TaskArg::Copy(unsafe { AlignedBuf::copy_of(arg.cast(), arg_size) })
+    } else {
+        TaskArg::Ptr(Arg(arg.cast_mut()))
+    };
+    let body = move || {
+        guard(move || {
+            await_preconds(&pre, syncvars);
+            let argp = match &mut targ {
+                TaskArg::Ptr(a) => a.get(),
+                TaskArg::Copy(b) => b.as_mut_ptr().cast(),
+            };
+            run(f, argp, ret);
+        })
+    };
+    place(call, target, body)
+}
+
+/// qthread_spawn: the general form of every fork (see qthread.h).
+///
+/// # Safety
+/// See qthread.h.
+#[allow(clippy::too_many_arguments)]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_spawn(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut c_void,
+    npreconds: usize,
+    preconds: *mut c_void,
+    target_shep: c_ushort,
+    feature_flag: c_uint,
+) -> c_int {
+    qt("qthread_spawn", || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            spawn(
+                "qthread_spawn",
+                f,
+                arg,
+                arg_size,
+                ret,
+                npreconds,
+                preconds,
+                target_shep,
+                feature_flag,
+            )
+        }
+    })
+}
+
+/// qthread_fork_copyargs: as `qthread_fork`, but `f` gets a pointer to a
+/// copy of the `arg_size` bytes at `arg`, owned by the task.
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_copyargs(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut u64,
+) -> c_int {
+    const CALL: &str = "qthread_fork_copyargs";
+    qt(CALL, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            spawn(
+                CALL,
+                f,
+                arg,
+                arg_size,
+                ret.cast(),
+                0,
+                std::ptr::null_mut(),
+                NO_SHEPHERD,
+                0,
+            )
+        }
+    })
+}
+
+/// qthread_fork_syncvar: as `qthread_fork`, with a `syncvar_t` result.
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar(
+    f: QthreadF,
+    arg: *const c_void,
+    ret: *mut Syncvar,
+) -> c_int {
+    const CALL: &str = "qthread_fork_syncvar";
+    qt(CALL, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            spawn(
+                CALL,
+                f,
+                arg,
+                0,
+                ret.cast(),
+                0,
+                std::ptr::null_mut(),
+                NO_SHEPHERD,
+                SPAWN_RET_SYNCVAR_T,
+            )
+        }
+    })
+}
+
+/// qthread_fork_syncvar_copyargs: `qthread_fork_copyargs` with a
+/// `syncvar_t` result.
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut Syncvar,
+) -> c_int {
+    const CALL: &str = "qthread_fork_syncvar_copyargs";
+    qt(CALL, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            spawn(
+                CALL,
+                f,
+                arg,
+                arg_size,
+                ret.cast(),
+                0,
+                std::ptr::null_mut(),
+                NO_SHEPHERD,
+                SPAWN_RET_SYNCVAR_T,
+            )
+        }
+    })
+}

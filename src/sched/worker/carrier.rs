@@ -1,0 +1,209 @@
+//! Carriers: coroutines on pooled, guarded stacks that run tasks one
+//! after another as plain calls until one blocks (`sched/README.md`).
+//! Making, resuming, parking and retiring them, and the root stacks that
+//! root tasks run on.
+
+use super::*;
+
+impl WorkerLocal {
+    pub(super) fn new_carrier(&self, root: bool) -> u32 {
+        let reg = &*self.registry;
+        let c = &self.shared().counters;
+        let (pooled, size) = if root {
+            (self.root_stack.borrow_mut().take(), root_stack_size(reg))
+        } else {
+            (self.stacks.borrow_mut().pop(), reg.config.stack_size)
+        };
+        let stack = match pooled {
+            Some(s) => s,
+            None => match TaskStack::new(size, reg.page) {
+                Ok(s) => {
+                    bump(&c.stacks, 1);
+                    s
+                }
+                Err(e) => {
+                    eprintln!(
+                        "cantus: cannot map a task stack of {} KiB ({e}); {} carriers are in use on worker {}. \
+                         Lower CANTUS_STACK_SIZE, block fewer tasks at once, or raise vm.max_map_count. Aborting.",
+                        size / 1024,
+                        self.slots.borrow().len(),
+                        self.index
+                    );
+                    std::process::abort();
+                }
+            },
+        };
+        bump(&c.carriers, 1);
+        let guard = stack.guard();
+        let slot = match self.free_slots.borrow_mut().pop() {
+            Some(s) => s,
+            None => {
+                let mut slots = self.slots.borrow_mut();
+                slots.push(Slot {
+                    carrier: None,
+                    guard: (0, 0),
+                    root,
+                    waiting: None,
+                });
+                (slots.len() - 1) as u32
+            }
+        };
+        let me = self as *const WorkerLocal as usize;
+        let carrier = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Suspend>, input| {
+            // SAFETY: carriers run only on this worker's thread, inside
+            // worker_main's frame where the WorkerLocal lives.
+            carrier_main(unsafe { &*(me as *const WorkerLocal) }, slot, y, input)
+        });
+        let mut slots = self.slots.borrow_mut();
+        slots[slot as usize] = Slot {
+            carrier: Some(carrier),
+            guard,
+            root,
+            waiting: None,
+        };
+        slot
+    }
+
+    pub(super) fn resume(&self, slot: u32) {
+        let (mut carrier, guard) = {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[slot as usize];
+            (
+                s.carrier
+                    .take()
+                    .expect("a resumed carrier is parked in its slot"),
+                s.guard,
+            )
+        };
+        guard::set_running(guard, self.task_id.get(), self.stack_size_of(slot));
+        let result = carrier.resume(Resume::Run);
+        self.current_slot.set(NO_SLOT);
+        guard::set_running((0, 0), 0, 0);
+        match result {
+            CoroutineResult::Yield(why) => {
+                self.slots.borrow_mut()[slot as usize].carrier = Some(carrier);
+                match why {
+                    Suspend::Idle => self.park_idle(slot),
+                    Suspend::Blocked => {}
+                    Suspend::Yielded => self.yielded.borrow_mut().push_back(slot),
+                    Suspend::Sleep(deadline) => {
+                        self.timers.borrow_mut().push(Reverse((deadline, slot)))
+                    }
+                }
+            }
+            CoroutineResult::Return(()) => self.recycle(carrier, slot),
+        }
+    }
+
+    pub(super) fn stack_size_of(&self, slot: u32) -> usize {
+        if self.slots.borrow()[slot as usize].root {
+            root_stack_size(&self.registry)
+        } else {
+            self.registry.config.stack_size
+        }
+    }
+
+    pub(super) fn park_idle(&self, slot: u32) {
+        if self.slots.borrow()[slot as usize].root {
+            if self.idle_root.get().is_none() {
+                self.idle_root.set(Some(slot));
+                return;
+            }
+            let carrier = self.slots.borrow_mut()[slot as usize]
+                .carrier
+                .take()
+                .expect("idle carrier");
+            return self.retire(carrier, slot);
+        }
+        let mut idle = self.idle.borrow_mut();
+        if idle.len() < IDLE_CARRIERS {
+            idle.push(slot);
+            return;
+        }
+        drop(idle);
+        let carrier = self.slots.borrow_mut()[slot as usize]
+            .carrier
+            .take()
+            .expect("idle carrier");
+        self.retire(carrier, slot);
+    }
+
+    /// Finishes an idle carrier and keeps or frees its stack.
+    pub(super) fn retire(&self, mut carrier: Carrier, slot: u32) {
+        match carrier.resume(Resume::Exit) {
+            CoroutineResult::Return(()) => self.recycle(carrier, slot),
+            CoroutineResult::Yield(_) => unreachable!("an exiting carrier returns"),
+        }
+    }
+
+    pub(super) fn recycle(&self, carrier: Carrier, slot: u32) {
+        let stack = carrier.into_stack();
+        let root = std::mem::replace(&mut self.slots.borrow_mut()[slot as usize].root, false);
+        if root {
+            // Root stacks are not measured (they are the program's main
+            // stack, not a task's) and never mix with the task pool.
+            let mut keep = self.root_stack.borrow_mut();
+            if keep.is_none() {
+                *keep = Some(stack);
+            }
+        } else {
+            let resident = stack.resident_bytes(self.registry.page);
+            self.max_resident.set(self.max_resident.get().max(resident));
+            let mut stacks = self.stacks.borrow_mut();
+            if stacks.len() < POOLED_STACKS {
+                stacks.push(stack);
+            }
+        }
+        self.free_slots.borrow_mut().push(slot);
+    }
+
+    pub(super) fn start(&self, task: Task) {
+        self.handoff.set(Some(task));
+        let slot = self
+            .idle
+            .borrow_mut()
+            .pop()
+            .unwrap_or_else(|| self.new_carrier(false));
+        self.resume(slot);
+    }
+
+    /// Starts a root task on a carrier with a root stack.
+    pub(super) fn start_root(&self, task: Task) {
+        self.handoff.set(Some(task));
+        let slot = self
+            .idle_root
+            .take()
+            .unwrap_or_else(|| self.new_carrier(true));
+        self.resume(slot);
+    }
+}
+
+pub(super) fn carrier_main(
+    local: &WorkerLocal,
+    slot: u32,
+    y: &Yielder<Resume, Suspend>,
+    input: Resume,
+) {
+    if input == Resume::Exit {
+        return;
+    }
+    loop {
+        local.yielder.set(y);
+        local.current_slot.set(slot);
+        while let Some(task) = local.find_task() {
+            local.run_task(task);
+            if local.resumable_pending() {
+                break;
+            }
+        }
+        if y.suspend(Suspend::Idle) == Resume::Exit {
+            return;
+        }
+    }
+}
+
+/// Usable size of a root stack: `ROOT_STACK_SIZE`, or the task stack size
+/// if that is larger.
+pub(super) fn root_stack_size(reg: &Registry) -> usize {
+    ROOT_STACK_SIZE.max(reg.config.stack_size)
+}

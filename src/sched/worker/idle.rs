@@ -1,0 +1,103 @@
+//! The idle loop: spin with backoff, then yield, then sleep per the wait
+//! policy (`sleep/README.md`), and answer deadlock-report requests.
+
+use super::*;
+
+impl WorkerLocal {
+    /// Adds this worker's blocked tasks to a requested deadlock report.
+    pub(super) fn answer_report(&self) {
+        let reg = &*self.registry;
+        let gen_now = reg.report_gen.load(Ordering::Acquire);
+        if gen_now == self.report_seen.get() {
+            return;
+        }
+        self.report_seen.set(gen_now);
+        let mine: Vec<String> = self
+            .slots
+            .borrow()
+            .iter()
+            .filter_map(|s| s.waiting)
+            .map(|(id, addr, kind)| {
+                format!(
+                    "task {id} (worker {}): {} at {addr:#x}",
+                    self.index,
+                    kind.describe()
+                )
+            })
+            .collect();
+        let mut r = reg.report.lock().unwrap_or_else(|e| e.into_inner());
+        r.lines.extend(mine);
+        r.answered += 1;
+    }
+
+    /// Spins, then sleeps, per the wait policy, until there may be work.
+    pub(super) fn idle_wait(&self) {
+        let reg = &*self.registry;
+        let c = &self.shared().counters;
+        c.idle.store(true, Ordering::Relaxed);
+        reg.idle.enter(self.index);
+        let budget = match reg.config.wait_policy {
+            WaitPolicy::Active => u32::MAX,
+            _ => reg.config.spin,
+        };
+        let mut spins = 0u32;
+        let mut backoff = 1u32;
+        loop {
+            self.answer_report();
+            if self.has_work() || reg.terminate.load(Ordering::Acquire) {
+                break;
+            }
+            // While an outside thread waits for a short operation (e.g.
+            // `main` waiting for a forall), a hybrid worker sleeps after a
+            // short spin: its spinning would take the core the outside
+            // thread needs to notice the end of its wait (seed 000, 7.3:
+            // STREAM vs STREAM-EP). `active` keeps spinning, as asked; the
+            // whole-program wait of `block_on`/`run` does not count.
+            let budget = if reg.config.wait_policy == WaitPolicy::Hybrid
+                && reg.outside.prompt.load(Ordering::Relaxed) > 0
+            {
+                budget.min(OUTSIDE_WAIT_SPIN)
+            } else {
+                budget
+            };
+            if spins < budget {
+                // Back off between polls: every poll reads the other
+                // workers' deque ends, and polling them nonstop makes each
+                // push and pop of a busy worker miss in its cache. Once
+                // backed off fully, give the core away between polls
+                // (`sched_yield`): a thread that was just woken (an
+                // outside thread whose `block_on` finished, say) may be
+                // queued on this core, and a spinning worker would keep it
+                // off the core until the next scheduler tick (4 ms).
+                spins = spins.saturating_add(1);
+                if backoff >= IDLE_BACKOFF {
+                    std::thread::yield_now();
+                } else {
+                    for _ in 0..backoff {
+                        std::hint::spin_loop();
+                    }
+                    backoff *= 2;
+                }
+                continue;
+            }
+            let timeout = self
+                .timers
+                .borrow()
+                .peek()
+                .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
+            bump(&c.parks, 1);
+            reg.sleep.sleep(
+                self.index,
+                || {
+                    self.has_work()
+                        || reg.terminate.load(Ordering::Acquire)
+                        || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
+                },
+                timeout,
+            );
+            break;
+        }
+        reg.idle.leave();
+        c.idle.store(false, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,72 @@
+//! Finding work: the hand-off slot, the own deque, the root queue and
+//! injector, then other workers' deques (oldest first, random victim).
+
+use super::*;
+
+impl WorkerLocal {
+    /// Finds a task: the hand-off slot, own deque, injector, then a victim.
+    pub(super) fn find_task(&self) -> Option<Task> {
+        if let Some(t) = self.handoff.take() {
+            return Some(t);
+        }
+        if let Some(t) = self.deque.pop() {
+            return Some(t);
+        }
+        self.steal()
+    }
+
+    pub(super) fn steal(&self) -> Option<Task> {
+        let reg = &*self.registry;
+        loop {
+            match reg.injector.steal_batch_and_pop(&self.deque) {
+                Steal::Success(t) => return Some(t),
+                Steal::Empty => break,
+                Steal::Retry => {}
+            }
+        }
+        let n = reg.workers.len();
+        if n == 1 {
+            return None;
+        }
+        // xorshift for the first victim, then round robin.
+        let mut x = self.rng.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng.set(x);
+        let start = (x % n as u64) as usize;
+        for k in 0..n {
+            let v = (start + k) % n;
+            if v == self.index {
+                continue;
+            }
+            loop {
+                match reg.workers[v].stealer.steal() {
+                    Steal::Success(t) => {
+                        bump(&self.shared().counters.steals, 1);
+                        return Some(t);
+                    }
+                    Steal::Empty => break,
+                    Steal::Retry => {}
+                }
+            }
+        }
+        None
+    }
+
+    /// Could anything be done right now? (Cheap checks only.)
+    pub(super) fn has_work(&self) -> bool {
+        let reg = &*self.registry;
+        !self.shared().resume.is_empty()
+            || !self.deque.is_empty()
+            || !self.yielded.borrow().is_empty()
+            || !reg.injector.is_empty()
+            || !reg.roots.is_empty()
+            || reg.workers.iter().any(|w| !w.stealer.is_empty())
+            || self
+                .timers
+                .borrow()
+                .peek()
+                .is_some_and(|Reverse((d, _))| *d <= Instant::now())
+    }
+}
