@@ -42,11 +42,20 @@ impl Runtime {
     }
 
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
+        Runtime::start_with_driver(config, None)
+    }
+
+    /// Starts a runtime whose workers poll `driver` (the communication
+    /// seam, `sched/driver/README.md`).
+    pub(crate) fn start_with_driver(
+        config: Config,
+        driver: Option<Arc<dyn crate::sched::driver::Driver>>,
+    ) -> Result<Runtime, Error> {
         let n = config.workers;
         let deques: Vec<Worker<crate::sched::task::Task>> =
             (0..n).map(|_| Worker::new_lifo()).collect();
         let stealers = deques.iter().map(|d| d.stealer()).collect();
-        let registry = Arc::new(Registry::new(config, stealers));
+        let registry = Arc::new(Registry::new(config, stealers, driver));
         Registry::install(&registry)?;
         guard::install_handler();
         let mut rt = Runtime {
@@ -90,6 +99,12 @@ impl Runtime {
             return f();
         }
         crate::sched::outside::long_wait(|| run_as_task(&self.registry, f))
+    }
+
+    /// The registry (for the communication layer and tests).
+    #[allow(dead_code)]
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
     }
 
     /// Number of worker threads.

@@ -231,9 +231,10 @@ fn deadlock_report_lists_waiters_and_names_the_remedy() {
     // Who waits on what: the task reading the variable, with its id and
     // the variable's address, and the outside thread in block_on.
     assert!(
-        stderr.contains("): reading a SyncVar (readFE/readFF) at 0x"),
+        stderr.contains("): reading a SyncVar (readFE/readFF)"),
         "{stderr}"
     );
+    assert!(stderr.contains(" at 0x"), "{stderr}");
     assert!(stderr.contains("task "), "{stderr}");
     assert!(
         stderr.contains("outside thread") && stderr.contains("waiting for a task group"),
@@ -295,4 +296,26 @@ fn deadlock_is_reported_under_every_wait_policy() {
         assert!(stderr.contains("cantus: deadlock"), "{policy}: {stderr}");
         assert!(stderr.contains("1 task(s) reading a SyncVar"), "{policy}: {stderr}");
     }
+}
+
+/// The address a deadlock report prints is the variable's own address.
+#[test]
+fn deadlock_report_prints_the_variables_address() {
+    if is_child() {
+        let rt = cantus::Runtime::new().unwrap();
+        let v: cantus::SyncVar<u64> = cantus::SyncVar::new();
+        eprintln!("VARIABLE {:#x}", &v as *const _ as usize);
+        rt.block_on(|| v.read_fe());
+        unreachable!();
+    }
+    let (status, stderr) = run_child(
+        "deadlock_report_prints_the_variables_address",
+        &[("CANTUS_DEADLOCK_MS", "200"), ("CANTUS_WORKERS", "1")],
+    );
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
+    let addr = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("VARIABLE "))
+        .expect("the child printed the address");
+    assert!(stderr.contains(&format!("at {addr}")), "{stderr}");
 }

@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
     let entries = reg.idle.all_idle()?;
     let quiet = reg.outside.active.load(Ordering::SeqCst) == 0
+        && super::driver::in_flight(reg) == 0
+        && !super::driver::ready(reg)
         && reg.sleeping_tasks() == 0
         && reg.injector.is_empty()
         && reg.roots.is_empty()
@@ -32,7 +34,10 @@ pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
         (
             entries,
             OUTSIDE_WAKES.load(Ordering::Acquire),
-            reg.outside.injected.load(Ordering::Acquire),
+            reg.outside
+                .injected
+                .load(Ordering::Acquire)
+                .wrapping_add(reg.driver_slot.handled.load(Ordering::Acquire)),
         )
     })
 }

@@ -6,6 +6,7 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 mod deadlock;
+pub(crate) mod driver;
 pub(crate) mod idle;
 pub(crate) mod outside;
 pub(crate) mod registry;

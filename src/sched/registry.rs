@@ -2,7 +2,9 @@
 //! resume queues, the injector for outside threads, sleep state,
 //! counters), and the process-wide "current runtime".
 
+use super::driver::{Driver, DriverSlot};
 use super::idle::IdleWatch;
+use super::sleep::Parker;
 use super::sleep::Sleep;
 use super::task::Task;
 use crate::config::Config;
@@ -86,6 +88,12 @@ pub(crate) struct Registry {
     /// Bumped to ask idle workers to list their blocked tasks.
     pub(crate) report_gen: CachePadded<AtomicU64>,
     pub(crate) report: Mutex<DeadlockReport>,
+    /// The communication engine the workers poll (`driver/README.md`);
+    /// `None` for a runtime that talks to no one: then nothing polls.
+    pub(crate) driver: Option<Arc<dyn Driver>>,
+    pub(crate) driver_slot: DriverSlot,
+    /// Set while a worker sleeps parked in the driver.
+    pub(crate) driver_parked: CachePadded<AtomicBool>,
     pub(crate) page: usize,
 }
 
@@ -99,8 +107,16 @@ pub(crate) struct DeadlockReport {
 pub(crate) static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
 
 impl Registry {
-    pub(crate) fn new(config: Config, stealers: Vec<Stealer<Task>>) -> Registry {
+    pub(crate) fn new(
+        config: Config,
+        stealers: Vec<Stealer<Task>>,
+        driver: Option<Arc<dyn Driver>>,
+    ) -> Registry {
         let n = config.workers;
+        let sleep = match &driver {
+            Some(d) if d.can_park() => Sleep::with_parker(n, Box::new(DriverParker(d.clone()))),
+            _ => Sleep::new(n),
+        };
         Registry {
             workers: stealers
                 .into_iter()
@@ -113,13 +129,16 @@ impl Registry {
                 })
                 .collect(),
             injector: Injector::new(),
-            sleep: Sleep::new(n),
+            sleep,
             terminate: AtomicBool::new(false),
             outside: CachePadded::new(OutsideCounters::default()),
             idle: IdleWatch::new(n),
             roots: SegQueue::new(),
             report_gen: CachePadded::new(AtomicU64::new(0)),
             report: Mutex::new(DeadlockReport::default()),
+            driver,
+            driver_slot: DriverSlot::new(),
+            driver_parked: CachePadded::new(AtomicBool::new(false)),
             page: crate::config::page_size(),
             config,
         }
@@ -228,9 +247,28 @@ impl Registry {
     /// `spawned`: a task's spawn happens-before its finish, and a parent's
     /// spawns happen-before its own finish, so equality means quiescence.
     pub(crate) fn quiescent(&self) -> bool {
+        // The driver first: a handler task it spawned is counted in
+        // `spawned` before the driver stops counting it in `in_flight`
+        // (contract of `Driver`), so once we read 0 here (Acquire), the
+        // reads below see that spawn.
+        if super::driver::in_flight(self) != 0 {
+            return false;
+        }
         let finished = self.sum(|c| c.finished.load(Ordering::Acquire));
         let spawned = self.sum(|c| c.spawned.load(Ordering::Acquire))
             + self.outside.injected.load(Ordering::Acquire);
         finished == spawned
+    }
+}
+
+/// The driver as the sleep protocol's parker.
+struct DriverParker(Arc<dyn Driver>);
+
+impl Parker for DriverParker {
+    fn park(&self, timeout: Option<std::time::Duration>) {
+        self.0.park(timeout)
+    }
+    fn unpark(&self) {
+        self.0.unpark()
     }
 }

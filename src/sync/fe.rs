@@ -33,6 +33,9 @@ const FULL: usize = ONE;
 /// });
 /// assert!(!v.is_full());
 /// ```
+// repr(C), word first: the variable's address is its wait word's, which
+// deadlock reports print.
+#[repr(C)]
 pub struct SyncVar<T> {
     word: WaitWord,
     value: UnsafeCell<MaybeUninit<T>>,

@@ -13,6 +13,9 @@ const FULL: usize = ONE;
 /// Empty until written once; then every read returns the value at once:
 /// Chapel's `single` variable.
 /// Reads before the write block (only the calling task).
+// repr(C), word first: the variable's address is its wait word's, which
+// deadlock reports print.
+#[repr(C)]
 pub struct SingleVar<T> {
     word: WaitWord,
     value: UnsafeCell<MaybeUninit<T>>,

@@ -52,8 +52,12 @@ impl BlockKind {
 
     pub(crate) fn describe(self) -> &'static str {
         match self {
-            BlockKind::SyncRead => "reading a SyncVar (readFE/readFF)",
-            BlockKind::SyncWrite => "writing a SyncVar (writeEF/writeFF)",
+            BlockKind::SyncRead => {
+                "reading a SyncVar (readFE/readFF), or from C a full/empty word, syncvar, sinc, barrier or qthread_lock"
+            }
+            BlockKind::SyncWrite => {
+                "writing a SyncVar (writeEF/writeFF), or from C a full/empty word or syncvar"
+            }
             BlockKind::SingleRead => "reading a SingleVar",
             BlockKind::GroupWait => "waiting for a task group, scope, join or coforall",
         }

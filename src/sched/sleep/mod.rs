@@ -2,7 +2,7 @@
 //! The protocol, its states and the fence pairs are in `README.md` beside
 //! this file; `tests/loom_sleep.rs` model-checks it.
 
-use crate::loom::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use crate::loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use crate::loom::sync::{Condvar, Mutex};
 use crossbeam_utils::CachePadded;
 use std::time::Duration;
@@ -15,6 +15,16 @@ struct WorkerSleep {
     state: AtomicU32,
     lock: Mutex<()>,
     wake: Condvar,
+    /// Set (by its own worker, before S3) while it sleeps parked in the
+    /// driver instead of on `wake`: a notifier must also unpark the driver.
+    in_driver: AtomicBool,
+}
+
+/// Blocks a worker in the driver (see `sleep_in`): `park(timeout)`, and
+/// `unpark()` to end a park (a token: an early unpark ends the next park).
+pub(crate) trait Parker: core::marker::Sync {
+    fn park(&self, timeout: Option<Duration>);
+    fn unpark(&self);
 }
 
 /// Sleep state of all workers.
@@ -22,6 +32,9 @@ pub(crate) struct Sleep {
     /// Workers in SLEEPY or SLEEPING.
     sleepers: AtomicUsize,
     workers: Box<[CachePadded<WorkerSleep>]>,
+    /// The driver's parker, if a worker may park in it (set once, before
+    /// any worker runs).
+    parker: Option<Box<dyn Parker + Send>>,
 }
 
 /// Why `sleep` returned.
@@ -45,10 +58,73 @@ impl Sleep {
                         state: AtomicU32::new(AWAKE),
                         lock: Mutex::new(()),
                         wake: Condvar::new(),
+                        in_driver: AtomicBool::new(false),
                     })
                 })
                 .collect(),
+            parker: None,
         }
+    }
+
+    /// Sleep state whose workers may park in `parker` (`sleep_in`).
+    pub(crate) fn with_parker(workers: usize, parker: Box<dyn Parker + Send>) -> Sleep {
+        let mut s = Sleep::new(workers);
+        s.parker = Some(parker);
+        s
+    }
+
+    /// Like [`sleep`](Self::sleep), but S4 blocks in the driver's parker
+    /// instead of on the condition variable: a message arriving wakes the
+    /// worker directly. Returns `Woke::Work` when the parker returned on
+    /// its own (something may have arrived, or the timeout passed).
+    pub(crate) fn sleep_in(
+        &self,
+        w: usize,
+        has_work: impl Fn() -> bool,
+        timeout: Option<Duration>,
+    ) -> Woke {
+        let Some(parker) = &self.parker else {
+            return self.sleep(w, has_work, timeout);
+        };
+        let me = &self.workers[w];
+        // Relaxed: published by the AcqRel RMWs of S1/S3 below, which a
+        // notifier's N2 swap reads.
+        me.in_driver.store(true, Ordering::Relaxed);
+        me.state.swap(SLEEPY, Ordering::AcqRel);
+        self.sleepers.fetch_add(1, Ordering::AcqRel);
+        let woke = 'out: {
+            if has_work() {
+                me.state.swap(AWAKE, Ordering::AcqRel);
+                break 'out Woke::Work;
+            }
+            // S3 under the lock, as in `sleep`.
+            let committed = {
+                let _g = me.lock.lock().unwrap();
+                me.state
+                    .compare_exchange(SLEEPY, SLEEPING, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            };
+            if !committed {
+                break 'out Woke::Notified;
+            }
+            // S4': park in the driver. A notifier that swapped us to AWAKE
+            // after our CAS saw `in_driver` (it read the CAS's write) and
+            // unparks; the parker's token keeps an unpark that comes before
+            // our park.
+            parker.park(timeout);
+            if me
+                .state
+                .compare_exchange(SLEEPING, AWAKE, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                Woke::Work
+            } else {
+                Woke::Notified
+            }
+        };
+        me.in_driver.store(false, Ordering::Relaxed);
+        self.sleepers.fetch_sub(1, Ordering::AcqRel);
+        woke
     }
 
     /// Puts worker `w` to sleep unless `has_work` finds something after the
@@ -177,6 +253,13 @@ impl Sleep {
                 let _g = ws.lock.lock().unwrap();
                 ws.wake.notify_one();
                 drop(_g);
+                // Acquire by the swap above: a worker parked in the driver
+                // set `in_driver` before its SLEEPING CAS, which we read.
+                if ws.in_driver.load(Ordering::Relaxed) {
+                    if let Some(p) = &self.parker {
+                        p.unpark();
+                    }
+                }
                 true
             }
         }

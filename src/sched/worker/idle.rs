@@ -44,6 +44,9 @@ impl WorkerLocal {
         let mut backoff = 1u32;
         loop {
             self.answer_report();
+            if reg.driver.is_some() && crate::sched::driver::poll(reg) > 0 {
+                break;
+            }
             if self.has_work() || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
@@ -86,15 +89,25 @@ impl WorkerLocal {
                 .peek()
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
             bump(&c.parks, 1);
-            reg.sleep.sleep(
-                self.index,
-                || {
-                    self.has_work()
-                        || reg.terminate.load(Ordering::Acquire)
-                        || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
-                },
-                timeout,
-            );
+            let has_work = || {
+                self.has_work()
+                    || reg.terminate.load(Ordering::Acquire)
+                    || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
+            };
+            // One sleeping worker at a time parks in the driver (when it
+            // can park), so that whenever every worker sleeps, an arrival
+            // wakes one directly (`driver/README.md`).
+            if reg.driver.as_ref().is_some_and(|d| d.can_park())
+                && reg
+                    .driver_parked
+                    .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                reg.sleep.sleep_in(self.index, has_work, timeout);
+                reg.driver_parked.store(false, Ordering::Release);
+            } else {
+                reg.sleep.sleep(self.index, has_work, timeout);
+            }
             break;
         }
         reg.idle.leave();

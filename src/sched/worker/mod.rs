@@ -68,6 +68,9 @@ const POOLED_STACKS: usize = 16;
 const OUTSIDE_WAIT_SPIN: u32 = 16;
 /// Most `spin_loop` hints between two polls of an idle worker.
 const IDLE_BACKOFF: u32 = 64;
+/// A busy worker polls the driver once every this many tasks it runs (an
+/// idle one on every idle-loop iteration).
+const POLL_EVERY: u32 = 64;
 /// `current_slot` while the worker runs its own loop, not a carrier.
 const NO_SLOT: u32 = u32::MAX;
 /// Usable size of the stack that root tasks (the closure of `block_on` or
@@ -97,6 +100,8 @@ pub(crate) struct WorkerLocal {
     root_stack: RefCell<Option<TaskStack>>,
     /// The last deadlock-report request this worker answered.
     report_seen: Cell<u64>,
+    /// Tasks until this busy worker next polls the driver.
+    poll_countdown: Cell<u32>,
     timers: RefCell<BinaryHeap<Reverse<(Instant, u32)>>>,
     handoff: Cell<Option<Task>>,
     current_slot: Cell<u32>,
@@ -173,6 +178,23 @@ impl WorkerLocal {
             .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
         self.task_id.set(prev);
         guard::set_running_task(prev);
+    }
+
+    /// Between two tasks: polls the driver every `POLL_EVERY` tasks, so
+    /// that arrivals are served at a bounded rate while every worker is
+    /// busy. Without a driver, one predictable branch.
+    #[inline]
+    pub(crate) fn poll_driver_now_and_then(&self) {
+        if self.registry.driver.is_none() {
+            return;
+        }
+        let left = self.poll_countdown.get();
+        if left > 1 {
+            self.poll_countdown.set(left - 1);
+            return;
+        }
+        self.poll_countdown.set(POLL_EVERY);
+        crate::sched::driver::poll(&self.registry);
     }
 
     /// Counts a pushed task that its owner took back and called directly.
@@ -337,6 +359,7 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<T
         idle_root: Cell::new(None),
         root_stack: RefCell::new(None),
         report_seen: Cell::new(0),
+        poll_countdown: Cell::new(POLL_EVERY),
         timers: RefCell::new(BinaryHeap::new()),
         handoff: Cell::new(None),
         current_slot: Cell::new(NO_SLOT),

@@ -62,6 +62,7 @@ impl WorkerLocal {
             || !self.yielded.borrow().is_empty()
             || !reg.injector.is_empty()
             || !reg.roots.is_empty()
+            || crate::sched::driver::ready(reg)
             || reg.workers.iter().any(|w| !w.stealer.is_empty())
             || self
                 .timers

@@ -1,0 +1,162 @@
+//! The communication seam: a *driver* the workers poll, and how it counts
+//! in termination. Transports (the shared-memory rings, MPI) implement
+//! [`Driver`]; the scheduler knows nothing else about them. The protocol,
+//! its invariants and memory orderings are in `README.md` beside this
+//! file (seed 000, section 5: a communication progress engine beside the
+//! tasking layer; tokio's park/driver split is the model for parking in
+//! the driver).
+
+// The transports that use the seam live in `comm/` (the shared-memory
+// and MPI transports come with locales); until then only tests drive it.
+#![allow(dead_code)]
+
+use super::registry::Registry;
+use super::task::Task;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// A communication engine that the workers make progress on.
+///
+/// Contract, checked by `tests.rs` beside this file:
+/// - `poll` is never called by two threads at once (the registry holds a
+///   poll token); it may run on any worker, between tasks or in the idle
+///   loop, never inside a task.
+/// - Whatever a producer publishes *before* calling [`DriverWaker::wake`]
+///   must be seen by the next `ready`/`poll` (use Release/Acquire, or a
+///   lock): `ready` is the re-check of the sleep protocol (S2).
+/// - `in_flight` counts work the driver holds that will still become
+///   runtime work (accepted messages not yet turned into tasks, requests
+///   sent and awaiting replies). While it is non-zero the runtime is not
+///   quiescent, does not shut down, and is never reported deadlocked.
+///   It must not drop to zero before the work it counted is visible to
+///   the runtime (a task pushed through [`DriverContext::spawn`] is
+///   counted by the runtime from the moment it is pushed).
+/// - `park` (optional) blocks the calling worker until something arrives,
+///   `unpark` is called, or the timeout passes. An `unpark` that comes
+///   before the `park` it is meant for makes that `park` return at once
+///   (a token, like `std::thread::park`).
+pub(crate) trait Driver: Send + Sync + 'static {
+    /// Takes what arrived and hands it to the runtime through `cx`.
+    /// Returns how many items it handled (0: nothing was there).
+    fn poll(&self, cx: &DriverContext<'_>) -> usize;
+
+    /// Whether `poll` would find something now (cheap).
+    fn ready(&self) -> bool;
+
+    /// Work held by the driver that will still become runtime work.
+    fn in_flight(&self) -> u64;
+
+    /// Whether this driver can block the last idle worker (`park`).
+    fn can_park(&self) -> bool {
+        false
+    }
+
+    /// Blocks until something arrives, `unpark`, or `timeout`.
+    fn park(&self, _timeout: Option<Duration>) {}
+
+    /// Ends a `park` (now, or the next one if none is in progress).
+    fn unpark(&self) {}
+}
+
+/// What `Driver::poll` may do with what arrived.
+pub(crate) struct DriverContext<'a> {
+    registry: &'a Registry,
+}
+
+impl DriverContext<'_> {
+    /// Runs `f` as a detached task (a handler: it may block on sync
+    /// variables). Pushed on the polling worker's own deque, from where
+    /// idle workers steal it.
+    pub(crate) fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) {
+        // SAFETY: `f` is 'static and detached tasks have no group.
+        let task = unsafe { Task::from_closure(f, std::ptr::null()) };
+        match super::WorkerLocal::current() {
+            Some(local) if std::ptr::eq(&*local.registry, self.registry) => local.push(task),
+            _ => self.registry.inject(task),
+        }
+    }
+}
+
+/// Lets a producer (a thread or process feeding the driver) wake the
+/// runtime after publishing something for `poll` to find.
+#[derive(Clone)]
+pub(crate) struct DriverWaker {
+    registry: Weak<Registry>,
+}
+
+impl DriverWaker {
+    pub(crate) fn new(registry: &Arc<Registry>) -> DriverWaker {
+        DriverWaker {
+            registry: Arc::downgrade(registry),
+        }
+    }
+
+    /// Wakes one sleeping worker (or the one parked in the driver) so
+    /// that someone polls soon. Call after publishing.
+    pub(crate) fn wake(&self) {
+        if let Some(r) = self.registry.upgrade() {
+            r.sleep.notify_one();
+            if r.driver_parked.load(Ordering::Acquire) {
+                if let Some(d) = &r.driver {
+                    d.unpark();
+                }
+            }
+        }
+    }
+}
+
+/// The registry's side of the seam.
+pub(crate) struct DriverSlot {
+    /// The poll token: set while one thread polls.
+    polling: AtomicBool,
+    /// Items handled by all polls (progress the deadlock check sees).
+    pub(crate) handled: AtomicU64,
+}
+
+impl DriverSlot {
+    pub(crate) fn new() -> DriverSlot {
+        DriverSlot {
+            polling: AtomicBool::new(false),
+            handled: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Polls the registry's driver if no one else is polling it. Returns how
+/// many items were handled.
+pub(crate) fn poll(reg: &Registry) -> usize {
+    let Some(driver) = &reg.driver else { return 0 };
+    let slot = &reg.driver_slot;
+    // Cheap test first: a contended token is a busy cache line.
+    if slot.polling.load(Ordering::Relaxed)
+        || slot
+            .polling
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+    {
+        return 0;
+    }
+    let n = driver.poll(&DriverContext { registry: reg });
+    if n > 0 {
+        slot.handled.fetch_add(n as u64, Ordering::AcqRel);
+    }
+    // Release: the next poller sees this poll's effects on the driver.
+    slot.polling.store(false, Ordering::Release);
+    n
+}
+
+/// Whether the driver has something for `poll` (false without a driver).
+#[inline]
+pub(crate) fn ready(reg: &Registry) -> bool {
+    reg.driver.as_ref().is_some_and(|d| d.ready())
+}
+
+/// Work the driver holds (0 without a driver).
+#[inline]
+pub(crate) fn in_flight(reg: &Registry) -> u64 {
+    reg.driver.as_ref().map_or(0, |d| d.in_flight())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests;
