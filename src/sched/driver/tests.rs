@@ -24,6 +24,8 @@ struct QueueDriver {
     queue: SegQueue<Handler>,
     queued: AtomicU64,
     producers: AtomicU64,
+    /// Polls that handled something while no worker was idle.
+    busy_polls: AtomicU64,
     parking: bool,
     /// The park token and its condition variable (parking variant).
     token: Mutex<bool>,
@@ -36,6 +38,7 @@ impl QueueDriver {
             queue: SegQueue::new(),
             queued: AtomicU64::new(0),
             producers: AtomicU64::new(0),
+            busy_polls: AtomicU64::new(0),
             parking,
             token: Mutex::new(false),
             arrived: Condvar::new(),
@@ -66,6 +69,9 @@ impl Driver for QueueDriver {
             // After the spawn is counted by the runtime (contract).
             self.queued.fetch_sub(1, Ordering::AcqRel);
             n += 1;
+        }
+        if n > 0 && cx.registry.idle.idle() == 0 {
+            self.busy_polls.fetch_add(1, Ordering::Relaxed);
         }
         n
     }
@@ -237,28 +243,32 @@ fn flood_while_workers_are_busy() {
             FLOOD,
             (0, Duration::ZERO),
         );
-        // Keep both workers busy with tasks meanwhile: they must poll
-        // between tasks (at a bounded rate), not only when idle.
+        // Keep both workers busy with rounds of short tasks meanwhile:
+        // they must poll between tasks (at a bounded rate), not only when
+        // idle. (Handlers are tasks: they run when a worker picks a task,
+        // as an owner between its own tasks or a thief from the bottom of
+        // a deque; a task that never ends would starve them, as it would
+        // any task: there is no preemption.)
         let done = AtomicBool::new(false);
         rt.block_on(|| {
-            crate::coforall(2, |_| {
-                let t0 = Instant::now();
-                while count.load(Ordering::Relaxed) < FLOOD / 2
-                    && t0.elapsed() < Duration::from_secs(60)
-                {
-                    // Short tasks, so the carrier loop runs between them.
-                    crate::scope(|s| {
-                        for _ in 0..64 {
-                            s.spawn(|| {
-                                std::hint::black_box(0u64);
-                            });
-                        }
-                    });
-                }
-                done.store(true, Ordering::Relaxed);
-            })
+            let t0 = Instant::now();
+            while count.load(Ordering::Relaxed) < FLOOD / 2
+                && t0.elapsed() < Duration::from_secs(60)
+            {
+                crate::coforall(64, |i| {
+                    let mut x = i as u64;
+                    for _ in 0..200 {
+                        x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+                    }
+                });
+            }
+            done.store(true, Ordering::Relaxed);
         });
         assert!(done.load(Ordering::Relaxed));
+        assert!(
+            driver.busy_polls.load(Ordering::Relaxed) > 0,
+            "no poll ran while every worker was busy"
+        );
         assert!(
             count.load(Ordering::Relaxed) >= FLOOD / 2,
             "busy workers did not serve the driver"

@@ -192,7 +192,6 @@ pub(super) fn carrier_main(
         local.current_slot.set(slot);
         while let Some(task) = local.find_task() {
             local.run_task(task);
-            local.poll_driver_now_and_then();
             if local.resumable_pending() {
                 break;
             }

@@ -178,9 +178,11 @@ impl WorkerLocal {
             .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
         self.task_id.set(prev);
         guard::set_running_task(prev);
+        self.poll_driver_now_and_then();
     }
 
-    /// Between two tasks: polls the driver every `POLL_EVERY` tasks, so
+    /// After each task (run by a carrier, or inline by a waiting join or
+    /// scope): polls the driver every `POLL_EVERY` tasks, so
     /// that arrivals are served at a bounded rate while every worker is
     /// busy. Without a driver, one predictable branch.
     #[inline]
@@ -205,6 +207,7 @@ impl WorkerLocal {
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
             .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
+        self.poll_driver_now_and_then();
     }
 
     pub(crate) fn note_detached_panic(&self) {
