@@ -379,23 +379,8 @@ pub unsafe extern "C" fn qthread_fork_copyargs(
     arg_size: usize,
     ret: *mut u64,
 ) -> c_int {
-    const CALL: &str = "qthread_fork_copyargs";
-    qt(CALL, || {
-        // SAFETY: forwarded contract.
-        unsafe {
-            spawn(
-                CALL,
-                f,
-                arg,
-                arg_size,
-                ret.cast(),
-                0,
-                std::ptr::null_mut(),
-                NO_SHEPHERD,
-                0,
-            )
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { fork_plain("qthread_fork_copyargs", f, arg, arg_size, ret.cast(), 0) }
 }
 
 /// qthread_fork_syncvar: as `qthread_fork`, with a `syncvar_t` result.
@@ -408,23 +393,8 @@ pub unsafe extern "C" fn qthread_fork_syncvar(
     arg: *const c_void,
     ret: *mut Syncvar,
 ) -> c_int {
-    const CALL: &str = "qthread_fork_syncvar";
-    qt(CALL, || {
-        // SAFETY: forwarded contract.
-        unsafe {
-            spawn(
-                CALL,
-                f,
-                arg,
-                0,
-                ret.cast(),
-                0,
-                std::ptr::null_mut(),
-                NO_SHEPHERD,
-                SPAWN_RET_SYNCVAR_T,
-            )
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe { fork_plain("qthread_fork_syncvar", f, arg, 0, ret.cast(), SPAWN_RET_SYNCVAR_T) }
 }
 
 /// qthread_fork_syncvar_copyargs: `qthread_fork_copyargs` with a
@@ -439,20 +409,36 @@ pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
     arg_size: usize,
     ret: *mut Syncvar,
 ) -> c_int {
-    const CALL: &str = "qthread_fork_syncvar_copyargs";
-    qt(CALL, || {
+    // SAFETY: forwarded contract.
+    unsafe { fork_plain("qthread_fork_syncvar_copyargs", f, arg, arg_size, ret.cast(), SPAWN_RET_SYNCVAR_T) }
+}
+
+/// A fork with no preconditions and no target shepherd: `qthread_spawn`'s
+/// arguments for the `qthread_fork*` family.
+///
+/// # Safety
+/// As for [`spawn`] with those arguments.
+unsafe fn fork_plain(
+    call: &'static str,
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut c_void,
+    flags: u32,
+) -> c_int {
+    qt(call, || {
         // SAFETY: forwarded contract.
         unsafe {
             spawn(
-                CALL,
+                call,
                 f,
                 arg,
                 arg_size,
-                ret.cast(),
+                ret,
                 0,
                 std::ptr::null_mut(),
                 NO_SHEPHERD,
-                SPAWN_RET_SYNCVAR_T,
+                flags,
             )
         }
     })
