@@ -3,11 +3,9 @@
 use crate::config::{Builder, Config};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
-use crate::par::job::StackJob;
-use crate::sched::task::Task;
 use crate::sched::worker::{pin_to, worker_main};
 use crate::sched::{OutsideBlocked, Registry, WorkerLocal};
-use crate::sync::wait::BlockKind;
+use crate::sched::block::BlockKind;
 use crossbeam_deque::Worker;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -98,7 +96,7 @@ impl Runtime {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             return f();
         }
-        crate::sched::outside::long_wait(|| run_as_task(&self.registry, f))
+        crate::sched::outside::long_wait(|| crate::par::run_as_task(&self.registry, f))
     }
 
     /// The registry (for the communication layer and tests).
@@ -182,50 +180,6 @@ where
     let r = rt.block_on(main);
     rt.shutdown();
     Ok(r)
-}
-
-/// Runs `f` as a task of `reg` from an outside thread and waits.
-fn run_as_task<R: Send, F: FnOnce() -> R + Send>(reg: &Registry, f: F) -> R {
-    let job = StackJob::new(f);
-    // SAFETY: we wait for the job's latch before `job` goes out of scope.
-    reg.inject_root(unsafe { job.as_task() });
-    job.latch.wait_blocking(BlockKind::GroupWait);
-    job.into_result()
-}
-
-/// Runs `f` on a worker for an outside thread (join from outside).
-#[track_caller]
-pub(crate) fn on_worker<R: Send, F: FnOnce() -> R + Send>(call: &str, f: F) -> R {
-    let reg = registry_or_panic(call);
-    run_as_task(&reg, f)
-}
-
-/// The running runtime, or a panic with a clear message.
-#[track_caller]
-pub(crate) fn registry_or_panic(call: &str) -> Arc<Registry> {
-    match Registry::current() {
-        Some(r) => r,
-        None => panic!("{}", Error::no_runtime(call)),
-    }
-}
-
-/// Pushes a task: on the worker's own deque from a worker, through the
-/// injector from an outside thread.
-pub(crate) fn push_task(call: &str, task: Task) -> Result<(), Error> {
-    if let Some(local) = WorkerLocal::current() {
-        local.push(task);
-        return Ok(());
-    }
-    match Registry::current() {
-        Some(r) => {
-            r.inject(task);
-            Ok(())
-        }
-        None => {
-            drop(task);
-            Err(Error::no_runtime(call))
-        }
-    }
 }
 
 /// Declares, for as long as it lives, that the calling outside thread is

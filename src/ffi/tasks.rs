@@ -85,7 +85,7 @@ pub unsafe extern "C" fn cantus_call(f: CantusTaskFn, arg: *mut c_void) -> Code 
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             body();
         } else {
-            crate::runtime::on_worker("cantus_call", body);
+            crate::par::on_worker("cantus_call", body);
         }
         Ok(OK)
     })

@@ -27,5 +27,5 @@ where
 {
     // SAFETY: the closure is 'static; detached tasks have no group.
     let task = unsafe { Task::from_closure(f, std::ptr::null()) };
-    crate::runtime::push_task("begin", task)
+    crate::sched::push_task("begin", task)
 }

@@ -57,7 +57,7 @@ where
             wait_group(local, &job.count, group);
         }
         None => {
-            let reg = crate::runtime::registry_or_panic("coforall");
+            let reg = crate::sched::registry_or_panic("coforall");
             // SAFETY: as above; we block until the count is done.
             reg.inject(unsafe { range_task(&job, 0, n) });
             job.count.wait_blocking(BlockKind::GroupWait);

@@ -129,7 +129,7 @@ impl Forall {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             return self.run(&ops);
         }
-        crate::runtime::on_worker("forall", || self.run(&ops))
+        crate::par::on_worker("forall", || self.run(&ops))
     }
 
     /// Reduces `map(i)` over the range with `op` from `identity`.

@@ -3,7 +3,8 @@
 
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::{Shared, Task};
+use super::completion::Shared;
+use crate::sched::task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::panic;
@@ -63,7 +64,7 @@ impl TaskGroup {
         // SAFETY: the closure is 'static; the task owns the strong
         // reference `group`, which `Shared` takes back when it finishes.
         let task = unsafe { Task::closure::<F, Shared>(f, group) };
-        if let Err(e) = crate::runtime::push_task("TaskGroup::spawn", task) {
+        if let Err(e) = crate::sched::push_task("TaskGroup::spawn", task) {
             // The unpushed task was dropped, which counted it finished.
             panic!("{e}");
         }

@@ -39,7 +39,7 @@ where
     RB: Send,
 {
     let Some(local) = WorkerLocal::current().filter(|l| l.in_task()) else {
-        return crate::runtime::on_worker("join", move || join(a, b));
+        return crate::par::on_worker("join", move || join(a, b));
     };
     let job_b = StackJob::new(b);
     // SAFETY: job_b lives on this frame, and we do not leave the frame

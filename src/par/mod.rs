@@ -3,11 +3,13 @@
 
 mod begin;
 mod cobegin;
+mod completion;
 mod coforall;
 mod forall;
 mod group;
 pub(crate) mod job;
 mod join;
+mod outside;
 mod scope;
 
 pub use begin::{begin, try_begin};
@@ -17,3 +19,5 @@ pub use forall::{DEFAULT_GRAIN, Forall, Schedule, forall, forall_chunks_mut, for
 pub use group::TaskGroup;
 pub use join::join;
 pub use scope::{Scope, scope};
+
+pub(crate) use outside::{on_worker, run_as_task};

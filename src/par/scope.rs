@@ -3,7 +3,8 @@
 
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::{Scoped, Task};
+use super::completion::Scoped;
+use crate::sched::task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::marker::PhantomData;
@@ -73,7 +74,7 @@ impl<'scope> Scope<'scope, '_> {
         // does not end (wait_all) before the count, which this task
         // decrements last, is zero.
         let task = unsafe { Task::closure::<F, Scoped>(f, count) };
-        if let Err(e) = crate::runtime::push_task("Scope::spawn", task) {
+        if let Err(e) = crate::sched::push_task("Scope::spawn", task) {
             // The unpushed task was dropped, which counted it finished.
             panic!("{e}");
         }

@@ -7,7 +7,7 @@
 
 use super::outside::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
 use super::registry::Registry;
-use crate::sync::wait::BlockKind;
+use super::block::BlockKind;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

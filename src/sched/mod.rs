@@ -5,6 +5,7 @@
 
 #![cfg_attr(loom, allow(dead_code))]
 
+pub(crate) mod block;
 mod deadlock;
 pub(crate) mod driver;
 pub(crate) mod idle;
@@ -20,7 +21,7 @@ pub(crate) use outside::{
 pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
 
-use crate::sync::wait::BlockKind;
+use block::BlockKind;
 
 /// Names a blocked task so a waker can make it runnable again: its
 /// worker and its carrier's slot there.
@@ -80,3 +81,33 @@ pub(crate) fn may_spin_before_blocking() -> bool {
 /// Iterations a task spins on a variable before it blocks, when
 /// [`may_spin_before_blocking`] allows.
 pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;
+
+/// The running runtime, or a panic with a clear message.
+#[track_caller]
+pub(crate) fn registry_or_panic(call: &str) -> std::sync::Arc<Registry> {
+    match Registry::current() {
+        Some(r) => r,
+        None => panic!("{}", crate::error::Error::no_runtime(call)),
+    }
+}
+
+/// Pushes a task: on the worker's own deque from a worker, through the
+/// injector from an outside thread.
+pub(crate) fn push_task(call: &str, task: task::Task) -> Result<(), crate::error::Error> {
+    if let Some(local) = WorkerLocal::current() {
+        local.push(task);
+        return Ok(());
+    }
+    match Registry::current() {
+        Some(r) => {
+            r.inject(task);
+            Ok(())
+        }
+        None => {
+            drop(task);
+            Err(crate::error::Error::no_runtime(call))
+        }
+    }
+}
+
+

@@ -10,7 +10,7 @@
 //! deadlock. No worker has to decide it is the last one awake.
 
 use super::registry::{CURRENT, Registry};
-use crate::sync::wait::BlockKind;
+use super::block::BlockKind;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

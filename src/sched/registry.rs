@@ -9,7 +9,7 @@ use super::sleep::Sleep;
 use super::task::Task;
 use crate::config::Config;
 use crate::error::Error;
-use crate::sync::wait::BLOCK_KINDS;
+use super::block::BLOCK_KINDS;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;

@@ -9,16 +9,14 @@
 //! into and out of a deque on every spawn.
 //!
 //! What happens after the closure ran is the task's [`Completion`]: report
-//! a detached task's panic, or count a group task finished (recording its
-//! panic for the waiter). The closure itself captures none of that, so the
+//! a detached task's panic here, or (completions defined in `par/`) count a
+//! group task finished, recording its panic for the waiter. The closure itself captures none of that, so the
 //! whole payload is the user's.
 
-use crate::sync::end_count::EndCount;
 use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use std::sync::Arc;
 
 /// Payload capacity in machine words.
 pub(crate) const INLINE_WORDS: usize = 2;
@@ -80,59 +78,6 @@ impl Completion for Detached {
         }
     }
     unsafe fn dropped(_: *const ()) {}
-}
-
-/// A task of a scope: `group` is an `EndCount` the scope keeps alive until
-/// the count is zero.
-pub(crate) enum Scoped {}
-
-impl Completion for Scoped {
-    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
-        // SAFETY: the scope keeps its count alive until done_one, our last
-        // access (contract of `Task::closure`).
-        let count = unsafe { &*(group as *const EndCount) };
-        if let Err(p) = result {
-            count.record_panic(p);
-        }
-        count.done_one();
-    }
-    unsafe fn dropped(group: *const ()) {
-        // SAFETY: as above.
-        unsafe {
-            Self::finished(
-                group,
-                Err(Box::new(
-                    "cantus: the runtime shut down before this task ran",
-                )),
-            )
-        }
-    }
-}
-
-/// A task of a `TaskGroup`: `group` came from `Arc::into_raw` and the task
-/// owns that reference.
-pub(crate) enum Shared {}
-
-impl Completion for Shared {
-    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
-        // SAFETY: the task owns one strong reference, taken back here once.
-        let count = unsafe { Arc::from_raw(group as *const EndCount) };
-        if let Err(p) = result {
-            count.record_panic(p);
-        }
-        count.done_one();
-    }
-    unsafe fn dropped(group: *const ()) {
-        // SAFETY: as above.
-        unsafe {
-            Self::finished(
-                group,
-                Err(Box::new(
-                    "cantus: the runtime shut down before this task ran",
-                )),
-            )
-        }
-    }
 }
 
 impl Task {
@@ -245,6 +190,7 @@ fn finish<F: FnOnce(), C: Completion>(f: F, group: *const (), action: Action) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
@@ -304,25 +250,5 @@ mod tests {
             drop(t);
             assert_eq!(Arc::strong_count(&token), 1);
         }
-    }
-
-    #[test]
-    fn group_completions_count_and_record_panics() {
-        let count = EndCount::new(2);
-        let group = &count as *const EndCount as *const ();
-        // SAFETY: `count` outlives both tasks (run right here).
-        unsafe {
-            Task::closure::<_, Scoped>(|| (), group).run();
-            Task::closure::<_, Scoped>(|| panic!("scoped task failed"), group).run();
-        }
-        assert!(count.is_done());
-        assert!(count.take_panic().is_some());
-
-        let shared = Arc::new(EndCount::new(1));
-        let raw = Arc::into_raw(shared.clone()) as *const ();
-        // SAFETY: the task owns the strong reference `raw`.
-        unsafe { drop(Task::closure::<_, Shared>(|| (), raw)) };
-        assert!(shared.is_done(), "a dropped task still counts as finished");
-        assert_eq!(Arc::strong_count(&shared), 1, "and releases its reference");
     }
 }

@@ -19,7 +19,7 @@ use super::task::Task;
 use crate::config::WaitPolicy;
 use crate::fiber::guard;
 use crate::fiber::stack::TaskStack;
-use crate::sync::wait::{BLOCK_KINDS, BlockKind};
+use crate::sched::block::{BLOCK_KINDS, BlockKind};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use crossbeam_deque::{Steal, Worker};
 use std::cell::{Cell, RefCell};

@@ -1,0 +1,88 @@
+//! How a task of a group reports its end: the [`Completion`]s of scope
+//! and `TaskGroup` tasks, which count an end count down and record a
+//! panic for whoever waits. (The scheduler only knows the `Completion`
+//! trait; the end counts are this layer's.)
+
+use crate::sched::task::Completion;
+use crate::sync::end_count::EndCount;
+use std::any::Any;
+use std::sync::Arc;
+
+/// A task of a scope: `group` is an `EndCount` the scope keeps alive until
+/// the count is zero.
+pub(crate) enum Scoped {}
+
+impl Completion for Scoped {
+    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
+        // SAFETY: the scope keeps its count alive until done_one, our last
+        // access (contract of `Task::closure`).
+        let count = unsafe { &*(group as *const EndCount) };
+        if let Err(p) = result {
+            count.record_panic(p);
+        }
+        count.done_one();
+    }
+    unsafe fn dropped(group: *const ()) {
+        // SAFETY: as above.
+        unsafe {
+            Self::finished(
+                group,
+                Err(Box::new(
+                    "cantus: the runtime shut down before this task ran",
+                )),
+            )
+        }
+    }
+}
+
+/// A task of a `TaskGroup`: `group` came from `Arc::into_raw` and the task
+/// owns that reference.
+pub(crate) enum Shared {}
+
+impl Completion for Shared {
+    unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>) {
+        // SAFETY: the task owns one strong reference, taken back here once.
+        let count = unsafe { Arc::from_raw(group as *const EndCount) };
+        if let Err(p) = result {
+            count.record_panic(p);
+        }
+        count.done_one();
+    }
+    unsafe fn dropped(group: *const ()) {
+        // SAFETY: as above.
+        unsafe {
+            Self::finished(
+                group,
+                Err(Box::new(
+                    "cantus: the runtime shut down before this task ran",
+                )),
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sched::task::Task;
+
+    #[test]
+    fn group_completions_count_and_record_panics() {
+        let count = EndCount::new(2);
+        let group = &count as *const EndCount as *const ();
+        // SAFETY: `count` outlives both tasks (run right here).
+        unsafe {
+            Task::closure::<_, Scoped>(|| (), group).run();
+            Task::closure::<_, Scoped>(|| panic!("scoped task failed"), group).run();
+        }
+        assert!(count.is_done());
+        assert!(count.take_panic().is_some());
+
+        let shared = Arc::new(EndCount::new(1));
+        let raw = Arc::into_raw(shared.clone()) as *const ();
+        // SAFETY: the task owns the strong reference `raw`.
+        unsafe { drop(Task::closure::<_, Shared>(|| (), raw)) };
+        assert!(shared.is_done(), "a dropped task still counts as finished");
+        assert_eq!(Arc::strong_count(&shared), 1, "and releases its reference");
+    }
+}
