@@ -95,12 +95,15 @@ pub(crate) fn stats_report(r: &Registry) -> String {
     );
     let _ = writeln!(
         s,
-        "  {:>6} {:>12} {:>12} {:>10} {:>8} {:>9} {:>7} {:>14} {:>8}",
+        "  {:>6} {:>12} {:>12} {:>10} {:>12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>14} {:>8}",
         "worker",
         "spawned",
         "ran",
         "steals",
+        "failed steal",
+        "retries",
         "sleeps",
+        "woken",
         "carriers",
         "stacks",
         "max stack use",
@@ -110,12 +113,15 @@ pub(crate) fn stats_report(r: &Registry) -> String {
         let c = &w.counters;
         let _ = writeln!(
             s,
-            "  {:>6} {:>12} {:>12} {:>10} {:>8} {:>9} {:>7} {:>11} KiB {:>8}",
+            "  {:>6} {:>12} {:>12} {:>10} {:>12} {:>9} {:>8} {:>8} {:>9} {:>7} {:>11} KiB {:>8}",
             i,
             c.spawned.load(Ordering::Relaxed),
             c.finished.load(Ordering::Relaxed),
             c.steals.load(Ordering::Relaxed),
+            c.failed_steal_rounds.load(Ordering::Relaxed),
+            c.steal_retries.load(Ordering::Relaxed),
             c.parks.load(Ordering::Relaxed),
+            c.woken.load(Ordering::Relaxed),
             c.carriers.load(Ordering::Relaxed),
             c.stacks.load(Ordering::Relaxed),
             c.max_stack_resident.load(Ordering::Relaxed) / 1024,
@@ -124,8 +130,9 @@ pub(crate) fn stats_report(r: &Registry) -> String {
     }
     let _ = writeln!(
         s,
-        "  tasks spawned from outside threads: {}",
-        r.outside.injected.load(Ordering::Relaxed)
+        "  tasks spawned from outside threads: {}; driver items handled: {}",
+        r.outside.injected.load(Ordering::Relaxed),
+        r.driver_slot.handled.load(Ordering::Relaxed)
     );
     s
 }

@@ -26,6 +26,12 @@ pub(crate) struct Counters {
     pub(crate) blocked: [AtomicU64; BLOCK_KINDS],
     pub(crate) sleeping: AtomicU64,
     pub(crate) steals: AtomicU64,
+    /// Steal rounds (every victim probed) that found nothing.
+    pub(crate) failed_steal_rounds: AtomicU64,
+    /// Steal attempts that lost a race (`Steal::Retry`).
+    pub(crate) steal_retries: AtomicU64,
+    /// Times this worker was woken from sleep by a notifier.
+    pub(crate) woken: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) carriers: AtomicU64,
     pub(crate) stacks: AtomicU64,

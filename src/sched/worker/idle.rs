@@ -103,10 +103,15 @@ impl WorkerLocal {
                     .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
             {
-                reg.sleep.sleep_in(self.index, has_work, timeout);
+                let woke = reg.sleep.sleep_in(self.index, has_work, timeout);
                 reg.driver_parked.store(false, Ordering::Release);
-            } else {
-                reg.sleep.sleep(self.index, has_work, timeout);
+                if woke == crate::sched::sleep::Woke::Notified {
+                    bump(&c.woken, 1);
+                }
+            } else if reg.sleep.sleep(self.index, has_work, timeout)
+                == crate::sched::sleep::Woke::Notified
+            {
+                bump(&c.woken, 1);
             }
             break;
         }

@@ -47,10 +47,11 @@ impl WorkerLocal {
                         return Some(t);
                     }
                     Steal::Empty => break,
-                    Steal::Retry => {}
+                    Steal::Retry => bump(&self.shared().counters.steal_retries, 1),
                 }
             }
         }
+        bump(&self.shared().counters.failed_steal_rounds, 1);
         None
     }
 
