@@ -18,6 +18,7 @@
 //! ```
 
 mod apps;
+mod deque;
 mod fifo;
 mod latency;
 mod micro;
@@ -38,7 +39,7 @@ pub(crate) struct Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|suite|latency|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
+        "usage: cantus-bench <micro|apps|all|suite|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -90,6 +91,7 @@ fn main() {
     let rest = &args[1..];
     match cmd.as_str() {
         "micro" => micro::run(&parse_options(rest)),
+        "deque" => deque::run(&parse_options(rest)),
         "stack-memory" => stackmem::run(rest),
         "latency" => {
             let o = parse_options(rest);

@@ -8,6 +8,7 @@
 pub(crate) mod block;
 mod deadlock;
 pub(crate) mod driver;
+pub(crate) mod deque;
 pub(crate) mod idle;
 pub(crate) mod outside;
 pub(crate) mod registry;

@@ -1,0 +1,294 @@
+//! Unit and stress tests of the deque (the loom models are in
+//! `loom_tests.rs`). Self-contained (std only), since the benchmark crate
+//! includes this module's source too.
+
+use super::{Element, JobRef, Steal, Stealer, Worker};
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::thread;
+
+fn steal<T: Element>(s: &Stealer<T>) -> Option<T> {
+    loop {
+        match s.steal() {
+            Steal::Success(v) => return Some(v),
+            Steal::Empty => return None,
+            Steal::Retry => {}
+        }
+    }
+}
+
+#[test]
+fn owner_pops_newest_first_thieves_steal_oldest_first() {
+    let w = Worker::<usize>::new();
+    let s = w.stealer();
+    assert!(w.is_empty() && s.is_empty());
+    assert_eq!(w.pop(), None);
+    assert_eq!(s.steal(), Steal::Empty);
+    for i in 0..5 {
+        w.push(i);
+    }
+    assert_eq!((w.len(), s.len()), (5, 5));
+    assert_eq!(w.pop(), Some(4));
+    assert_eq!(s.steal(), Steal::Success(0));
+    assert_eq!(s.clone().steal(), Steal::Success(1));
+    assert_eq!(w.pop(), Some(3));
+    assert_eq!(w.pop(), Some(2));
+    assert_eq!(w.pop(), None);
+    assert_eq!(s.steal(), Steal::Empty);
+    assert!(w.is_empty() && s.is_empty());
+    // Usable again after running dry from both ends.
+    w.push(7);
+    assert_eq!(s.steal(), Steal::Success(7));
+    w.push(8);
+    assert_eq!(w.pop(), Some(8));
+    assert_eq!(w.len(), 0);
+}
+
+#[test]
+fn growth_keeps_every_element_in_order() {
+    let w = Worker::<[usize; 4]>::with_capacity(1);
+    let s = w.stealer();
+    assert_eq!(w.capacity(), 1);
+    for i in 0..1000 {
+        w.push([i, i + 1, i + 2, i + 3]);
+    }
+    assert_eq!(w.capacity(), 1024);
+    assert_eq!(w.len(), 1000);
+    for i in 0..500 {
+        assert_eq!(steal(&s), Some([i, i + 1, i + 2, i + 3]));
+    }
+    for i in (500..1000).rev() {
+        assert_eq!(w.pop(), Some([i, i + 1, i + 2, i + 3]));
+    }
+    assert_eq!(w.pop(), None);
+}
+
+#[test]
+fn slots_are_reused_around_the_ring_without_growth() {
+    let w = Worker::<[usize; 2]>::with_capacity(4);
+    let s = w.stealer();
+    for i in 0..10_000 {
+        w.push([i, !i]);
+        w.push([i, i]);
+        assert_eq!(steal(&s), Some([i, !i]));
+        assert_eq!(w.pop(), Some([i, i]));
+    }
+    assert_eq!(w.capacity(), 4);
+}
+
+#[test]
+fn pop_if_leaves_a_rejected_element_in_place() {
+    let w = Worker::<usize>::with_capacity(2);
+    let s = w.stealer();
+    assert_eq!(w.pop_if(|_| true), None);
+    w.push(1);
+    w.push(2);
+    assert_eq!(w.pop_if(|&v| v == 1), None);
+    assert_eq!(w.len(), 2);
+    assert_eq!(w.pop_if(|&v| v == 2), Some(2));
+    // The last element, rejected, goes back too.
+    assert_eq!(w.pop_if(|&v| v == 2), None);
+    assert_eq!(steal(&s), Some(1));
+}
+
+#[test]
+fn job_refs_run_and_identify_their_job() {
+    unsafe fn bump(data: *const ()) {
+        // SAFETY: `data` is the counter below, alive while the jobs run.
+        unsafe { (*(data as *const AtomicUsize)).fetch_add(1, Ordering::Relaxed) };
+    }
+    let count = AtomicUsize::new(0);
+    let data = &count as *const AtomicUsize as *const ();
+    let w = Worker::<JobRef>::new();
+    let s = w.stealer();
+    for _ in 0..3 {
+        // SAFETY: the counter outlives the jobs, and atomics may be
+        // touched from any thread.
+        w.push(unsafe { JobRef::new(bump, data) });
+    }
+    let stolen = thread::scope(|sc| sc.spawn(|| steal(&s)).join().unwrap()).unwrap();
+    assert_eq!(stolen.data(), data);
+    // SAFETY: each job reference is executed once.
+    unsafe { stolen.execute() };
+    let mine = w.pop_if(|j| j.data() == data).unwrap();
+    // SAFETY: as above.
+    unsafe { mine.execute() };
+    // SAFETY: as above.
+    unsafe { w.pop().unwrap().execute() };
+    assert_eq!(count.load(Ordering::Relaxed), 3);
+}
+
+#[test]
+fn handles_are_send_and_stealers_sync() {
+    fn send<T: Send>() {}
+    fn sync<T: Sync>() {}
+    send::<Worker<JobRef>>();
+    send::<Stealer<JobRef>>();
+    sync::<Stealer<JobRef>>();
+    send::<Worker<[usize; 4]>>();
+    sync::<Stealer<[usize; 4]>>();
+}
+
+/// An element whose four words are all derived from one number, so a
+/// torn element (words of two pushes) is detected.
+fn element(k: usize) -> [usize; 4] {
+    [k, !k, k.wrapping_mul(0x9e37_79b9_7f4a_7c15), k ^ 0x5555]
+}
+
+fn check(e: [usize; 4]) -> usize {
+    assert_eq!(e, element(e[0]), "a torn element");
+    e[0]
+}
+
+/// One owner pushing and popping 10^6 elements in bursts of varying size,
+/// three thieves stealing all along: every element is taken exactly once,
+/// whole, and the deque grows from a small buffer.
+#[test]
+fn stress_one_owner_three_thieves() {
+    const N: usize = 1_000_000;
+    const THIEVES: usize = 3;
+    let seen: Vec<AtomicU8> = (0..N).map(|_| AtomicU8::new(0)).collect();
+    let taken = AtomicUsize::new(0);
+    let stolen_sum = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let start = Barrier::new(THIEVES + 1);
+    let w = Worker::<[usize; 4]>::with_capacity(2);
+    let record = |k: usize| {
+        assert_eq!(
+            seen[k].fetch_add(1, Ordering::Relaxed),
+            0,
+            "element {k} taken twice"
+        );
+        taken.fetch_add(1, Ordering::Relaxed);
+    };
+    let mut popped_sum = 0usize;
+    let mut stolen_counts = Vec::new();
+    thread::scope(|sc| {
+        let thieves: Vec<_> = (0..THIEVES)
+            .map(|_| {
+                let s = w.stealer();
+                let (record, done, start, stolen_sum) = (&record, &done, &start, &stolen_sum);
+                sc.spawn(move || {
+                    start.wait();
+                    let mut n = 0usize;
+                    loop {
+                        match s.steal() {
+                            Steal::Success(e) => {
+                                let k = check(e);
+                                record(k);
+                                stolen_sum.fetch_add(k, Ordering::Relaxed);
+                                n += 1;
+                            }
+                            Steal::Retry => {}
+                            Steal::Empty => {
+                                if done.load(Ordering::Acquire) && s.is_empty() {
+                                    return n;
+                                }
+                                std::hint::spin_loop();
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        start.wait();
+        // Bursts of 1..=257 pushes, each followed by popping about half.
+        let mut next = 0usize;
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        while next < N {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let burst = (1 + (x % 257) as usize).min(N - next);
+            for _ in 0..burst {
+                w.push(element(next));
+                next += 1;
+            }
+            for _ in 0..burst / 2 {
+                match w.pop() {
+                    Some(e) => {
+                        let k = check(e);
+                        record(k);
+                        popped_sum += k;
+                    }
+                    None => break,
+                }
+            }
+        }
+        while let Some(e) = w.pop() {
+            let k = check(e);
+            record(k);
+            popped_sum += k;
+        }
+        done.store(true, Ordering::Release);
+        stolen_counts = thieves.into_iter().map(|t| t.join().unwrap()).collect();
+    });
+    assert_eq!(taken.load(Ordering::Relaxed), N);
+    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    assert_eq!(
+        popped_sum + stolen_sum.load(Ordering::Relaxed),
+        N * (N - 1) / 2
+    );
+    assert!(w.capacity() > 2, "the deque grew");
+    eprintln!(
+        "deque stress: {} stolen by {THIEVES} thieves {stolen_counts:?}, capacity {}",
+        stolen_counts.iter().sum::<usize>(),
+        w.capacity()
+    );
+}
+
+/// Two thieves racing the owner for single elements: the last-element
+/// race, over and over. Each element is taken exactly once.
+#[test]
+fn stress_last_element_race() {
+    const ROUNDS: usize = 100_000;
+    unsafe fn nothing(_: *const ()) {}
+    let w = Worker::<JobRef>::with_capacity(1);
+    let seen: Vec<AtomicU8> = (0..=ROUNDS).map(|_| AtomicU8::new(0)).collect();
+    let go = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    let take = |j: JobRef| {
+        let round = j.data() as usize;
+        assert_eq!(
+            seen[round].fetch_add(1, Ordering::Relaxed),
+            0,
+            "round {round} taken twice"
+        );
+    };
+    thread::scope(|sc| {
+        for _ in 0..2 {
+            let s = w.stealer();
+            let (go, done, take) = (&go, &done, &take);
+            sc.spawn(move || {
+                let mut last = 0;
+                while !done.load(Ordering::Acquire) {
+                    // One steal attempt per round the owner announces.
+                    let g = go.load(Ordering::Acquire);
+                    if g == last {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    last = g;
+                    if let Steal::Success(j) = s.steal() {
+                        take(j);
+                    }
+                }
+            });
+        }
+        for round in 1..=ROUNDS {
+            // SAFETY: `nothing` ignores its data and is never run anyway.
+            w.push(unsafe { JobRef::new(nothing, round as *const ()) });
+            go.store(round, Ordering::Release);
+            for _ in 0..(round % 64) {
+                std::hint::spin_loop();
+            }
+            if let Some(j) = w.pop() {
+                take(j);
+            }
+            // Whoever took it, the deque is empty before the next round.
+            assert!(w.is_empty());
+        }
+        done.store(true, Ordering::Release);
+    });
+    assert!(seen[1..].iter().all(|s| s.load(Ordering::Relaxed) == 1));
+}
