@@ -42,12 +42,15 @@ impl WorkerLocal {
         };
         let mut spins = 0u32;
         let mut backoff = 1u32;
+        let workers = reg.workers.len();
+        let mut victim = self.index;
         loop {
             self.answer_report();
             if reg.driver.is_some() && crate::sched::driver::poll(reg) > 0 {
                 break;
             }
-            if self.has_work() || reg.terminate.load(Ordering::Acquire) {
+            victim = (victim + 1) % workers;
+            if self.has_work_probing(victim) || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
             // While an outside thread waits for a short operation (e.g.

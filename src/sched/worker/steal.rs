@@ -55,8 +55,29 @@ impl WorkerLocal {
         None
     }
 
-    /// Could anything be done right now? (Cheap checks only.)
+    /// Could anything be done right now? Looks at every other worker's
+    /// deque: for the re-check before sleeping (S2), once per sleep.
     pub(super) fn has_work(&self) -> bool {
+        self.has_work_here()
+            || self
+                .registry
+                .workers
+                .iter()
+                .any(|w| !w.stealer.is_empty())
+    }
+
+    /// Like [`has_work`](Self::has_work), but looks at one other worker's
+    /// deque (`victim`) instead of all: the spinning idle loop probes a
+    /// different victim each round, so an idle worker reads O(1) deque
+    /// ends per round, not O(workers). Every idle worker polling every
+    /// deque nonstop makes each busy owner's push and pop miss in its
+    /// cache at 16 workers.
+    pub(super) fn has_work_probing(&self, victim: usize) -> bool {
+        self.has_work_here() || !self.registry.workers[victim].stealer.is_empty()
+    }
+
+    /// Work that is not in another worker's deque.
+    fn has_work_here(&self) -> bool {
         let reg = &*self.registry;
         !self.shared().resume.is_empty()
             || !self.deque.is_empty()
@@ -64,7 +85,6 @@ impl WorkerLocal {
             || !reg.injector.is_empty()
             || !reg.roots.is_empty()
             || crate::sched::driver::ready(reg)
-            || reg.workers.iter().any(|w| !w.stealer.is_empty())
             || self
                 .timers
                 .borrow()
