@@ -3,9 +3,9 @@
 use crate::config::{Builder, Config};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
+use crate::sched::block::BlockKind;
 use crate::sched::worker::{pin_to, worker_main};
 use crate::sched::{OutsideBlocked, Registry, WorkerLocal};
-use crate::sched::block::BlockKind;
 use crossbeam_deque::Worker;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

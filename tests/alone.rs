@@ -85,14 +85,30 @@ fn main() {
     passed += 1;
 
     let (status, stderr) = child("all_threads_blocked", &[("CANTUS_DEADLOCK_MS", "200")]);
-    assert_eq!(status.signal(), Some(libc::SIGABRT), "all_threads_blocked: {stderr}");
-    assert!(stderr.contains("every thread of this process (2)"), "{stderr}");
-    assert!(stderr.contains("SyncVar::read_fe") || stderr.contains("reading a SyncVar"), "{stderr}");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGABRT),
+        "all_threads_blocked: {stderr}"
+    );
+    assert!(
+        stderr.contains("every thread of this process (2)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("SyncVar::read_fe") || stderr.contains("reading a SyncVar"),
+        "{stderr}"
+    );
     passed += 1;
 
-    let (status, stderr) = child("slow_plain_threads_are_fine", &[("CANTUS_DEADLOCK_MS", "50")]);
+    let (status, stderr) = child(
+        "slow_plain_threads_are_fine",
+        &[("CANTUS_DEADLOCK_MS", "50")],
+    );
     assert!(status.success(), "slow_plain_threads_are_fine: {stderr}");
-    assert!(stderr.contains("DONE") && !stderr.contains("deadlock"), "{stderr}");
+    assert!(
+        stderr.contains("DONE") && !stderr.contains("deadlock"),
+        "{stderr}"
+    );
     passed += 1;
 
     println!("alone: {passed} passed, 0 failed");

@@ -367,7 +367,11 @@ fn deadlock_in_c_is_reported() {
         let out = execute(&exe, &[], &[("CANTUS_DEADLOCK_MS", "200")]);
         let stderr = text(&out.stderr);
         let aborted = out.status.signal() == Some(6) || out.status.code() == Some(134);
-        assert!(aborted, "the deadlock must abort, got {:?}: {stderr}", out.status);
+        assert!(
+            aborted,
+            "the deadlock must abort, got {:?}: {stderr}",
+            out.status
+        );
         assert!(
             stderr.contains("cantus: deadlock") && stderr.contains("outside thread"),
             "{stderr}"

@@ -115,10 +115,7 @@ fn deadlock_is_reported_instead_of_hanging() {
     );
     assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
     assert!(stderr.contains("cantus: deadlock"), "{stderr}");
-    assert!(
-        stderr.contains("2 task(s) reading a SyncVar"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("2 task(s) reading a SyncVar"), "{stderr}");
     assert!(stderr.contains("1 outside thread(s)"), "{stderr}");
     assert!(stderr.contains("CANTUS_DEADLOCK_MS"), "{stderr}");
 }
@@ -294,7 +291,10 @@ fn deadlock_is_reported_under_every_wait_policy() {
         );
         assert_eq!(status.signal(), Some(libc::SIGABRT), "{policy}: {stderr}");
         assert!(stderr.contains("cantus: deadlock"), "{policy}: {stderr}");
-        assert!(stderr.contains("1 task(s) reading a SyncVar"), "{policy}: {stderr}");
+        assert!(
+            stderr.contains("1 task(s) reading a SyncVar"),
+            "{policy}: {stderr}"
+        );
     }
 }
 

@@ -33,10 +33,7 @@ fn deep(depth: u32) -> u64 {
 }
 
 pub(crate) fn run(args: &[String]) {
-    let n: u64 = args
-        .first()
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(100_000);
+    let n: u64 = args.first().and_then(|a| a.parse().ok()).unwrap_or(100_000);
     let rt = crate::start_cantus();
     let before_rss = status_kib("VmRSS:");
     let before_pte = status_kib("VmPTE:");
@@ -68,7 +65,9 @@ pub(crate) fn run(args: &[String]) {
         measured
     });
     assert_eq!(ran.load(Ordering::Relaxed), n, "every blocked task ran");
-    note(&format!("stack-memory: {blocked} tasks were blocked at once"));
+    note(&format!(
+        "stack-memory: {blocked} tasks were blocked at once"
+    ));
     value("stack_memory.blocked_tasks", n as f64, "tasks");
     value(
         "stack_memory.rss_per_blocked_task",
@@ -82,7 +81,11 @@ pub(crate) fn run(args: &[String]) {
     );
     let rss0 = status_kib("VmRSS:");
     let r = rt.block_on(|| deep(4000));
-    value("stack_memory.root_recursion_4000_frames", r as f64, "checksum");
+    value(
+        "stack_memory.root_recursion_4000_frames",
+        r as f64,
+        "checksum",
+    );
     value(
         "stack_memory.rss_after_root_recursion_kib",
         status_kib("VmRSS:").saturating_sub(rss0) as f64,

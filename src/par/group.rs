@@ -1,9 +1,9 @@
 //! Task groups: an end count with wait-for-zero that tasks of any
 //! lifetime can join (for structured borrowing use [`scope`](crate::scope)).
 
+use super::completion::Shared;
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use super::completion::Shared;
 use crate::sched::task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;

@@ -3,8 +3,8 @@
 
 mod begin;
 mod cobegin;
-mod completion;
 mod coforall;
+mod completion;
 mod forall;
 mod group;
 pub(crate) mod job;

@@ -21,4 +21,3 @@ pub(crate) fn on_worker<R: Send, F: FnOnce() -> R + Send>(call: &str, f: F) -> R
     let reg = crate::sched::registry_or_panic(call);
     run_as_task(&reg, f)
 }
-

@@ -1,9 +1,9 @@
 //! Structured task scopes: tasks that may borrow from the caller's stack,
 //! all finished before `scope` returns.
 
+use super::completion::Scoped;
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use super::completion::Scoped;
 use crate::sched::task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;

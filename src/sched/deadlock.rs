@@ -5,9 +5,9 @@
 //! alarm, then aborts rather than hang. The protocol and its invariant are
 //! in `sleep/README.md`, "Deadlock detection".
 
+use super::block::BlockKind;
 use super::outside::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
 use super::registry::Registry;
-use super::block::BlockKind;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};

@@ -7,8 +7,8 @@
 
 pub(crate) mod block;
 mod deadlock;
-pub(crate) mod driver;
 pub(crate) mod deque;
+pub(crate) mod driver;
 pub(crate) mod idle;
 pub(crate) mod outside;
 pub(crate) mod registry;
@@ -110,5 +110,3 @@ pub(crate) fn push_task(call: &str, task: task::Task) -> Result<(), crate::error
         }
     }
 }
-
-

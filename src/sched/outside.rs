@@ -9,8 +9,8 @@
 //! runtime. Two agreeing "stuck" samples one grace period apart are a
 //! deadlock. No worker has to decide it is the last one awake.
 
-use super::registry::{CURRENT, Registry};
 use super::block::BlockKind;
+use super::registry::{CURRENT, Registry};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

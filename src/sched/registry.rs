@@ -2,6 +2,7 @@
 //! resume queues, the injector for outside threads, sleep state,
 //! counters), and the process-wide "current runtime".
 
+use super::block::BLOCK_KINDS;
 use super::driver::{Driver, DriverSlot};
 use super::idle::IdleWatch;
 use super::sleep::Parker;
@@ -9,7 +10,6 @@ use super::sleep::Sleep;
 use super::task::Task;
 use crate::config::Config;
 use crate::error::Error;
-use super::block::BLOCK_KINDS;
 use crossbeam_deque::{Injector, Stealer};
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;

@@ -8,9 +8,9 @@
 //! it needs from a node *before* waking it, since the woken party may return
 //! and pop the node's stack frame at once.
 
-pub(crate) use crate::sched::block::BlockKind;
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 use crate::loom::thread::{self, Thread};
+pub(crate) use crate::sched::block::BlockKind;
 use std::cell::Cell;
 use std::ptr;
 

@@ -68,7 +68,9 @@ pub fn wait_with_timeout(
             let _ = child.kill();
             let _ = child.wait();
             let stderr = reader.join().unwrap_or_default();
-            panic!("{what}: child process still running after {limit:?}; killed it. stderr:\n{stderr}");
+            panic!(
+                "{what}: child process still running after {limit:?}; killed it. stderr:\n{stderr}"
+            );
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };

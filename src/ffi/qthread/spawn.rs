@@ -394,7 +394,16 @@ pub unsafe extern "C" fn qthread_fork_syncvar(
     ret: *mut Syncvar,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe { fork_plain("qthread_fork_syncvar", f, arg, 0, ret.cast(), SPAWN_RET_SYNCVAR_T) }
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar",
+            f,
+            arg,
+            0,
+            ret.cast(),
+            SPAWN_RET_SYNCVAR_T,
+        )
+    }
 }
 
 /// qthread_fork_syncvar_copyargs: `qthread_fork_copyargs` with a
@@ -410,7 +419,16 @@ pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
     ret: *mut Syncvar,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe { fork_plain("qthread_fork_syncvar_copyargs", f, arg, arg_size, ret.cast(), SPAWN_RET_SYNCVAR_T) }
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar_copyargs",
+            f,
+            arg,
+            arg_size,
+            ret.cast(),
+            SPAWN_RET_SYNCVAR_T,
+        )
+    }
 }
 
 /// A fork with no preconditions and no target shepherd: `qthread_spawn`'s

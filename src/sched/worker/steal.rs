@@ -58,12 +58,7 @@ impl WorkerLocal {
     /// Could anything be done right now? Looks at every other worker's
     /// deque: for the re-check before sleeping (S2), once per sleep.
     pub(super) fn has_work(&self) -> bool {
-        self.has_work_here()
-            || self
-                .registry
-                .workers
-                .iter()
-                .any(|w| !w.stealer.is_empty())
+        self.has_work_here() || self.registry.workers.iter().any(|w| !w.stealer.is_empty())
     }
 
     /// Like [`has_work`](Self::has_work), but looks at one other worker's
