@@ -20,3 +20,4 @@ cargo build --release --examples
 echo "== benchmark smoke runs (every benchmark checks its own result)"
 cargo run --release -q -p cantus-bench -- all --quick
 cargo run --release -q -p cantus-bench -- suite --quick --out target/bench-out
+cargo run --release -q -p cantus-bench -- scale --quick --out target/bench-out

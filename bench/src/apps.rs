@@ -7,11 +7,11 @@
 
 use crate::fifo;
 use crate::stats::{Samples, figure, ms, note, ratio, section, time, value};
-use crate::{Options, start_cantus};
+use crate::{Options, start_cantus, start_cantus_with};
 use std::time::Duration;
 
 /// A fork-join primitive: `join(a, b)` runs both, maybe in parallel.
-trait ForkJoin {
+pub(crate) trait ForkJoin {
     /// The peer name used in figure lines.
     const NAME: &'static str;
 
@@ -27,9 +27,9 @@ trait ForkJoin {
     fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R;
 }
 
-struct Serial;
-struct Cantus;
-struct Rayon;
+pub(crate) struct Serial;
+pub(crate) struct Cantus;
+pub(crate) struct Rayon;
 struct Fifo;
 
 impl ForkJoin for Serial {
@@ -63,8 +63,8 @@ impl ForkJoin for Cantus {
         cantus::join(a, b)
     }
 
-    fn session<R: Send>(_workers: usize, f: impl FnOnce() -> R + Send) -> R {
-        let rt = start_cantus();
+    fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
+        let rt = start_cantus_with(workers);
         let r = rt.block_on(f);
         rt.shutdown();
         r
@@ -124,7 +124,7 @@ impl ForkJoin for Fifo {
 
 // ---- kernels ----
 
-fn fib<J: ForkJoin>(n: u32) -> u64 {
+pub(crate) fn fib<J: ForkJoin>(n: u32) -> u64 {
     if n < 2 {
         return n as u64;
     }
@@ -142,10 +142,10 @@ fn fib_joins(n: u32) -> u64 {
 }
 
 /// splitmix64 (Steele, Lea, Flood, 2014), for a fixed-seed input.
-struct SplitMix64(u64);
+pub(crate) struct SplitMix64(pub(crate) u64);
 
 impl SplitMix64 {
-    fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -192,7 +192,7 @@ fn partition(v: &mut [u64]) -> usize {
 }
 
 /// Naive quicksort: serial partition, then both sides as two tasks.
-fn quicksort<J: ForkJoin>(v: &mut [u64]) {
+pub(crate) fn quicksort<J: ForkJoin>(v: &mut [u64]) {
     if v.len() <= 1 {
         return;
     }
@@ -202,14 +202,14 @@ fn quicksort<J: ForkJoin>(v: &mut [u64]) {
     J::join(|| quicksort::<J>(left), || quicksort::<J>(right));
 }
 
-struct Node {
+pub(crate) struct Node {
     id: u64,
     left: Option<Box<Node>>,
     right: Option<Box<Node>>,
 }
 
 /// A balanced tree with one node per id in `lo..hi`.
-fn build<J: ForkJoin>(lo: u64, hi: u64) -> Option<Box<Node>> {
+pub(crate) fn build<J: ForkJoin>(lo: u64, hi: u64) -> Option<Box<Node>> {
     if lo >= hi {
         return None;
     }
@@ -222,7 +222,7 @@ fn build<J: ForkJoin>(lo: u64, hi: u64) -> Option<Box<Node>> {
     }))
 }
 
-fn sum<J: ForkJoin>(tree: &Option<Box<Node>>) -> u64 {
+pub(crate) fn sum<J: ForkJoin>(tree: &Option<Box<Node>>) -> u64 {
     match tree {
         None => 0,
         Some(node) => {
@@ -310,7 +310,10 @@ fn fib_bench(n: u32, reps: usize, workers: usize) {
 }
 
 /// Runs `f` once to warm the layer up, then once timed, in one session.
-fn timed_session<J: ForkJoin, R: Send>(workers: usize, f: impl Fn() -> R + Send) -> (Duration, R) {
+pub(crate) fn timed_session<J: ForkJoin, R: Send>(
+    workers: usize,
+    f: impl Fn() -> R + Send,
+) -> (Duration, R) {
     J::session(workers, || {
         drop(f());
         time(f)
@@ -344,7 +347,7 @@ fn quicksort_bench(n: usize, reps: usize, workers: usize) {
 }
 
 /// Sorts a small copy to warm the layer up, then `buf`, timed.
-fn sort_session<J: ForkJoin>(
+pub(crate) fn sort_session<J: ForkJoin>(
     workers: usize,
     buf: &mut [u64],
     warm_buf: &mut [u64],
@@ -379,7 +382,10 @@ fn tree_bench(n: u64, reps: usize, workers: usize) {
 }
 
 /// Builds and sums a small tree to warm up, then the real one, timed.
-fn tree_session<J: ForkJoin>(workers: usize, n: u64) -> (Duration, u64, Option<Box<Node>>) {
+pub(crate) fn tree_session<J: ForkJoin>(
+    workers: usize,
+    n: u64,
+) -> (Duration, u64, Option<Box<Node>>) {
     J::session(workers, || {
         let warm = build::<J>(0, n.min(1 << 14));
         std::hint::black_box(sum::<J>(&warm));

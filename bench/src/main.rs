@@ -13,6 +13,9 @@
 //! cantus-bench all     both
 //! cantus-bench suite   LCALS kernels, STREAM, STREAM-EP, RandomAccess vs OpenMP
 //!                      (its own options: cantus-bench suite --help)
+//! cantus-bench scale   speedup over serial at 1, 2, 4, ... workers up to the CPUs:
+//!                      fib, quicksort, tree, UTS, LCALS vs rayon and OpenMP
+//!                      (its own options: cantus-bench scale --help)
 //! options: --quick (small sizes, few reps: a smoke run), --reps N,
 //!          --fifo-threads N (thread limit of the fifo baseline, 255)
 //! ```
@@ -23,6 +26,7 @@ mod fifo;
 mod latency;
 mod micro;
 mod openmp;
+mod scale;
 mod stackmem;
 mod stats;
 mod suite;
@@ -39,7 +43,7 @@ pub(crate) struct Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|suite|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
+        "usage: cantus-bench <micro|apps|all|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -53,6 +57,19 @@ pub(crate) fn start_cantus() -> cantus::Runtime {
         eprintln!("cantus-bench: cannot start cantus: {e}");
         std::process::exit(2);
     })
+}
+
+/// Starts a cantus runtime with `workers` workers, otherwise configured
+/// from the environment (which overrides the count if it sets
+/// `CANTUS_WORKERS`).
+pub(crate) fn start_cantus_with(workers: usize) -> cantus::Runtime {
+    cantus::Runtime::builder()
+        .workers(workers)
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("cantus-bench: cannot start cantus with {workers} workers: {e}");
+            std::process::exit(2);
+        })
 }
 
 fn parse_options(args: &[String]) -> Options {
@@ -99,6 +116,7 @@ fn main() {
         }
         "apps" => apps::run(&parse_options(rest)),
         "suite" => suite::run(rest),
+        "scale" => scale::run(rest),
         "all" => {
             let opts = parse_options(rest);
             micro::run(&opts);

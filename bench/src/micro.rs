@@ -1,12 +1,13 @@
 //! Micro-benchmarks: the seed 002 spawn benchmark against GNU OpenMP,
-//! spawn+join of one task, yield, and sync-variable hand-off.
+//! spawn+join of one task, yield, and sync-variable hand-off (with the
+//! hardware's floor: an atomic-flag ping-pong between two OS threads).
 
 use crate::openmp::{self, WaitPolicy};
 use crate::stats::{Samples, figure, note, ns_per, ratio, section, time};
 use crate::{Options, start_cantus};
 use std::hint::black_box;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Target duration of the "~1 us" coforall body.
@@ -217,7 +218,9 @@ fn task_ops(reps: usize, div: u64) {
 }
 
 /// SyncVar hand-off: ns per one-way hand-off, with both tasks on one worker
-/// (a child process of this program with one worker) and across workers.
+/// (a child process of this program with one worker) and across workers;
+/// then the floor of a cross-core hand-off, [`atomic_floor`], once the
+/// runtime is shut down, and the cross-worker figure over it.
 fn handoff(reps: usize, round_trips: u64) {
     let mut same = Samples::new();
     match handoff_same_worker_child(reps, round_trips) {
@@ -230,6 +233,7 @@ fn handoff(reps: usize, round_trips: u64) {
     if rt.workers() < 2 {
         note("handoff_cross_worker: needs 2 workers; skipped");
         rt.shutdown();
+        handoff_floor(reps, round_trips.max(ROUND_TRIPS));
         return;
     }
     let cross = rt.block_on(|| {
@@ -252,7 +256,73 @@ fn handoff(reps: usize, round_trips: u64) {
         s
     });
     rt.shutdown();
-    figure("handoff_cross_worker", &cross, "ns");
+    let c = figure("handoff_cross_worker", &cross, "ns");
+    let f = handoff_floor(reps, round_trips.max(ROUND_TRIPS));
+    ratio("handoff_cross_worker", "atomic_floor", c, f);
+}
+
+/// Measures and prints `handoff_floor_atomic` (ns per one-way hand-off,
+/// the median of `reps` after one warm-up run); returns it, or NaN where
+/// there are not two CPUs to spin on. No cantus runtime may be running:
+/// its workers would compete with the two spinning threads for the cores.
+/// The callers pass the full [`ROUND_TRIPS`] even with `--quick` (about
+/// 70 ms a run here): on a virtual machine a run of 20,000 round trips
+/// lost to one descheduling of either spinning thread read 3-6x the
+/// floor, and a few runs in ten did.
+fn handoff_floor(reps: usize, round_trips: u64) -> f64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 2 {
+        note("handoff_floor_atomic: needs 2 CPUs; skipped");
+        return f64::NAN;
+    }
+    let mut floor = Samples::new();
+    for rep in 0..=reps {
+        let ns = atomic_floor(round_trips);
+        if rep > 0 {
+            floor.push(ns);
+        }
+    }
+    figure("handoff_floor_atomic", &floor, "ns")
+}
+
+/// An atomic word on a cache line of its own (128 bytes: adjacent-line
+/// prefetchers pair 64-byte lines).
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// The floor under any cross-worker hand-off: two plain OS threads (not
+/// pinned) pass a counter back and forth through two atomic words, each
+/// spinning (`spin_loop`) until the other's store arrives. Returns ns per
+/// one-way hand-off (a round trip is two), timed by the initiating thread
+/// from when the echoing thread is spinning.
+fn atomic_floor(round_trips: u64) -> f64 {
+    let ping = Line(AtomicU64::new(0));
+    let pong = Line(AtomicU64::new(0));
+    let started = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // Release pairs with the Acquire load of the waiting loop below.
+            started.store(true, Ordering::Release);
+            for i in 1..=round_trips {
+                // Acquire/Release: each side's store publishes its count.
+                while ping.0.load(Ordering::Acquire) != i {
+                    std::hint::spin_loop();
+                }
+                pong.0.store(i, Ordering::Release);
+            }
+        });
+        while !started.load(Ordering::Acquire) {
+            std::hint::spin_loop();
+        }
+        let t = Instant::now();
+        for i in 1..=round_trips {
+            ping.0.store(i, Ordering::Release);
+            while pong.0.load(Ordering::Acquire) != i {
+                std::hint::spin_loop();
+            }
+        }
+        ns_per(t.elapsed(), 2 * round_trips)
+    })
 }
 
 struct PingPong {

@@ -241,6 +241,39 @@ impl Lcals {
         }
     }
 
+    /// One trial on the current rayon pool (`cantus-bench scale`'s rayon
+    /// peer): each loop split by `rayon::iter::split`, which halves a
+    /// range as long as rayon's adaptive splitter asks for more pieces
+    /// and the range holds at least two grains of `grain` indices (the
+    /// same rule as cantus's adaptive schedule and its default grain).
+    pub(crate) fn trial_rayon(&mut self, grain: usize) {
+        use rayon::iter::ParallelIterator;
+        let n = self.n;
+        let grain = grain.max(1);
+        let blocks = move || {
+            rayon::iter::split(0..n, move |r: Range<usize>| {
+                if r.len() >= 2 * grain {
+                    let mid = r.start + r.len() / 2;
+                    (r.start..mid, Some(mid..r.end))
+                } else {
+                    (r, None)
+                }
+            })
+        };
+        if self.kernel == Kernel::TrapInt {
+            let h = 1.0 / n as f64;
+            let sum: f64 = blocks().map(|r| trap_sum(0.0, r, h)).sum();
+            self.trap_total += sum * h;
+            self.trap_trials += 1;
+            return;
+        }
+        let x = &self.x;
+        let outs = Outs::new(self.out.iter_mut().map(Vec::as_mut_slice), n);
+        for body in self.kernel.loops() {
+            blocks().for_each(|r| body(x, &outs, r));
+        }
+    }
+
     /// One trial without the runtime: each loop as a plain serial loop
     /// (the `--baseline` figure: what the compiler makes of the loops).
     pub(crate) fn serial_trial(&mut self) {
@@ -745,6 +778,22 @@ mod tests {
                     let d = run_trials(k, n, s);
                     assert!(d.verify().is_ok(), "{k:?} {s:?} n={n}: {:?}", d.verify());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_kernel_verifies_on_rayon() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .expect("rayon pool");
+        for k in Kernel::ALL {
+            for n in [1, 171, 5001] {
+                let mut d = Lcals::new(k, n);
+                // A small grain, so that the loops really split.
+                pool.install(|| (0..3).for_each(|_| d.trial_rayon(16)));
+                assert!(d.verify().is_ok(), "{k:?} n={n}: {:?}", d.verify());
             }
         }
     }

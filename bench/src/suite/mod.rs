@@ -28,9 +28,9 @@
 //! stderr.
 
 mod gups;
-mod lcals;
-mod peer;
-mod report;
+pub(crate) mod lcals;
+pub(crate) mod peer;
+pub(crate) mod report;
 mod stream;
 
 use crate::stats::note;

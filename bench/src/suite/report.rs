@@ -105,7 +105,7 @@ impl Row {
 }
 
 /// Three significant digits at least, no exponent.
-fn fmt(v: f64) -> String {
+pub(crate) fn fmt(v: f64) -> String {
     let a = v.abs();
     if a >= 100.0 {
         format!("{v:.1}")
@@ -248,6 +248,17 @@ pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathB
     Ok(written)
 }
 
+/// Opens an SVG document of `width` x `height` pixels on a white
+/// background (this chart and `cantus-bench scale`'s); the caller closes
+/// it with `</svg>`.
+pub(crate) fn svg_open(s: &mut String, width: f64, height: f64) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+}
+
 /// Bar colour of a size.
 fn colour(size: &str) -> &'static str {
     match size {
@@ -318,14 +329,10 @@ pub(crate) fn svg(rows: &[Row]) -> String {
     let panel_total = PANEL_H + LABELS_H;
     let height = TOP + panel_total * scheds.len() as f64 + 30.0;
     let mut s = String::new();
+    svg_open(&mut s, width, height);
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect width="100%" height="100%" fill="white"/>
-<text x="{LEFT}" y="22" font-size="15" font-weight="bold">cantus / GNU OpenMP time ratio (log scale; below 1 = cantus faster)</text>"#
+        r#"<text x="{LEFT}" y="22" font-size="15" font-weight="bold">cantus / GNU OpenMP time ratio (log scale; below 1 = cantus faster)</text>"#
     );
     // Legend.
     let mut lx = LEFT;
@@ -413,7 +420,8 @@ pub(crate) fn svg(rows: &[Row]) -> String {
     s
 }
 
-fn ratio_label(r: f64) -> String {
+/// A power of two as an axis label: `4`, `1`, `1/4`.
+pub(crate) fn ratio_label(r: f64) -> String {
     if r >= 1.0 {
         format!("{r:.0}")
     } else {
@@ -463,6 +471,16 @@ mod tests {
         assert_eq!(csv(&rows).lines().count(), 3);
         let svg = svg(&rows);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        let head: Vec<&str> = svg.lines().take(3).collect();
+        assert_eq!(
+            head[0],
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="150" height="440" viewBox="0 0 150 440" font-family="sans-serif" font-size="11">"#
+        );
+        assert_eq!(
+            head[1],
+            r#"<rect width="100%" height="100%" fill="white"/>"#
+        );
+        assert!(head[2].starts_with(r#"<text x="70" y="22" font-size="15""#));
         assert_eq!(svg.matches("<title>").count(), 2);
     }
 }
