@@ -28,8 +28,14 @@ pub(crate) trait ForkJoin {
 }
 
 pub(crate) struct Serial;
-pub(crate) struct Cantus;
-pub(crate) struct Rayon;
+/// cantus; `STACK` > 0 sets the task stack size in bytes (0: the default;
+/// `CANTUS_STACK_SIZE`, if set, overrides either).
+pub(crate) struct CantusWith<const STACK: usize>;
+/// rayon; `STACK` > 0 sets the thread stack size in bytes (0: rayon's
+/// default).
+pub(crate) struct RayonWith<const STACK: usize>;
+pub(crate) type Cantus = CantusWith<0>;
+pub(crate) type Rayon = RayonWith<0>;
 struct Fifo;
 
 impl ForkJoin for Serial {
@@ -50,7 +56,7 @@ impl ForkJoin for Serial {
     }
 }
 
-impl ForkJoin for Cantus {
+impl<const STACK: usize> ForkJoin for CantusWith<STACK> {
     const NAME: &'static str = "cantus";
 
     fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
@@ -64,14 +70,14 @@ impl ForkJoin for Cantus {
     }
 
     fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
-        let rt = start_cantus_with(workers);
+        let rt = start_cantus_with(workers, (STACK > 0).then_some(STACK));
         let r = rt.block_on(f);
         rt.shutdown();
         r
     }
 }
 
-impl ForkJoin for Rayon {
+impl<const STACK: usize> ForkJoin for RayonWith<STACK> {
     const NAME: &'static str = "rayon";
 
     fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
@@ -85,13 +91,14 @@ impl ForkJoin for Rayon {
     }
 
     fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .build()
-            .unwrap_or_else(|e| {
-                eprintln!("cantus-bench: cannot start a rayon pool: {e}");
-                std::process::exit(2);
-            });
+        let mut builder = rayon::ThreadPoolBuilder::new().num_threads(workers);
+        if STACK > 0 {
+            builder = builder.stack_size(STACK);
+        }
+        let pool = builder.build().unwrap_or_else(|e| {
+            eprintln!("cantus-bench: cannot start a rayon pool: {e}");
+            std::process::exit(2);
+        });
         pool.install(f)
         // Dropping the pool tells its threads to exit.
     }

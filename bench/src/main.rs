@@ -62,14 +62,17 @@ pub(crate) fn start_cantus() -> cantus::Runtime {
 /// Starts a cantus runtime with `workers` workers, otherwise configured
 /// from the environment (which overrides the count if it sets
 /// `CANTUS_WORKERS`).
-pub(crate) fn start_cantus_with(workers: usize) -> cantus::Runtime {
-    cantus::Runtime::builder()
-        .workers(workers)
-        .build()
-        .unwrap_or_else(|e| {
-            eprintln!("cantus-bench: cannot start cantus with {workers} workers: {e}");
-            std::process::exit(2);
-        })
+/// A runtime with `workers` workers and, if given, that task stack size
+/// (the environment overrides both, as always).
+pub(crate) fn start_cantus_with(workers: usize, stack: Option<usize>) -> cantus::Runtime {
+    let mut builder = cantus::Runtime::builder().workers(workers);
+    if let Some(bytes) = stack {
+        builder = builder.stack_size(bytes);
+    }
+    builder.build().unwrap_or_else(|e| {
+        eprintln!("cantus-bench: cannot start cantus with {workers} workers: {e}");
+        std::process::exit(2);
+    })
 }
 
 fn parse_options(args: &[String]) -> Options {

@@ -544,60 +544,9 @@ fn same_sum(a: f64, b: f64) -> bool {
 /// MiB; pages are committed only when touched.
 const UTS_STACK: usize = 4 << 20;
 
-/// cantus with [`UTS_STACK`]-sized task stacks (`CANTUS_STACK_SIZE`, if
-/// set, overrides it).
-struct DeepCantus;
-
-impl ForkJoin for DeepCantus {
-    const NAME: &'static str = CANTUS;
-
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        cantus::join(a, b)
-    }
-
-    fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
-        let rt = cantus::Runtime::builder()
-            .workers(workers)
-            .stack_size(UTS_STACK)
-            .build()
-            .unwrap_or_else(|e| fail(&format!("cannot start cantus with {workers} workers: {e}")));
-        let r = rt.block_on(f);
-        rt.shutdown();
-        r
-    }
-}
-
-/// rayon with [`UTS_STACK`]-sized thread stacks.
-struct DeepRayon;
-
-impl ForkJoin for DeepRayon {
-    const NAME: &'static str = RAYON;
-
-    fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce() -> RA + Send,
-        B: FnOnce() -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        rayon::join(a, b)
-    }
-
-    fn session<R: Send>(workers: usize, f: impl FnOnce() -> R + Send) -> R {
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(workers)
-            .stack_size(UTS_STACK)
-            .build()
-            .unwrap_or_else(|e| fail(&format!("cannot start a rayon pool: {e}")));
-        pool.install(f)
-    }
-}
+/// cantus and rayon with [`UTS_STACK`]-sized stacks.
+type DeepCantus = apps::CantusWith<UTS_STACK>;
+type DeepRayon = apps::RayonWith<UTS_STACK>;
 
 /// One LCALS kernel at the long size: serial loops once, then per worker
 /// count cantus forall, rayon and the OpenMP peer.
