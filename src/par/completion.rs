@@ -22,17 +22,6 @@ impl Completion for Scoped {
         }
         count.done_one();
     }
-    unsafe fn dropped(group: *const ()) {
-        // SAFETY: as above.
-        unsafe {
-            Self::finished(
-                group,
-                Err(Box::new(
-                    "cantus: the runtime shut down before this task ran",
-                )),
-            )
-        }
-    }
 }
 
 /// A task of a `TaskGroup`: `group` came from `Arc::into_raw` and the task
@@ -47,17 +36,6 @@ impl Completion for Shared {
             count.record_panic(p);
         }
         count.done_one();
-    }
-    unsafe fn dropped(group: *const ()) {
-        // SAFETY: as above.
-        unsafe {
-            Self::finished(
-                group,
-                Err(Box::new(
-                    "cantus: the runtime shut down before this task ran",
-                )),
-            )
-        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! latch before the frame holding it ends, which is what makes pushing a
 //! pointer to the stack into a deque sound.
 
-use crate::sched::task::{Action, INLINE_WORDS, Payload, Task};
+use crate::sched::task::{Action, INLINE_WORDS, Payload, Task, UNRUN_AT_SHUTDOWN};
 use crate::sync::end_count::EndCount;
 use std::any::Any;
 use std::cell::UnsafeCell;
@@ -97,9 +97,7 @@ unsafe fn execute<F: FnOnce() -> R + Send, R: Send>(
         Action::Drop => {
             // SAFETY: as above; the job never ran, record why.
             unsafe {
-                *job.result.get() = JobResult::Panicked(Box::new(
-                    "cantus: the runtime shut down before this task ran",
-                ));
+                *job.result.get() = JobResult::Panicked(Box::new(UNRUN_AT_SHUTDOWN));
             }
         }
     }

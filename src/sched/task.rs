@@ -54,12 +54,19 @@ pub(crate) trait Completion {
     /// # Safety
     /// `group` is the pointer the task was built with.
     unsafe fn finished(group: *const (), result: Result<(), Box<dyn Any + Send>>);
-    /// The task was dropped unrun.
+    /// The task was dropped unrun: by default, it finished with the
+    /// panic [`UNRUN_AT_SHUTDOWN`], so whoever waits for it learns why.
     ///
     /// # Safety
     /// As for `finished`.
-    unsafe fn dropped(group: *const ());
+    unsafe fn dropped(group: *const ()) {
+        // SAFETY: forwarded contract.
+        unsafe { Self::finished(group, Err(Box::new(UNRUN_AT_SHUTDOWN))) }
+    }
 }
+
+/// The panic payload of a task dropped unrun when the runtime shut down.
+pub(crate) const UNRUN_AT_SHUTDOWN: &str = "cantus: the runtime shut down before this task ran";
 
 /// A detached task (`begin`): a panic is reported and counted; nothing
 /// waits for it.
