@@ -5,7 +5,7 @@
 
 use super::{CANTUS, OPENMP, RAYON, SERIAL, Unit};
 use crate::suite::median;
-use crate::suite::report::{fmt, ratio_label, svg_open};
+use crate::suite::report::{PALETTE, fmt, ratio_label, svg_open};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -168,10 +168,10 @@ pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathB
 /// Line colour of a peer.
 fn colour(peer: &str) -> &'static str {
     match peer {
-        CANTUS => "#4e79a7",
-        RAYON => "#f28e2b",
-        OPENMP => "#59a14f",
-        _ => "#9c755f",
+        CANTUS => PALETTE[0],
+        RAYON => PALETTE[1],
+        OPENMP => PALETTE[2],
+        _ => PALETTE[3],
     }
 }
 

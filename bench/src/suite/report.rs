@@ -262,12 +262,15 @@ pub(crate) fn svg_open(s: &mut String, width: f64, height: f64) {
 /// Bar colour of a size.
 fn colour(size: &str) -> &'static str {
     match size {
-        "short" => "#4e79a7",
-        "medium" => "#f28e2b",
-        "long" => "#59a14f",
-        _ => "#9c755f",
+        "short" => PALETTE[0],
+        "medium" => PALETTE[1],
+        "long" => PALETTE[2],
+        _ => PALETTE[3],
     }
 }
+
+/// The charts' series colours (the scaling sweep uses them too).
+pub(crate) const PALETTE: [&str; 4] = ["#4e79a7", "#f28e2b", "#59a14f", "#9c755f"];
 
 const BAR: f64 = 14.0;
 const GAP: f64 = 12.0;
