@@ -4,9 +4,9 @@ use crate::config::{Builder, Config};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
 use crate::sched::block::BlockKind;
+use crate::sched::deque::Worker;
 use crate::sched::worker::{pin_to, worker_main};
 use crate::sched::{OutsideBlocked, Registry, WorkerLocal};
-use crossbeam_deque::Worker;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
@@ -50,8 +50,8 @@ impl Runtime {
         driver: Option<Arc<dyn crate::sched::driver::Driver>>,
     ) -> Result<Runtime, Error> {
         let n = config.workers;
-        let deques: Vec<Worker<crate::sched::task::Task>> =
-            (0..n).map(|_| Worker::new_lifo()).collect();
+        let deques: Vec<Worker<crate::sched::task::Queued>> =
+            (0..n).map(|_| Worker::new()).collect();
         let stealers = deques.iter().map(|d| d.stealer()).collect();
         let registry = Arc::new(Registry::new(config, stealers, driver));
         Registry::install(&registry)?;

@@ -273,11 +273,17 @@ pub(crate) fn run(opts: &Options) {
         "apps: {workers} workers (rayon threads alike), fifo thread limit {}, {reps} reps",
         opts.fifo_threads
     ));
-    section("fib", || fib_bench(sizes.fib, reps * 2 + 1, workers));
-    section("quicksort", || {
-        quicksort_bench(sizes.quicksort, reps, workers)
-    });
-    section("tree", || tree_bench(sizes.tree, reps, workers));
+    if opts.wants("fib") {
+        section("fib", || fib_bench(sizes.fib, reps * 2 + 1, workers));
+    }
+    if opts.wants("quicksort") {
+        section("quicksort", || {
+            quicksort_bench(sizes.quicksort, reps, workers)
+        });
+    }
+    if opts.wants("tree") {
+        section("tree", || tree_bench(sizes.tree, reps, workers));
+    }
 }
 
 /// fib(n) on cantus and rayon, and serially; per-join overhead

@@ -19,8 +19,8 @@
 //! The figures are `deque.<pattern>.<words>w` (cantus's deque) and
 //! `deque.<pattern>.<words>w.crossbeam`, with their ratio.
 
-// (The file allows dead code itself; `loom` is a cfg of the cantus crate.)
-#[allow(unreachable_pub, unexpected_cfgs)]
+// The benchmark uses part of the API; `loom` is a cfg of the cantus crate.
+#[allow(unreachable_pub, unexpected_cfgs, dead_code)]
 #[path = "../../src/sched/deque/mod.rs"]
 mod imp;
 

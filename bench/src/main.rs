@@ -17,7 +17,8 @@
 //!                      fib, quicksort, tree, UTS, LCALS vs rayon and OpenMP
 //!                      (its own options: cantus-bench scale --help)
 //! options: --quick (small sizes, few reps: a smoke run), --reps N,
-//!          --fifo-threads N (thread limit of the fifo baseline, 255)
+//!          --fifo-threads N (thread limit of the fifo baseline, 255),
+//!          --only SECTION (micro, apps: the sections whose name starts so)
 //! ```
 
 mod apps;
@@ -39,11 +40,20 @@ pub(crate) struct Options {
     pub(crate) reps: Option<usize>,
     /// Thread limit of the fifo baseline.
     pub(crate) fifo_threads: usize,
+    /// Run only the sections whose name starts with this (`--only`).
+    pub(crate) only: Option<String>,
+}
+
+impl Options {
+    /// Whether the section `name` is to run.
+    pub(crate) fn wants(&self, name: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| name.starts_with(o))
+    }
 }
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N]\n\
+        "usage: cantus-bench <micro|apps|all|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -80,6 +90,7 @@ fn parse_options(args: &[String]) -> Options {
         quick: false,
         reps: None,
         fifo_threads: fifo::DEFAULT_THREAD_LIMIT,
+        only: None,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -96,6 +107,13 @@ fn parse_options(args: &[String]) -> Options {
             "--quick" => opts.quick = true,
             "--reps" => opts.reps = Some(count("--reps")),
             "--fifo-threads" => opts.fifo_threads = count("--fifo-threads"),
+            "--only" => match it.next() {
+                Some(name) => opts.only = Some(name.clone()),
+                None => {
+                    eprintln!("cantus-bench: --only needs a section name");
+                    usage();
+                }
+            },
             _ => {
                 eprintln!("cantus-bench: unknown option {a}");
                 usage();

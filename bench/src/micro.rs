@@ -83,35 +83,45 @@ pub(crate) fn run(opts: &Options) {
 
     note(&format!("micro: {reps} reps"));
     let budget = SPAWN_BUDGET / div as u32;
-    section("spawn_coforall", || {
-        spawn_coforall(
-            "spawn_coforall",
-            reps,
-            (SPAWN_TRIALS / div, budget),
-            0,
-            omp.as_ref(),
-            &[WaitPolicy::Active, WaitPolicy::Default, WaitPolicy::Passive],
-        )
-    });
+    if opts.wants("spawn_coforall") {
+        section("spawn_coforall", || {
+            spawn_coforall(
+                "spawn_coforall",
+                reps,
+                (SPAWN_TRIALS / div, budget),
+                0,
+                omp.as_ref(),
+                &[WaitPolicy::Active, WaitPolicy::Default, WaitPolicy::Passive],
+            )
+        });
+    }
     let iters = calibrate_work(WORK_BODY_NS);
     note(&format!(
         "spawn_coforall_1us: body = {iters} multiply-adds (about {WORK_BODY_NS} ns here)"
     ));
-    section("spawn_coforall_1us", || {
-        spawn_coforall(
-            "spawn_coforall_1us",
-            reps,
-            (SPAWN_WORK_TRIALS / div, budget),
-            iters,
-            omp.as_ref(),
-            &[WaitPolicy::Active, WaitPolicy::Default],
-        )
-    });
-    section("spawn_join, yield", || task_ops(reps, div));
-    section("handoff", || handoff(reps, ROUND_TRIPS / div));
-    section("block_on_latency", || {
-        crate::latency::run(if opts.quick { 2 } else { reps.min(5) }, opts.quick)
-    });
+    if opts.wants("spawn_coforall_1us") {
+        section("spawn_coforall_1us", || {
+            spawn_coforall(
+                "spawn_coforall_1us",
+                reps,
+                (SPAWN_WORK_TRIALS / div, budget),
+                iters,
+                omp.as_ref(),
+                &[WaitPolicy::Active, WaitPolicy::Default],
+            )
+        });
+    }
+    if opts.wants("spawn_join") {
+        section("spawn_join, yield", || task_ops(reps, div));
+    }
+    if opts.wants("handoff") {
+        section("handoff", || handoff(reps, ROUND_TRIPS / div));
+    }
+    if opts.wants("block_on_latency") {
+        section("block_on_latency", || {
+            crate::latency::run(if opts.quick { 2 } else { reps.min(5) }, opts.quick)
+        });
+    }
 }
 
 /// `for trials { coforall(workers, body) }` inside a task, against

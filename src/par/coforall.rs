@@ -71,7 +71,7 @@ where
 /// # Safety
 /// `job` must stay alive until its count is done.
 unsafe fn range_task<F: Fn(usize) + Sync>(job: &CoforallJob<'_, F>, lo: usize, hi: usize) -> Task {
-    let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
+    let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
     payload[0] = MaybeUninit::new(lo);
     payload[1] = MaybeUninit::new(hi);
     let group = &job.count as *const EndCount as *const ();

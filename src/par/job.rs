@@ -42,7 +42,7 @@ impl<F: FnOnce() -> R + Send, R: Send> StackJob<F, R> {
     /// The caller must keep `self` alive and unmoved until the latch is
     /// done, and must push the task at most once.
     pub(crate) unsafe fn as_task(&self) -> Task {
-        let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
+        let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
         payload[0] = MaybeUninit::new(self as *const Self as usize);
         // SAFETY: execute::<F, R> reads payload[0] as a pointer to this job,
         // which the caller keeps alive until the latch is done; F and R are

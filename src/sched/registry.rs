@@ -3,14 +3,15 @@
 //! counters), and the process-wide "current runtime".
 
 use super::block::BLOCK_KINDS;
+use super::deque::Stealer;
 use super::driver::{Driver, DriverSlot};
 use super::idle::IdleWatch;
 use super::sleep::Parker;
 use super::sleep::Sleep;
-use super::task::Task;
+use super::task::{Queued, Task};
 use crate::config::Config;
 use crate::error::Error;
-use crossbeam_deque::{Injector, Stealer};
+use crossbeam_deque::Injector;
 use crossbeam_queue::SegQueue;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,7 +60,7 @@ pub(crate) fn drop_by(c: &AtomicU64, by: u64) {
 }
 
 pub(crate) struct WorkerShared {
-    pub(crate) stealer: Stealer<Task>,
+    pub(crate) stealer: Stealer<Queued>,
     /// Slots of this worker's carriers whose task was woken; only this
     /// worker resumes them (see `sched/README.md`).
     pub(crate) resume: SegQueue<u32>,
@@ -115,7 +116,7 @@ pub(crate) static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
 impl Registry {
     pub(crate) fn new(
         config: Config,
-        stealers: Vec<Stealer<Task>>,
+        stealers: Vec<Stealer<Queued>>,
         driver: Option<Arc<dyn Driver>>,
     ) -> Registry {
         let n = config.workers;

@@ -8,11 +8,18 @@
 //! Larger closures are boxed. Keeping the task small matters: it is copied
 //! into and out of a deque on every spawn.
 //!
+//! Every word of a task is initialized (the deque copies it word by word
+//! with atomic stores, `deque/README.md`): constructors fill both payload
+//! words, and a closure stored inline has its words *frozen* ([`freeze`])
+//! so that padding bytes inside it become ordinary (arbitrary) bytes. In a
+//! deque a task sits as a [`Queued`]: the same four words, `Copy`.
+//!
 //! What happens after the closure ran is the task's [`Completion`]: report
 //! a detached task's panic here, or (completions defined in `par/`) count a
 //! group task finished, recording its panic for the waiter. The closure itself captures none of that, so the
 //! whole payload is the user's.
 
+use super::deque::Element;
 use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::panic::{self, AssertUnwindSafe};
@@ -93,7 +100,8 @@ impl Task {
     /// # Safety
     /// `vtable` must accept `payload` and `group` under its contract, and
     /// whatever they refer to must be safe to use from any worker thread
-    /// until the vtable has run.
+    /// until the vtable has run. Every byte of `payload` must be
+    /// initialized (the deque copies it as words).
     pub(crate) unsafe fn from_raw(vtable: VTable, group: *const (), payload: Payload) -> Task {
         Task {
             vtable,
@@ -113,11 +121,24 @@ impl Task {
         f: F,
         group: *const (),
     ) -> Task {
-        let mut payload: Payload = [MaybeUninit::uninit(); INLINE_WORDS];
-        if size_of::<F>() <= size_of::<Payload>() && align_of::<F>() <= align_of::<Payload>() {
+        let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
+        if CAN_FREEZE
+            && size_of::<F>() <= size_of::<Payload>()
+            && align_of::<F>() <= align_of::<Payload>()
+        {
             // SAFETY: F fits the payload in size and alignment (checked above).
             unsafe { ptr::write(payload.as_mut_ptr().cast::<F>(), f) };
-            // SAFETY: call_inline::<F, C> reads exactly the F written above.
+            // F may have padding, which the write left uninitialized.
+            let words = payload.as_mut_ptr().cast::<*mut ()>();
+            for i in 0..INLINE_WORDS {
+                // SAFETY: word i is in bounds and word-aligned; `freeze`
+                // reads it and the result is written back in place, as a
+                // pointer so that a pointer stored in F keeps provenance.
+                unsafe { words.add(i).write(freeze(words.add(i).cast_const().cast())) };
+            }
+            // SAFETY: call_inline::<F, C> reads exactly the F written above
+            // (freezing keeps every initialized byte, pointer provenance
+            // included, and only gives padding a value).
             unsafe { Task::from_raw(call_inline::<F, C>, group, payload) }
         } else {
             payload[0] = MaybeUninit::new(Box::into_raw(Box::new(f)) as usize);
@@ -135,12 +156,6 @@ impl Task {
         unsafe { Task::closure::<F, Detached>(f, group) }
     }
 
-    /// The end count this task reports to (null for detached tasks).
-    #[inline]
-    pub(crate) fn group(&self) -> *const () {
-        self.group
-    }
-
     /// Runs the task, consuming it.
     #[inline]
     pub(crate) fn run(self) {
@@ -149,6 +164,123 @@ impl Task {
         // and its Drop is suppressed), with its constructor's arguments.
         unsafe { (me.vtable)(&mut me.payload, me.group, Action::Run) }
     }
+}
+
+/// A task as it sits in a deque: its four words, all initialized, and
+/// `Copy`, so the deque can copy it word by word. A `Queued` owns its task
+/// the way a `Task` does, but without a destructor: whoever takes one out
+/// of a deque turns it back into a `Task` exactly once
+/// ([`Queued::into_task`]) or, for a job it recognises as its own, calls
+/// the job directly and lets the `Queued` go.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct Queued {
+    vtable: VTable,
+    group: *const (),
+    payload: [*mut (); INLINE_WORDS],
+}
+
+// SAFETY: a Queued is a Task in transit; Task is Send (see there).
+unsafe impl Send for Queued {}
+// SAFETY: four pointer-sized fields (a function pointer and three raw
+// pointers), so no padding; every constructor path (`Task::into_queued`)
+// copies a task whose words are all initialized (Task's invariant).
+unsafe impl Element for Queued {}
+
+impl Task {
+    /// The task as deque words; it is not dropped.
+    #[inline(always)]
+    pub(crate) fn into_queued(self) -> Queued {
+        let me = ManuallyDrop::new(self);
+        let words = me.payload.as_ptr().cast::<*mut ()>();
+        Queued {
+            vtable: me.vtable,
+            group: me.group,
+            // SAFETY: the payload is INLINE_WORDS initialized words (Task's
+            // invariant, kept by every constructor), read as pointers so
+            // that a pointer stored there keeps its provenance.
+            payload: std::array::from_fn(|i| unsafe { words.add(i).read() }),
+        }
+    }
+}
+
+impl Queued {
+    /// The end count this task reports to (null for detached tasks).
+    #[inline]
+    pub(crate) fn group(&self) -> *const () {
+        self.group
+    }
+
+    /// The task again.
+    ///
+    /// # Safety
+    /// At most one `Task` may be made from the `Queued` of one
+    /// [`Task::into_queued`] (the copies a deque makes included).
+    #[inline(always)]
+    pub(crate) unsafe fn into_task(self) -> Task {
+        let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
+        let words = payload.as_mut_ptr().cast::<*mut ()>();
+        for (i, w) in self.payload.into_iter().enumerate() {
+            // SAFETY: word i of the payload is in bounds and word-aligned;
+            // written as a pointer to keep its provenance.
+            unsafe { words.add(i).write(w) };
+        }
+        Task {
+            vtable: self.vtable,
+            group: self.group,
+            payload,
+        }
+    }
+}
+
+/// Whether [`freeze`] is available on this target. Where it is not,
+/// every closure task is boxed, so no payload holds uninitialized bytes.
+const CAN_FREEZE: bool = cfg!(any(target_arch = "x86_64", target_arch = "aarch64"));
+
+/// The one-word load instruction `freeze` runs.
+#[cfg(target_arch = "x86_64")]
+macro_rules! load_word {
+    () => {
+        "mov {out}, qword ptr [{p}]"
+    };
+}
+#[cfg(target_arch = "aarch64")]
+macro_rules! load_word {
+    () => {
+        "ldr {out}, [{p}]"
+    };
+}
+
+/// The word at `p`, with any uninitialized byte in it given an arbitrary
+/// value (LLVM's `freeze`): a load the compiler cannot see through.
+/// Initialized bytes come back unchanged, a pointer's provenance
+/// included, as with a `ptr::read` of a pointer.
+///
+/// # Safety
+/// `p` points to a live, word-aligned word.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+unsafe fn freeze(p: *const MaybeUninit<usize>) -> *mut () {
+    let out: *mut ();
+    // SAFETY: the assembly loads one aligned word from `p` (caller's
+    // contract); it writes no memory and touches no flags or stack.
+    // Loading uninitialized memory is defined at the machine level, and an
+    // asm output is always an initialized value.
+    unsafe {
+        std::arch::asm!(
+            load_word!(),
+            p = in(reg) p,
+            out = lateout(reg) out,
+            options(nostack, readonly, preserves_flags, pure)
+        );
+    }
+    out
+}
+
+/// Never called: every closure is boxed where `CAN_FREEZE` is false.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+unsafe fn freeze(_: *const MaybeUninit<usize>) -> *mut () {
+    unreachable!("freeze is used only where CAN_FREEZE")
 }
 
 impl Drop for Task {
@@ -237,6 +369,43 @@ mod tests {
         assert_eq!(t.vtable as usize, boxed, "a 17-word closure is boxed");
         t.run();
         assert_eq!(hits.load(Ordering::Relaxed), 1 + 7 * 16);
+    }
+
+    #[test]
+    fn closures_with_padding_cross_a_deque_intact() {
+        use crate::sched::deque::{Steal, Worker};
+        // (u8, &AtomicUsize) has seven padding bytes: the case `freeze`
+        // exists for. The reference checks that provenance survives.
+        let sum = Arc::new(AtomicUsize::new(0));
+        let w = Worker::<Queued>::new();
+        let s = w.stealer();
+        for i in 0..200u8 {
+            let (tag, hits): (u8, &AtomicUsize) = (i, &sum);
+            let f = move || {
+                hits.fetch_add(tag as usize, Ordering::Relaxed);
+            };
+            assert_eq!(size_of_val(&f), 2 * size_of::<usize>());
+            // SAFETY: `sum` outlives every task (all run before the end).
+            let t = unsafe { Task::from_closure(f, ptr::null()) };
+            w.push(t.into_queued());
+        }
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                loop {
+                    match s.steal() {
+                        // SAFETY: our steal took it: the one Task made.
+                        Steal::Success(q) => unsafe { q.into_task() }.run(),
+                        Steal::Retry => {}
+                        Steal::Empty => break,
+                    }
+                }
+            });
+        });
+        while let Some(q) = w.pop() {
+            // SAFETY: popped: the one Task made from it.
+            unsafe { q.into_task() }.run();
+        }
+        assert_eq!(sum.load(Ordering::Relaxed), (0..200).sum::<usize>());
     }
 
     #[test]

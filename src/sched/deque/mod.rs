@@ -1,7 +1,7 @@
 //! A Chase-Lev work-stealing deque of small `Copy` elements: the owner
 //! pushes and pops at the bottom (newest first), thieves steal at the top
-//! (oldest first). Written for the scheduler's two-word job references
-//! ([`JobRef`]) and other elements of a few machine words.
+//! (oldest first). Written for the scheduler's queued tasks (four words,
+//! `sched::task::Queued`) and other elements of a few machine words.
 //!
 //! The algorithm is Chase and Lev's ("Dynamic Circular Work-Stealing
 //! Deque", SPAA 2005) with the C11 memory orderings of Lê, Pop, Cohen and
@@ -18,9 +18,8 @@
 //! committing a data race. The thief only turns the words into a `T` once
 //! its CAS on `top` proved them to be the element it claimed.
 
-// Not used by the scheduler yet (the lead wires it in); the benchmark
+// The benchmark
 // (`bench/src/deque.rs`) includes this very file with `#[path]`.
-#![allow(dead_code)]
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -70,54 +69,6 @@ pub(crate) unsafe trait Element: Copy + Send {}
 unsafe impl Element for usize {}
 // SAFETY: an array of usize has no padding and no uninitialized bytes.
 unsafe impl<const N: usize> Element for [usize; N] {}
-
-/// A two-word reference to a job: the function that runs it and the data
-/// it runs on. The element `join` and `coforall` are meant to push: the
-/// job itself (a `StackJob`, a range of a coforall) lives elsewhere, on
-/// its owner's stack or in its group, and the data pointer doubles as the
-/// job's identity, so a waiter can recognise its own job on top of its
-/// deque.
-#[derive(Clone, Copy, Debug)]
-#[repr(C)]
-pub(crate) struct JobRef {
-    execute: unsafe fn(*const ()),
-    data: *const (),
-}
-
-// SAFETY: `JobRef::new`'s contract: the job may be run from any thread.
-unsafe impl Send for JobRef {}
-// SAFETY: two pointer-sized fields, so no padding, and both are always
-// initialized (a function pointer and a raw pointer).
-unsafe impl Element for JobRef {}
-
-impl JobRef {
-    /// A reference to the job at `data`, run by `execute(data)`.
-    ///
-    /// # Safety
-    /// Whoever ends up holding the reference may call `execute(data)` once,
-    /// from any thread: `data` must stay valid until then and whatever it
-    /// refers to must be safe to use from another thread.
-    #[inline]
-    pub(crate) unsafe fn new(execute: unsafe fn(*const ()), data: *const ()) -> JobRef {
-        JobRef { execute, data }
-    }
-
-    /// The job's data pointer, which identifies the job.
-    #[inline]
-    pub(crate) fn data(self) -> *const () {
-        self.data
-    }
-
-    /// Runs the job.
-    ///
-    /// # Safety
-    /// Called at most once per job, under `new`'s contract.
-    #[inline]
-    pub(crate) unsafe fn execute(self) {
-        // SAFETY: forwarded contract of `new`.
-        unsafe { (self.execute)(self.data) }
-    }
-}
 
 /// The number of words of an element; fails to compile for a type whose
 /// size is not a positive multiple of a word or whose alignment is less
@@ -277,6 +228,8 @@ pub(crate) enum Steal<T> {
     Retry,
 }
 
+// The scheduler matches on `Steal`; tests and the benchmark use these.
+#[allow(dead_code)]
 impl<T> Steal<T> {
     /// The stolen element, if any.
     #[inline]
@@ -493,6 +446,7 @@ impl<T: Element> Worker<T> {
     }
 
     /// The capacity of the current buffer, in elements.
+    #[allow(dead_code)] // tests check growth with it
     pub(crate) fn capacity(&self) -> usize {
         self.mask.get() + 1
     }

@@ -2,10 +2,54 @@
 //! `loom_tests.rs`). Self-contained (std only), since the benchmark crate
 //! includes this module's source too.
 
-use super::{Element, JobRef, Steal, Stealer, Worker};
+use super::{Element, Steal, Stealer, Worker};
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::thread;
+
+/// A two-word element (a function and the data it runs on), for tests
+/// that run what they pop or steal.
+#[derive(Clone, Copy, Debug)]
+#[repr(C)]
+struct JobRef {
+    execute: unsafe fn(*const ()),
+    data: *const (),
+}
+
+// SAFETY: `JobRef::new`'s contract: the job may be run from any thread.
+unsafe impl Send for JobRef {}
+// SAFETY: two pointer-sized fields, so no padding, and both are always
+// initialized (a function pointer and a raw pointer).
+unsafe impl Element for JobRef {}
+
+impl JobRef {
+    /// A reference to the job at `data`, run by `execute(data)`.
+    ///
+    /// # Safety
+    /// Whoever ends up holding the reference may call `execute(data)` once,
+    /// from any thread: `data` must stay valid until then and whatever it
+    /// refers to must be safe to use from another thread.
+    #[inline]
+    unsafe fn new(execute: unsafe fn(*const ()), data: *const ()) -> JobRef {
+        JobRef { execute, data }
+    }
+
+    /// The job's data pointer, which identifies the job.
+    #[inline]
+    fn data(self) -> *const () {
+        self.data
+    }
+
+    /// Runs the job.
+    ///
+    /// # Safety
+    /// Called at most once per job, under `new`'s contract.
+    #[inline]
+    unsafe fn execute(self) {
+        // SAFETY: forwarded contract of `new`.
+        unsafe { (self.execute)(self.data) }
+    }
+}
 
 fn steal<T: Element>(s: &Stealer<T>) -> Option<T> {
     loop {

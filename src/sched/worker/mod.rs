@@ -14,14 +14,14 @@ mod carrier;
 mod idle;
 mod steal;
 
+use super::deque::Worker;
 use super::registry::{Registry, WorkerShared, bump, drop_by};
-use super::task::Task;
+use super::task::{Queued, Task};
 use crate::config::WaitPolicy;
 use crate::fiber::guard;
 use crate::fiber::stack::TaskStack;
 use crate::sched::block::{BLOCK_KINDS, BlockKind};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use crossbeam_deque::{Steal, Worker};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -88,7 +88,7 @@ thread_local! {
 pub(crate) struct WorkerLocal {
     pub(crate) index: usize,
     pub(crate) registry: Arc<Registry>,
-    deque: Worker<Task>,
+    deque: Worker<Queued>,
     slots: RefCell<Vec<Slot>>,
     free_slots: RefCell<Vec<u32>>,
     idle: RefCell<Vec<u32>>,
@@ -146,7 +146,7 @@ impl WorkerLocal {
     #[inline]
     pub(crate) fn push(&self, task: Task) {
         bump(&self.shared().counters.spawned, 1);
-        self.deque.push(task);
+        self.deque.push(task.into_queued());
         self.registry.sleep.notify_one_unfenced();
     }
 
@@ -154,12 +154,18 @@ impl WorkerLocal {
     /// `group`; otherwise leaves the deque as it was.
     #[inline]
     pub(crate) fn pop_if_group(&self, group: *const ()) -> Option<Task> {
-        let t = self.deque.pop()?;
-        if t.group() == group {
-            return Some(t);
-        }
-        self.deque.push(t);
-        None
+        let t = self.deque.pop_if(|t| t.group() == group)?;
+        // SAFETY: popped from our deque, where `push` put it: this is the
+        // one Task made from it.
+        Some(unsafe { t.into_task() })
+    }
+
+    /// Pops the newest task of this worker's deque.
+    #[inline]
+    fn pop(&self) -> Option<Task> {
+        // SAFETY: popped from our deque, where `push` put it: this is the
+        // one Task made from it.
+        self.deque.pop().map(|t| unsafe { t.into_task() })
     }
 
     /// Runs a task on the current carrier as a nested call.
@@ -312,7 +318,7 @@ impl WorkerLocal {
                     continue;
                 }
             }
-            if let Some(t) = self.deque.pop() {
+            if let Some(t) = self.pop() {
                 self.start(t);
                 continue;
             }
@@ -348,7 +354,7 @@ impl WorkerLocal {
 }
 
 /// A worker thread's body.
-pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Task>) {
+pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Queued>) {
     let _alt = guard::AltStack::ensure();
     let local = WorkerLocal {
         index,
@@ -377,6 +383,13 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<T
     WORKER.with(|w| w.set(&local));
     guard::set_running((0, 0), 0, 0);
     local.run();
+    // The loop ends only after its own pop found the deque empty, and only
+    // this worker pushes on it. Should anything be left, drop it as a
+    // task (its completion runs), since the deque never drops elements.
+    while let Some(t) = local.pop() {
+        debug_assert!(false, "a worker's deque is empty when it exits");
+        drop(t);
+    }
     // Shutdown: finish idle carriers; measure the stacks they used.
     let mut idle: Vec<u32> = local.idle.borrow_mut().drain(..).collect();
     idle.extend(local.idle_root.take());

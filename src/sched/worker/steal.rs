@@ -2,6 +2,22 @@
 //! injector, then other workers' deques (oldest first, random victim).
 
 use super::*;
+use crate::sched::deque::Steal;
+use crossbeam_deque::Injector;
+
+/// Most tasks a worker takes from the injector at once.
+const INJECT_BATCH: usize = 16;
+
+/// One task from the injector, retrying lost races.
+fn steal_injected(injector: &Injector<Task>) -> Option<Task> {
+    loop {
+        match injector.steal() {
+            crossbeam_deque::Steal::Success(t) => return Some(t),
+            crossbeam_deque::Steal::Empty => return None,
+            crossbeam_deque::Steal::Retry => {}
+        }
+    }
+}
 
 impl WorkerLocal {
     /// Finds a task: the hand-off slot, own deque, injector, then a victim.
@@ -9,7 +25,7 @@ impl WorkerLocal {
         if let Some(t) = self.handoff.take() {
             return Some(t);
         }
-        if let Some(t) = self.deque.pop() {
+        if let Some(t) = self.pop() {
             return Some(t);
         }
         self.steal()
@@ -17,12 +33,8 @@ impl WorkerLocal {
 
     pub(super) fn steal(&self) -> Option<Task> {
         let reg = &*self.registry;
-        loop {
-            match reg.injector.steal_batch_and_pop(&self.deque) {
-                Steal::Success(t) => return Some(t),
-                Steal::Empty => break,
-                Steal::Retry => {}
-            }
+        if let Some(t) = self.take_injected() {
+            return Some(t);
         }
         let n = reg.workers.len();
         if n == 1 {
@@ -44,7 +56,9 @@ impl WorkerLocal {
                 match reg.workers[v].stealer.steal() {
                     Steal::Success(t) => {
                         bump(&self.shared().counters.steals, 1);
-                        return Some(t);
+                        // SAFETY: our CAS took this element: no other
+                        // Task is made from its push.
+                        return Some(unsafe { t.into_task() });
                     }
                     Steal::Empty => break,
                     Steal::Retry => bump(&self.shared().counters.steal_retries, 1),
@@ -53,6 +67,22 @@ impl WorkerLocal {
         }
         bump(&self.shared().counters.failed_steal_rounds, 1);
         None
+    }
+
+    /// Takes a task from the injector, and up to `INJECT_BATCH - 1` more
+    /// onto the own deque (where other idle workers can steal them), so a
+    /// burst of tasks from outside threads costs each worker one trip to
+    /// the shared queue per batch, not per task.
+    fn take_injected(&self) -> Option<Task> {
+        let reg = &*self.registry;
+        let first = steal_injected(&reg.injector)?;
+        for _ in 1..INJECT_BATCH {
+            match steal_injected(&reg.injector) {
+                Some(t) => self.deque.push(t.into_queued()),
+                None => break,
+            }
+        }
+        Some(first)
     }
 
     /// Could anything be done right now? Looks at every other worker's
