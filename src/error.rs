@@ -23,6 +23,16 @@ pub enum ErrorKind {
     Os,
     /// A write-once variable was written a second time.
     AlreadyWritten,
+    /// The job's locales could not start or work together: a locale could
+    /// not be started, died, ran another binary, or sent something
+    /// malformed. The message names the locale and what happened.
+    Locale,
+    /// A remote call panicked on the locale that ran it; the message is
+    /// the panic's.
+    RemotePanic,
+    /// A locale refused a remote call (its arguments could not be
+    /// decoded, or it knows no such handler); the message says why.
+    RemoteRejected,
 }
 
 /// An error with a message a user can act on.

@@ -25,6 +25,8 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod am;
+mod comm;
 mod config;
 mod error;
 #[doc(hidden)]
@@ -37,6 +39,9 @@ mod runtime;
 mod sched;
 mod sync;
 
+pub use am::{
+    Handler, Registered, Remote, RemoteHandle, begin_on, coforall_locales, here, num_locales, on,
+};
 pub use config::{
     Builder, DEFAULT_DEADLOCK_MS, DEFAULT_MAX_THREADS, DEFAULT_SPIN, DEFAULT_STACK_SIZE,
     MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
@@ -51,6 +56,12 @@ pub use runtime::{OutsideActivity, Runtime, run};
 pub use sync::{SingleVar, SyncVar};
 
 /// The README's examples, compiled and run as doctests.
+/// Re-exports for the expansion of [`remote!`]; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use inventory;
+}
+
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;

@@ -6,10 +6,6 @@
 //! tasking layer; tokio's park/driver split is the model for parking in
 //! the driver).
 
-// The transports that use the seam live in `comm/` (the shared-memory
-// and MPI transports come with locales); until then only tests drive it.
-#![allow(dead_code)]
-
 use super::registry::Registry;
 use super::task::Task;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,8 +16,10 @@ use std::time::Duration;
 ///
 /// Contract, checked by `tests.rs` beside this file:
 /// - `poll` is never called by two threads at once (the registry holds a
-///   poll token); it may run on any worker, between tasks or in the idle
-///   loop, never inside a task.
+///   poll token); the workers call it between tasks or in their idle
+///   loop. A task or outside thread that cannot go on until the driver
+///   makes progress (a sender that finds no room) may poll too, through
+///   [`poll_with`], under the same token.
 /// - Whatever a producer publishes *before* calling [`DriverWaker::wake`]
 ///   must be seen by the next `ready`/`poll` (use Release/Acquire, or a
 ///   lock): `ready` is the re-check of the sleep protocol (S2).
@@ -78,6 +76,15 @@ impl DriverContext<'_> {
     }
 }
 
+impl DriverContext<'_> {
+    /// Whether the runtime has no task queued, running, blocked or
+    /// sleeping and the driver holds nothing in flight (what shutdown
+    /// waits for), as seen from inside a poll.
+    pub(crate) fn quiescent(&self) -> bool {
+        self.registry.quiescent()
+    }
+}
+
 /// Lets a producer (a thread or process feeding the driver) wake the
 /// runtime after publishing something for `poll` to find.
 #[derive(Clone)]
@@ -127,6 +134,14 @@ impl DriverSlot {
 /// many items were handled.
 pub(crate) fn poll(reg: &Registry) -> usize {
     let Some(driver) = &reg.driver else { return 0 };
+    poll_with(reg, |cx| driver.poll(cx))
+}
+
+/// Runs `f` (a poll of the registry's driver, or a narrower one that the
+/// driver's owner knows how to make) under the poll token, if no one else
+/// holds it; returns what `f` returned (items handled), or 0 if the token
+/// was taken.
+pub(crate) fn poll_with(reg: &Registry, f: impl FnOnce(&DriverContext<'_>) -> usize) -> usize {
     let slot = &reg.driver_slot;
     // Cheap test first: a contended token is a busy cache line.
     if slot.polling.load(Ordering::Relaxed)
@@ -137,7 +152,7 @@ pub(crate) fn poll(reg: &Registry) -> usize {
     {
         return 0;
     }
-    let n = driver.poll(&DriverContext { registry: reg });
+    let n = f(&DriverContext { registry: reg });
     if n > 0 {
         slot.handled.fetch_add(n as u64, Ordering::AcqRel);
     }

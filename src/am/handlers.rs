@@ -1,0 +1,285 @@
+//! Remote calls and the table of handlers: what a request may run.
+//!
+//! A remote call is a type implementing [`Remote`]; [`remote!`] registers
+//! it at link time (the `inventory` crate: no table kept by hand) under a
+//! name made of the module path where it is registered and the type as
+//! written, and an id that is a hash of that name. Every locale runs the
+//! same binary, so every locale has the same table; start-up checks that
+//! they agree, and building the table checks that no two handlers share
+//! an id.
+//!
+//! [`remote!`]: crate::remote
+
+use crate::error::{Error, ErrorKind};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::any::Any;
+use std::collections::HashMap;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+/// A call that can run on another locale: its fields are the arguments,
+/// `run` the body, `Output` the result. Register it with
+/// [`remote!`](crate::remote), then run it with [`on`](crate::on) or
+/// [`begin_on`](crate::begin_on).
+///
+/// Every locale runs the same program (the same binary), so a call
+/// registered in one is registered in all.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Square(u64);
+///
+/// impl cantus::Remote for Square {
+///     type Output = u64;
+///     fn run(self) -> u64 {
+///         self.0 * self.0
+///     }
+/// }
+/// cantus::remote!(Square);
+///
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// let here = cantus::here();
+/// assert_eq!(rt.block_on(|| cantus::on(here, Square(7)).join()).unwrap(), 49);
+/// ```
+///
+/// A call that was never registered is a compile-time error:
+///
+/// ```compile_fail
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Serialize, Deserialize)]
+/// struct Unregistered;
+/// impl cantus::Remote for Unregistered {
+///     type Output = ();
+///     fn run(self) {}
+/// }
+/// let _ = cantus::on(0, Unregistered).join();
+/// ```
+pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
+    /// What the call returns to its caller.
+    type Output: Serialize + DeserializeOwned + Send + 'static;
+    /// The body, run as a task on the target locale (it may block on sync
+    /// variables, spawn tasks, and make remote calls of its own).
+    fn run(self) -> Self::Output;
+}
+
+/// A registered remote call (implemented by [`remote!`](crate::remote)).
+#[doc(hidden)]
+pub trait Registered: Remote {
+    /// The handler's name: the module where it was registered, and the
+    /// type as written there.
+    const NAME: &'static str;
+    /// The handler's id: a hash of its name.
+    const ID: u64 = id_of(Self::NAME);
+}
+
+/// FNV-1a, 64 bits: the id of a handler name (const, so ids are fixed at
+/// compile time).
+pub const fn id_of(name: &str) -> u64 {
+    let b = name.as_bytes();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < b.len() {
+        h ^= b[i] as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    h
+}
+
+/// How a handler's run ended.
+pub(crate) enum Outcome {
+    /// The encoded result.
+    Done(Vec<u8>),
+    /// The handler panicked: its message.
+    Panicked(String),
+    /// The arguments could not be decoded (or the result encoded): why.
+    Rejected(String),
+}
+
+/// A handler in the link-time table.
+#[doc(hidden)]
+pub struct Handler {
+    pub(crate) name: &'static str,
+    pub(crate) id: u64,
+    pub(crate) run: fn(&[u8]) -> Outcome,
+}
+
+impl Handler {
+    /// The handler of `R`.
+    pub const fn of<R: Registered>() -> Handler {
+        Handler {
+            name: R::NAME,
+            id: R::ID,
+            run: run_encoded::<R>,
+        }
+    }
+}
+
+inventory::collect!(Handler);
+
+/// Decodes `R`, runs it, encodes its output.
+fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
+    let call: R = match postcard::from_bytes(args) {
+        Ok(c) => c,
+        Err(e) => {
+            return Outcome::Rejected(format!(
+                "the arguments of {} could not be decoded: {e}",
+                R::NAME
+            ));
+        }
+    };
+    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
+        Ok(out) => match postcard::to_allocvec(&out) {
+            Ok(bytes) => Outcome::Done(bytes),
+            Err(e) => Outcome::Rejected(format!(
+                "the result of {} could not be encoded: {e}",
+                R::NAME
+            )),
+        },
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+/// The handlers of this program, by id.
+pub(crate) struct Table {
+    by_id: HashMap<u64, &'static Handler>,
+}
+
+impl Table {
+    /// The handler with this id.
+    #[inline]
+    pub(crate) fn get(&self, id: u64) -> Option<&'static Handler> {
+        self.by_id.get(&id).copied()
+    }
+
+    /// Every handler's name, sorted: what locales compare at start-up.
+    pub(crate) fn names(&self) -> Vec<&'static str> {
+        let mut v: Vec<_> = self.by_id.values().map(|h| h.name).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Builds the table from `handlers`; two with one id are an error
+    /// naming both.
+    pub(crate) fn build(
+        handlers: impl IntoIterator<Item = &'static Handler>,
+    ) -> Result<Table, Error> {
+        let mut by_id: HashMap<u64, &'static Handler> = HashMap::new();
+        for h in handlers {
+            if let Some(other) = by_id.insert(h.id, h) {
+                let what = if other.name == h.name {
+                    format!(
+                        "{} is registered twice (remove one of the cantus::remote! lines)",
+                        h.name
+                    )
+                } else {
+                    format!(
+                        "{} and {} have the same handler id {:#x} (rename one of them)",
+                        other.name, h.name, h.id
+                    )
+                };
+                return Err(Error::new(
+                    ErrorKind::InvalidConfig,
+                    format!("cantus: {what}"),
+                ));
+            }
+        }
+        Ok(Table { by_id })
+    }
+}
+
+/// The program's table, built once.
+pub(crate) fn table() -> Result<&'static Table, Error> {
+    static TABLE: OnceLock<Result<Table, Error>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| Table::build(inventory::iter::<Handler>))
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// Compares another locale's handler names with ours; a difference is an
+/// error naming the handlers that differ.
+pub(crate) fn check_same(ours: &[&str], theirs: &[String], locale: usize) -> Result<(), Error> {
+    let only_ours: Vec<&str> = ours
+        .iter()
+        .copied()
+        .filter(|n| !theirs.iter().any(|t| t == n))
+        .collect();
+    let only_theirs: Vec<&str> = theirs
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !ours.contains(t))
+        .collect();
+    if only_ours.is_empty() && only_theirs.is_empty() {
+        return Ok(());
+    }
+    Err(Error::new(
+        ErrorKind::InvalidConfig,
+        format!(
+            "cantus: locale {locale} has other remote handlers than locale 0 \
+             (only on locale 0: [{}]; only on locale {locale}: [{}]); \
+             every locale must run the same binary",
+            only_ours.join(", "),
+            only_theirs.join(", ")
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fake(name: &'static str, id: u64) -> &'static Handler {
+        fn run(_: &[u8]) -> Outcome {
+            Outcome::Done(Vec::new())
+        }
+        Box::leak(Box::new(Handler { name, id, run }))
+    }
+
+    #[test]
+    fn ids_are_fnv1a_of_the_name() {
+        assert_eq!(id_of(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(id_of("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_ne!(id_of("m::A"), id_of("m::B"));
+    }
+
+    #[test]
+    fn duplicate_ids_are_errors_naming_both() {
+        let e = Table::build([fake("m::A", 1), fake("m::B", 1)])
+            .err()
+            .unwrap();
+        let msg = e.to_string();
+        assert!(msg.contains("m::A") && msg.contains("m::B"), "{msg}");
+        let e = Table::build([fake("m::A", 1), fake("m::A", 1)])
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("registered twice"), "{e}");
+        assert!(Table::build([fake("m::A", 1), fake("m::B", 2)]).is_ok());
+    }
+
+    #[test]
+    fn a_different_table_is_an_error_naming_the_difference() {
+        let ours = ["m::A", "m::B"];
+        assert!(check_same(&ours, &["m::A".into(), "m::B".into()], 1).is_ok());
+        let e = check_same(&ours, &["m::A".into(), "m::C".into()], 2).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("[m::B]") && msg.contains("[m::C]") && msg.contains("locale 2"),
+            "{msg}"
+        );
+    }
+}

@@ -1,0 +1,240 @@
+//! Remote service requests (active messages): run a registered call on
+//! another locale, as a task there, and get its result or its panic back.
+//!
+//! - [`Remote`] is a call; [`remote!`](crate::remote) registers it.
+//! - [`on`] runs it on a locale and returns a [`RemoteHandle`];
+//!   [`begin_on`] runs it detached; [`coforall_locales`] runs one call per
+//!   locale and waits for all.
+//! - [`here`] and [`num_locales`] say where a task runs.
+//!
+//! Arguments and results travel encoded with postcard (serde). A call to
+//! the caller's own locale runs as a local task, without encoding.
+//! `wire.rs` is the frame format (`README.md` beside this file),
+//! `engine.rs` the per-locale engine, `handlers.rs` the table.
+
+pub(crate) mod engine;
+pub(crate) mod handlers;
+pub(crate) mod wire;
+
+pub use handlers::{Handler, Registered, Remote};
+
+use crate::error::{Error, ErrorKind};
+use crate::sync::SyncVar;
+use engine::{Engine, Reply};
+use std::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, RwLock};
+use wire::Status;
+
+/// Registers remote calls: `cantus::remote!(Square, Histogram);`. Each type
+/// must implement [`Remote`]. Use it once per type, at module level; every
+/// locale runs the same binary, so the registration is the same
+/// everywhere.
+#[macro_export]
+macro_rules! remote {
+    ($($t:ty),+ $(,)?) => {
+        $(
+            impl $crate::Registered for $t {
+                const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
+            }
+            $crate::__private::inventory::submit! {
+                $crate::Handler::of::<$t>()
+            }
+        )+
+    };
+}
+
+/// The engine of this process's locale, while a multi-locale runtime runs.
+static ENGINE: RwLock<Option<Arc<Engine>>> = RwLock::new(None);
+
+pub(crate) fn install(engine: Arc<Engine>) {
+    *ENGINE.write().unwrap() = Some(engine);
+}
+
+pub(crate) fn uninstall() {
+    *ENGINE.write().unwrap() = None;
+}
+
+fn engine() -> Option<Arc<Engine>> {
+    ENGINE.read().unwrap().clone()
+}
+
+/// The locale this task (or thread) runs on: `0..num_locales()`.
+pub fn here() -> usize {
+    engine().map_or(0, |e| e.here())
+}
+
+/// The number of locales in the job (1 unless started with
+/// `CANTUS_LOCALES` or [`Builder::locales`](crate::Builder::locales)).
+pub fn num_locales() -> usize {
+    engine().map_or(1, |e| e.locales())
+}
+
+/// A remote call's result, to come: [`join`](RemoteHandle::join) waits
+/// for it (blocking only the calling task).
+#[must_use = "a remote call's handle must be joined (or use begin_on)"]
+pub struct RemoteHandle<T> {
+    inner: Pending<T>,
+    locale: usize,
+    name: &'static str,
+}
+
+enum Pending<T> {
+    /// Running as a task of this locale.
+    Local(Arc<SyncVar<Result<T, Error>>>),
+    /// Sent; the reply will fill the slot.
+    Remote(Arc<SyncVar<Reply>>, PhantomData<fn() -> T>),
+    /// The request could not be sent.
+    Failed(Error),
+}
+
+impl<T: serde::de::DeserializeOwned + Send + 'static> RemoteHandle<T> {
+    /// Waits for the call to finish and returns its result; a panic in
+    /// the call, or a locale that refused it, is an `Err` saying which
+    /// call, where, and why.
+    pub fn join(self) -> Result<T, Error> {
+        match self.inner {
+            Pending::Local(slot) => slot.read_fe(),
+            Pending::Failed(e) => Err(e),
+            Pending::Remote(slot, _) => {
+                let (status, payload) = slot.read_fe();
+                let text = || String::from_utf8_lossy(&payload).into_owned();
+                match status {
+                    Status::Done => postcard::from_bytes(&payload).map_err(|e| {
+                        Error::new(
+                            ErrorKind::Locale,
+                            format!(
+                                "cantus: the result of {} from locale {} could not be decoded: {e}",
+                                self.name, self.locale
+                            ),
+                        )
+                    }),
+                    Status::Panicked => Err(Error::new(
+                        ErrorKind::RemotePanic,
+                        format!(
+                            "cantus: remote call {} panicked on locale {}: {}",
+                            self.name,
+                            self.locale,
+                            text()
+                        ),
+                    )),
+                    Status::Rejected => Err(Error::new(
+                        ErrorKind::RemoteRejected,
+                        format!(
+                            "cantus: locale {} refused remote call {}: {}",
+                            self.locale,
+                            self.name,
+                            text()
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+/// Runs `call` as a task on `locale` and returns a handle to its result.
+/// Blocks only while the transport has no room (and then it polls).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
+#[track_caller]
+pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
+    let n = num_locales();
+    assert!(
+        locale < n,
+        "cantus::on: locale {locale} does not exist (the job has {n} locales)"
+    );
+    let inner = match engine() {
+        Some(e) if locale != e.here() => match postcard::to_allocvec(&call) {
+            Ok(args) => match e.request(locale, R::ID, &args, true) {
+                Ok(slot) => Pending::Remote(slot.expect("a slot was asked for"), PhantomData),
+                Err(err) => Pending::Failed(err),
+            },
+            Err(err) => Pending::Failed(Error::new(
+                ErrorKind::RemoteRejected,
+                format!(
+                    "cantus: the arguments of {} could not be encoded: {err}",
+                    R::NAME
+                ),
+            )),
+        },
+        _ => {
+            let slot = Arc::new(SyncVar::new());
+            let s = slot.clone();
+            crate::begin(move || {
+                let r = panic::catch_unwind(AssertUnwindSafe(|| call.run())).map_err(|p| {
+                    Error::new(
+                        ErrorKind::RemotePanic,
+                        format!(
+                            "cantus: remote call {} panicked on locale {locale}: {}",
+                            R::NAME,
+                            handlers::panic_message(&*p)
+                        ),
+                    )
+                });
+                s.write_ef(r);
+            });
+            Pending::Local(slot)
+        }
+    };
+    RemoteHandle {
+        inner,
+        locale,
+        name: R::NAME,
+    }
+}
+
+/// Runs `call` as a task on `locale`, detached: nothing waits for it, and
+/// a panic there is reported on that locale's standard error. The job
+/// does not end before it ran.
+///
+/// Returns an error if the request could not be sent (the locale is gone).
+#[track_caller]
+pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
+    let n = num_locales();
+    assert!(
+        locale < n,
+        "cantus::begin_on: locale {locale} does not exist (the job has {n} locales)"
+    );
+    match engine() {
+        Some(e) if locale != e.here() => {
+            let args = postcard::to_allocvec(&call).map_err(|err| {
+                Error::new(
+                    ErrorKind::RemoteRejected,
+                    format!(
+                        "cantus: the arguments of {} could not be encoded: {err}",
+                        R::NAME
+                    ),
+                )
+            })?;
+            e.request(locale, R::ID, &args, false).map(|_| ())
+        }
+        _ => {
+            crate::begin(move || {
+                call.run();
+            });
+            Ok(())
+        }
+    }
+}
+
+/// Runs `make(l)` on every locale `l` at once and returns the results in
+/// locale order; the first failure (a panic there) is returned as the
+/// error once all have finished.
+pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<R::Output>, Error> {
+    let handles: Vec<_> = (0..num_locales()).map(|l| on(l, make(l))).collect();
+    let mut out = Vec::with_capacity(handles.len());
+    let mut first_err = None;
+    for h in handles {
+        match h.join() {
+            Ok(v) => out.push(v),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}

@@ -1,0 +1,290 @@
+//! The active-message wire format: a fixed 24-byte header, then the
+//! payload. `README.md` beside this file describes every field.
+//!
+//! Decoding never trusts the sender: every field is checked, and a frame
+//! that fails a check is an error saying what was wrong (the caller adds
+//! which locale sent it). `cargo fuzz` drives [`Header::decode`]
+//! (`fuzz/fuzz_targets/am_header.rs`).
+
+use std::fmt;
+
+/// Size of the header in bytes.
+pub(crate) const HEADER_LEN: usize = 24;
+
+/// What a frame is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// Run a handler; `word` is its id, `token` the reply token (0: no
+    /// reply wanted).
+    Request = 1,
+    /// The result of a request; `token` is the request's token, `status`
+    /// says how it ended.
+    Reply = 2,
+    /// Runtime traffic (start-up, termination waves, shutdown); `word` is
+    /// the [`Control`] operation. Not counted as a message of the program.
+    Control = 3,
+}
+
+/// How a request ended, in its reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Status {
+    /// The payload is the handler's result.
+    Done = 0,
+    /// The handler panicked; the payload is the panic message (UTF-8).
+    Panicked = 1,
+    /// The request was rejected (unknown handler, undecodable arguments);
+    /// the payload says why (UTF-8).
+    Rejected = 2,
+}
+
+/// Control operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u64)]
+pub(crate) enum Control {
+    /// Locale `src` is up; the payload lists its handlers (start-up check).
+    Hello = 1,
+    /// Termination wave `token`: report your counters.
+    Probe = 2,
+    /// Answer to a probe: the payload is `sent, received, active` (three
+    /// little-endian u64).
+    ProbeReply = 3,
+    /// The job is over: shut down and exit.
+    Shutdown = 4,
+}
+
+/// A decoded header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Header {
+    pub(crate) kind: Kind,
+    pub(crate) status: Status,
+    /// Handler id (requests) or control operation (control frames).
+    pub(crate) word: u64,
+    pub(crate) token: u64,
+}
+
+/// What was wrong with a frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct WireError(String);
+
+impl fmt::Display for WireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+impl Header {
+    /// A request for handler `id`; `token` 0 wants no reply.
+    pub(crate) fn request(id: u64, token: u64) -> Header {
+        Header {
+            kind: Kind::Request,
+            status: Status::Done,
+            word: id,
+            token,
+        }
+    }
+
+    /// The reply to request `token`.
+    pub(crate) fn reply(token: u64, status: Status) -> Header {
+        Header {
+            kind: Kind::Reply,
+            status,
+            word: 0,
+            token,
+        }
+    }
+
+    /// A control frame.
+    pub(crate) fn control(op: Control, token: u64) -> Header {
+        Header {
+            kind: Kind::Control,
+            status: Status::Done,
+            word: op as u64,
+            token,
+        }
+    }
+
+    /// The header's bytes, for a payload of `payload_len` bytes.
+    pub(crate) fn encode(&self, payload_len: usize) -> [u8; HEADER_LEN] {
+        let len = u32::try_from(payload_len).expect("payloads are smaller than 4 GiB");
+        let mut b = [0u8; HEADER_LEN];
+        b[0] = self.kind as u8;
+        b[1] = self.status as u8;
+        b[4..8].copy_from_slice(&len.to_le_bytes());
+        b[8..16].copy_from_slice(&self.word.to_le_bytes());
+        b[16..24].copy_from_slice(&self.token.to_le_bytes());
+        b
+    }
+
+    /// Splits a frame into its header and payload, checking every field.
+    pub(crate) fn decode(frame: &[u8]) -> Result<(Header, &[u8]), WireError> {
+        if frame.len() < HEADER_LEN {
+            return Err(WireError(format!(
+                "a {}-byte frame is shorter than the {HEADER_LEN}-byte header",
+                frame.len()
+            )));
+        }
+        let kind = match frame[0] {
+            1 => Kind::Request,
+            2 => Kind::Reply,
+            3 => Kind::Control,
+            k => return Err(WireError(format!("unknown frame kind {k}"))),
+        };
+        let status = match frame[1] {
+            0 => Status::Done,
+            1 if kind == Kind::Reply => Status::Panicked,
+            2 if kind == Kind::Reply => Status::Rejected,
+            s => {
+                return Err(WireError(format!(
+                    "status {s} is invalid for a {kind:?} frame"
+                )));
+            }
+        };
+        if frame[2] != 0 || frame[3] != 0 {
+            return Err(WireError("reserved header bytes are not zero".into()));
+        }
+        let mut l = [0u8; 4];
+        l.copy_from_slice(&frame[4..8]);
+        let len = u32::from_le_bytes(l) as usize;
+        let payload = &frame[HEADER_LEN..];
+        if len != payload.len() {
+            return Err(WireError(format!(
+                "the header announces {len} payload bytes but the frame carries {}",
+                payload.len()
+            )));
+        }
+        let word = u64_at(frame, 8);
+        let token = u64_at(frame, 16);
+        match kind {
+            Kind::Reply if word != 0 => {
+                return Err(WireError(format!("a reply carries handler word {word:#x}")));
+            }
+            Kind::Reply if token == 0 => return Err(WireError("a reply has token 0".into())),
+            Kind::Control if !(1..=4).contains(&word) => {
+                return Err(WireError(format!("unknown control operation {word}")));
+            }
+            _ => {}
+        }
+        Ok((
+            Header {
+                kind,
+                status,
+                word,
+                token,
+            },
+            payload,
+        ))
+    }
+
+    /// The control operation of a control frame (checked by `decode`).
+    pub(crate) fn control_op(&self) -> Control {
+        match self.word {
+            1 => Control::Hello,
+            2 => Control::Probe,
+            3 => Control::ProbeReply,
+            _ => Control::Shutdown,
+        }
+    }
+}
+
+/// Little-endian u64s, for small control payloads.
+pub(crate) fn words(ws: &[u64]) -> Vec<u8> {
+    ws.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// The `n` little-endian u64s of a control payload, or an error.
+pub(crate) fn read_words(payload: &[u8], n: usize) -> Result<Vec<u64>, WireError> {
+    if payload.len() != 8 * n {
+        return Err(WireError(format!(
+            "a control payload of {} bytes where {n} words were expected",
+            payload.len()
+        )));
+    }
+    Ok((0..n).map(|i| u64_at(payload, 8 * i)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(h: Header, payload: &[u8]) -> Vec<u8> {
+        let mut f = h.encode(payload.len()).to_vec();
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn headers_round_trip() {
+        for (h, p) in [
+            (Header::request(0xdead_beef, 0), &b""[..]),
+            (Header::request(7, 99), &b"args"[..]),
+            (Header::reply(99, Status::Panicked), &b"boom"[..]),
+            (Header::reply(5, Status::Rejected), &b"why"[..]),
+            (Header::control(Control::Probe, 3), &b""[..]),
+        ] {
+            let f = frame(h, p);
+            let (d, payload) = Header::decode(&f).unwrap();
+            assert_eq!(d, h);
+            assert_eq!(payload, p);
+        }
+    }
+
+    #[test]
+    fn every_bad_field_is_an_error_saying_what() {
+        let good = frame(Header::request(7, 1), b"abc");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (good[..10].to_vec(), "shorter than"),
+            (
+                {
+                    let mut f = good.clone();
+                    f[0] = 9;
+                    f
+                },
+                "unknown frame kind 9",
+            ),
+            (
+                {
+                    let mut f = good.clone();
+                    f[1] = 1;
+                    f
+                },
+                "status 1 is invalid for a Request",
+            ),
+            (
+                {
+                    let mut f = good.clone();
+                    f[3] = 1;
+                    f
+                },
+                "reserved",
+            ),
+            (good[..good.len() - 1].to_vec(), "announces 3 payload bytes"),
+            (frame(Header::reply(0, Status::Done), b""), "token 0"),
+            (
+                {
+                    let mut f = frame(Header::control(Control::Hello, 0), b"");
+                    f[8] = 77;
+                    f
+                },
+                "unknown control operation 77",
+            ),
+        ];
+        for (f, want) in cases {
+            let e = Header::decode(&f).unwrap_err().to_string();
+            assert!(e.contains(want), "{e:?} should say {want:?}");
+        }
+    }
+
+    #[test]
+    fn control_words_round_trip_and_check_length() {
+        assert_eq!(read_words(&words(&[1, 2, 3]), 3).unwrap(), vec![1, 2, 3]);
+        assert!(read_words(&words(&[1, 2]), 3).is_err());
+    }
+}

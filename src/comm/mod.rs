@@ -1,0 +1,11 @@
+//! Communication between locales: the [`Transport`](transport::Transport)
+//! trait, the transports that implement it, and the driver that plugs a
+//! transport into the scheduler's seam (`sched/driver/README.md`).
+//!
+//! - `transport.rs`: the trait (two networks, never-blocking sends, one
+//!   poller at a time, park/unpark for the last idle worker).
+//! - `driver.rs`: a transport plus a dispatcher as the scheduler's
+//!   `Driver`.
+
+pub(crate) mod driver;
+pub(crate) mod transport;

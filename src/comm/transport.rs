@@ -1,0 +1,132 @@
+//! The `Transport` trait: how frames move between locales.
+//!
+//! A transport moves opaque frames (byte strings up to
+//! [`Transport::max_frame`]) from one locale to another, on one of two
+//! networks, in order per (source, destination, network). It knows
+//! nothing of handlers, replies or tasks: the active-message layer above
+//! (`am/`) gives frames their meaning, and [`CommDriver`](super::driver)
+//! plugs the transport into the scheduler's driver seam
+//! (`sched/driver/README.md`), so whichever worker polls the driver polls
+//! the transport.
+//!
+//! Two transports are meant to implement it: shared memory between
+//! processes on one machine (`shm/`, the embedded default), and MPI with
+//! `MPI_THREAD_FUNNELED`, where one thread owns every MPI call. The trait
+//! is shaped so that the second fits: `try_send` never blocks and may
+//! only queue the frame for that thread; `poll` may only drain what that
+//! thread already received; `park`/`unpark` let the last idle worker
+//! sleep until the transport has something.
+//!
+//! Two networks, after Berkeley UPC's shared-memory active messages (seed
+//! 003, "Pthreads or Processes", section 4.3.2): requests and replies
+//! travel apart, and a sender that finds no room *polls* instead of
+//! waiting, so two locales that flood each other with requests still
+//! drain each other's queues. A sender blocked on a *reply* polls only the
+//! reply network: handling new requests then would only create more
+//! replies to send.
+
+use crate::error::Error;
+use std::time::Duration;
+
+/// One of the two networks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub(crate) enum Network {
+    /// Requests: frames that may create work (and replies) at the target.
+    Request = 0,
+    /// Replies (and other frames that never cause a send at the target).
+    Reply = 1,
+}
+
+impl Network {
+    /// Both networks, requests first.
+    pub(crate) const ALL: [Network; 2] = [Network::Request, Network::Reply];
+}
+
+/// Which networks a poll drains.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Nets {
+    /// Requests and replies: ordinary progress.
+    Both,
+    /// Replies only: the poller is itself blocked sending a reply.
+    Replies,
+}
+
+impl Nets {
+    /// Whether `net` is drained by this poll.
+    #[inline]
+    pub(crate) fn includes(self, net: Network) -> bool {
+        self == Nets::Both || net == Network::Reply
+    }
+}
+
+/// Why a frame was not sent.
+#[derive(Debug)]
+pub(crate) enum SendError {
+    /// No room now. Poll (see the module docs for which networks), then
+    /// try again; the frame was not sent and nothing was lost.
+    Full,
+    /// The frame can never be sent: it is larger than `max_frame`, the
+    /// destination does not exist, or it is gone. The error says which.
+    Failed(Error),
+}
+
+/// A frame handed to `poll`'s callback: where it came from, on which
+/// network, and its bytes (valid only during the callback).
+pub(crate) struct Arrival<'a> {
+    /// The sending locale.
+    pub(crate) src: usize,
+    /// The network it travelled on.
+    pub(crate) net: Network,
+    /// The frame as sent.
+    pub(crate) bytes: &'a [u8],
+}
+
+/// Moves frames between the locales of one job.
+///
+/// Contract:
+/// - **Order**: frames from one source to one destination on one network
+///   arrive in the order `try_send` accepted them; nothing is duplicated
+///   or lost while both locales live.
+/// - **Never blocks**: `try_send` returns `Full` rather than waiting; any
+///   thread of the locale may call it, concurrently.
+/// - **One poller**: `poll` is never called by two threads at once (the
+///   driver's poll token, or a caller's own lock, ensures it).
+/// - **Visibility**: a frame accepted by `try_send` is seen by a `ready`
+///   or `poll` at the destination that starts after the destination was
+///   woken for it (`try_send` wakes a parked destination itself).
+pub(crate) trait Transport: Send + Sync + 'static {
+    /// This locale's index, `0..locales()`.
+    fn here(&self) -> usize;
+
+    /// The number of locales in the job.
+    fn locales(&self) -> usize;
+
+    /// The largest frame `try_send` accepts, in bytes.
+    fn max_frame(&self) -> usize;
+
+    /// Sends the concatenation of `parts` to `dest` on `net` as one frame.
+    fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError>;
+
+    /// Hands up to `budget` arrived frames, from the networks in `nets`,
+    /// to `deliver`, in arrival order per source and network. Returns how
+    /// many it handed over. A malformed frame at this level (a corrupt
+    /// ring) is an `Err` naming the source: the job cannot go on.
+    fn poll(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error>;
+
+    /// Whether `poll(Nets::Both, ..)` would find a frame now (cheap).
+    fn ready(&self) -> bool;
+
+    /// Blocks the calling thread until a frame may have arrived, `unpark`
+    /// was called (before or during the park: a token), or `timeout`
+    /// passed.
+    fn park(&self, timeout: Option<Duration>);
+
+    /// Ends the current or next `park` of this locale.
+    fn unpark(&self);
+}
