@@ -23,6 +23,12 @@ pub enum ErrorKind {
     Os,
     /// A write-once variable was written a second time.
     AlreadyWritten,
+    /// Memory shared between locales is not what this process expected: an
+    /// inherited shared-memory region failed validation (wrong magic,
+    /// version, job or size), or a ring in it holds a corrupt frame. It
+    /// points at a mismatched binary, an environment inherited from another
+    /// job, or shared memory overwritten by a bug.
+    SharedMemory,
 }
 
 /// An error with a message a user can act on.

@@ -25,6 +25,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod comm;
 mod config;
 mod error;
 #[doc(hidden)]
