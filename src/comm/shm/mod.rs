@@ -10,3 +10,4 @@
 
 pub(crate) mod futex;
 pub(crate) mod region;
+pub(crate) mod ring;

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::comm::shm::futex::{FutexWait, futex_wait, futex_wake};
+use crate::comm::shm::ring::{self, Consumer, Producer};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -224,7 +225,11 @@ struct Shared {
     before: Area,
     after: Area,
     reply: Area,
+    ring: Area,
 }
+
+const RING_CAPACITY: usize = 4096;
+const RING_FRAMES: u64 = 20_000;
 
 impl Shared {
     /// The layout both processes compute.
@@ -237,9 +242,17 @@ impl Shared {
             before: l.carve(1000, 8).unwrap(),
             after: l.carve(1000, 8).unwrap(),
             reply: l.carve(1000, 8).unwrap(),
+            ring: l
+                .carve(ring::footprint(RING_CAPACITY), ring::ALIGN)
+                .unwrap(),
         };
         (s, l.len())
     }
+}
+
+/// Frame `i`'s payload: `i` mod 200 bytes.
+fn frame_payload(i: u64) -> Vec<u8> {
+    (0..i % 200).map(|j| (i as u8) ^ (j as u8)).collect()
 }
 
 fn pattern(seed: u8) -> Vec<u8> {
@@ -285,7 +298,8 @@ fn await_value(word: &AtomicU32, value: u32) {
 /// which attaches through the environment and checks it sees the writes
 /// made before and after it started; futex wakes go both ways (the
 /// parent's wake is counted as waking the child, which sleeps on a word
-/// that does not change).
+/// that does not change); a ring in the region carries frames from parent
+/// to child.
 #[test]
 fn a_child_process_attaches_and_shares_memory_and_wakes() {
     if std::env::var_os(CHILD_VAR).is_some() {
@@ -296,6 +310,9 @@ fn a_child_process_attaches_and_shares_memory_and_wakes() {
     let r = Region::create(len).unwrap();
     // SAFETY: no other process maps the region yet.
     unsafe { write(&r, s.before, &pattern(3)) };
+    // SAFETY: the ring area lies in the region (aligned by the layout),
+    // and no process has attached to it yet.
+    unsafe { ring::init(r.ptr(s.ring), RING_CAPACITY) }.unwrap();
 
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([
@@ -366,6 +383,15 @@ fn parent(r: &Region, s: &Shared) {
     // it sees `after`.
     go.store(1, Ordering::Release);
     futex_wake(go, 1);
+    // SAFETY: the child attached the consumer before signalling `ready`;
+    // this is the ring's only producer.
+    let mut p = unsafe { Producer::attach(r.ptr(s.ring), RING_CAPACITY) }.unwrap();
+    for i in 0..RING_FRAMES {
+        let data = frame_payload(i);
+        while p.try_send(i as u32, &data).is_err() {
+            std::thread::yield_now();
+        }
+    }
     await_value(done, 1);
 }
 
@@ -377,6 +403,8 @@ fn child() {
     assert_eq!(r.len(), len);
     // SAFETY: written by the parent before this process started.
     assert_eq!(unsafe { bytes(&r, s.before) }, &pattern(3)[..]);
+    // SAFETY: the ring is initialized; this is its only consumer.
+    let mut c = unsafe { Consumer::attach(r.ptr(s.ring), RING_CAPACITY) }.unwrap();
     let (ready, go, done) = (
         r.atomic_u32(s.ready.offset()),
         r.atomic_u32(s.go.offset()),
@@ -396,6 +424,26 @@ fn child() {
     // SAFETY: the parent wrote `after` before its Release store of `go`
     // (seen by the Acquire load in `await_value`) and never again.
     assert_eq!(unsafe { bytes(&r, s.after) }, &pattern(5)[..]);
+    let mut got = 0;
+    let t0 = Instant::now();
+    while got < RING_FRAMES {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "frames stopped at {got}"
+        );
+        let Some(f) = c.try_peek().unwrap() else {
+            std::thread::yield_now();
+            continue;
+        };
+        let want = frame_payload(got);
+        assert_eq!(
+            (f.tag(), f.payload()),
+            (got as u32, &want[..]),
+            "frame {got}"
+        );
+        f.release();
+        got += 1;
+    }
     // SAFETY: the parent reads `reply` only after we exit.
     unsafe { write(&r, s.reply, &pattern(7)) };
     // Release: pairs with the parent's Acquire load in `await_value`.
