@@ -33,6 +33,12 @@ pub enum ErrorKind {
     /// A locale refused a remote call (its arguments could not be
     /// decoded, or it knows no such handler); the message says why.
     RemoteRejected,
+    /// Memory shared between locales is not what this process expected: an
+    /// inherited shared-memory region failed validation (wrong magic,
+    /// version, job or size), or a ring in it holds a corrupt frame. It
+    /// points at a mismatched binary, an environment inherited from another
+    /// job, or shared memory overwritten by a bug.
+    SharedMemory,
 }
 
 /// An error with a message a user can act on.

@@ -6,6 +6,10 @@
 //!   poller at a time, park/unpark for the last idle worker).
 //! - `driver.rs`: a transport plus a dispatcher as the scheduler's
 //!   `Driver`.
+//! - `shm/`: the shared-memory transport: the job's shared region, futex
+//!   words and single-producer single-consumer frame rings
+//!   (`shm/README.md`).
 
 pub(crate) mod driver;
+pub(crate) mod shm;
 pub(crate) mod transport;
