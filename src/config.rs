@@ -47,6 +47,8 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_PIN` | `1`/`0`, `true`/`false`, `yes`/`no` | pinned |
 /// | `CANTUS_DEADLOCK_MS` | milliseconds, `0` turns detection off | 1000 |
 /// | `CANTUS_STATS` | `1` prints statistics at shutdown | off |
+/// | `CANTUS_LOCALES` | a positive integer: processes (locales) in the job | 1 |
+/// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     workers: Option<usize>,
@@ -57,8 +59,16 @@ pub struct Builder {
     pin: Option<bool>,
     deadlock_ms: Option<u64>,
     stats: Option<bool>,
+    locales: Option<usize>,
+    ring_bytes: Option<usize>,
     ignore_env: bool,
 }
+
+/// Default bytes of each shared-memory ring between two locales.
+pub const DEFAULT_RING_BYTES: usize = 128 << 10;
+
+/// Set by locale 0 for the locales it starts: which locale a process is.
+pub(crate) const LOCALE_VAR: &str = "CANTUS_LOCALE";
 
 /// A validated configuration.
 #[derive(Clone, Debug)]
@@ -73,6 +83,12 @@ pub(crate) struct Config {
     pub(crate) stats: bool,
     /// The CPUs of the process affinity mask, in order.
     pub(crate) cpus: Vec<usize>,
+    /// Locales (processes) in the job.
+    pub(crate) locales: usize,
+    /// This process's locale.
+    pub(crate) here: usize,
+    /// Bytes of each shared-memory ring.
+    pub(crate) ring_bytes: usize,
 }
 
 impl Builder {
@@ -130,6 +146,24 @@ impl Builder {
         self
     }
 
+    /// Number of locales: processes of one job, each with its own workers,
+    /// that talk through shared memory. `run`/`build` on locale 0 starts
+    /// the others as copies of this program (same binary, same
+    /// arguments); on those, `build` never returns: they serve remote
+    /// calls until the job ends, then exit. Each locale gets its share of
+    /// the CPUs.
+    pub fn locales(mut self, n: usize) -> Builder {
+        self.locales = Some(n);
+        self
+    }
+
+    /// Bytes of each shared-memory ring between two locales (a power of
+    /// two); the largest message is half a ring.
+    pub fn ring_bytes(mut self, bytes: usize) -> Builder {
+        self.ring_bytes = Some(bytes);
+        self
+    }
+
     /// Ignore `CANTUS_*` environment variables (for embedding runtimes that
     /// configure cantus themselves).
     pub fn ignore_environment(mut self) -> Builder {
@@ -146,7 +180,60 @@ impl Builder {
     /// Applies environment overrides and defaults, and validates.
     pub(crate) fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
         let env = |name: &str| if self.ignore_env { None } else { env(name) };
-        let cpus = affinity_cpus();
+        // A locale started by locale 0 takes its place in the job from the
+        // variables locale 0 set, whatever `ignore_env` says.
+        let here = match std::env::var(LOCALE_VAR) {
+            Err(_) => 0,
+            Ok(v) => v.parse::<usize>().map_err(|_| {
+                invalid(
+                    LOCALE_VAR,
+                    &v,
+                    "a locale number (it is set by cantus: unset it)",
+                )
+            })?,
+        };
+        let locales = match (here, env("CANTUS_LOCALES")) {
+            (h, _) if h > 0 => match std::env::var("CANTUS_LOCALES") {
+                Ok(v) => parse_count("CANTUS_LOCALES", &v)?,
+                Err(_) => {
+                    return Err(invalid(
+                        LOCALE_VAR,
+                        &h.to_string(),
+                        "a locale started by cantus, with CANTUS_LOCALES set",
+                    ));
+                }
+            },
+            (_, Some(v)) => parse_count("CANTUS_LOCALES", &v)?,
+            (_, None) => self.locales.unwrap_or(1),
+        };
+        if locales == 0 {
+            return Err(bad_setting(
+                "the locale count",
+                "locales",
+                "0",
+                "a positive integer",
+            ));
+        }
+        if here >= locales {
+            return Err(invalid(
+                LOCALE_VAR,
+                &here.to_string(),
+                "a locale below CANTUS_LOCALES",
+            ));
+        }
+        let ring_bytes = match env("CANTUS_RING_BYTES") {
+            Some(v) => parse_size("CANTUS_RING_BYTES", &v)?,
+            None => self.ring_bytes.unwrap_or(DEFAULT_RING_BYTES),
+        };
+        if !ring_bytes.is_power_of_two() || !(4096..=1 << 30).contains(&ring_bytes) {
+            return Err(bad_setting(
+                "the ring size",
+                "ring_bytes",
+                &ring_bytes.to_string(),
+                "a power of two from 4K to 1G (CANTUS_RING_BYTES)",
+            ));
+        }
+        let cpus = cpu_share(&affinity_cpus(), here, locales);
         let workers = match env("CANTUS_WORKERS") {
             Some(v) => parse_count("CANTUS_WORKERS", &v)?,
             None => self.workers.unwrap_or(cpus.len().max(1)),
@@ -250,7 +337,28 @@ impl Builder {
             deadlock: (deadlock_ms > 0).then(|| Duration::from_millis(deadlock_ms)),
             stats,
             cpus,
+            locales,
+            here,
+            ring_bytes,
         })
+    }
+}
+
+/// Locale `here`'s share of `cpus` when `locales` locales split them: a
+/// contiguous slice, so N locales never start more workers than CPUs
+/// (unless there are more locales than CPUs: then one CPU each, shared).
+fn cpu_share(cpus: &[usize], here: usize, locales: usize) -> Vec<usize> {
+    if locales <= 1 || cpus.is_empty() {
+        return cpus.to_vec();
+    }
+    let (lo, hi) = (
+        here * cpus.len() / locales,
+        (here + 1) * cpus.len() / locales,
+    );
+    if lo < hi {
+        cpus[lo..hi].to_vec()
+    } else {
+        vec![cpus[here % cpus.len()]]
     }
 }
 

@@ -1,5 +1,8 @@
 //! Starting, using and stopping a runtime.
 
+use crate::am::engine::Engine;
+use crate::comm::driver::CommDriver;
+use crate::comm::shm::launch::{self, Monitor};
 use crate::config::{Builder, Config};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
@@ -25,6 +28,14 @@ use std::time::Duration;
 pub struct Runtime {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
+    /// Locale 0 of a job of several locales: its engine and its watch
+    /// over the others, used at shutdown.
+    job: Option<Job>,
+}
+
+struct Job {
+    engine: Arc<Engine>,
+    monitor: Monitor,
 }
 
 impl Runtime {
@@ -40,7 +51,60 @@ impl Runtime {
     }
 
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
+        if config.locales > 1 {
+            return Runtime::start_locale(config);
+        }
         Runtime::start_with_driver(config, None)
+    }
+
+    /// Starts this process's locale of a job of several: locale 0 starts
+    /// the others and returns once all said hello; the others serve until
+    /// locale 0 orders shutdown, then exit the process (they never
+    /// return).
+    fn start_locale(config: Config) -> Result<Runtime, Error> {
+        let table = crate::am::handlers::table()?;
+        let here = config.here;
+        let (transport, monitor) = if here == 0 {
+            let (t, m) = launch::start_job(config.locales, config.ring_bytes)?;
+            (t, Some(m))
+        } else {
+            (launch::join_job(here)?, None)
+        };
+        let engine = Engine::new(transport.clone(), table);
+        let driver = Arc::new(CommDriver::new(transport, engine.clone()));
+        let mut rt = match Runtime::start_with_driver(config, Some(driver)) {
+            Ok(rt) => rt,
+            Err(e) => {
+                if let Some(m) = monitor {
+                    m.abandon();
+                }
+                return Err(e);
+            }
+        };
+        engine.attach(&rt.registry);
+        crate::am::install(engine.clone());
+        match monitor {
+            Some(monitor) => {
+                if let Err(e) = engine.await_hellos() {
+                    monitor.abandon();
+                    crate::am::uninstall();
+                    rt.stop();
+                    return Err(e);
+                }
+                rt.job = Some(Job { engine, monitor });
+                Ok(rt)
+            }
+            None => {
+                if let Err(e) = engine.say_hello() {
+                    eprintln!("cantus: locale {here} could not reach locale 0: {e}");
+                    std::process::exit(1);
+                }
+                engine.await_shutdown();
+                rt.stop();
+                crate::am::uninstall();
+                std::process::exit(0);
+            }
+        }
     }
 
     /// Starts a runtime whose workers poll `driver` (the communication
@@ -59,6 +123,7 @@ impl Runtime {
         let mut rt = Runtime {
             registry: registry.clone(),
             threads: Vec::with_capacity(n),
+            job: None,
         };
         for (i, deque) in deques.into_iter().enumerate() {
             let r = registry.clone();
@@ -100,7 +165,6 @@ impl Runtime {
     }
 
     /// The registry (for the communication layer and tests).
-    #[allow(dead_code)]
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
@@ -125,6 +189,13 @@ impl Runtime {
             WorkerLocal::current().is_none(),
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
+        if let Some(job) = self.job.take() {
+            // Every locale's work, and every message between them, is done
+            // before any locale stops its workers.
+            job.engine.terminate(&self.registry);
+            job.monitor.finish();
+            crate::am::uninstall();
+        }
         if !self.threads.is_empty() {
             let _blocked = crate::sched::outside::long_wait(|| {
                 OutsideBlocked::enter(BlockKind::GroupWait, Arc::as_ptr(&self.registry) as usize)

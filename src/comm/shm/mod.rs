@@ -1,13 +1,14 @@
 //! The shared-memory substrate for locales on one node: one anonymous
 //! shared region per job ([`region`]), futex words in it ([`futex`]), and
 //! single-producer single-consumer rings of variable-length frames
-//! ([`ring`]). `README.md` beside this file draws the region's layout and
+//! ([`ring`]); on them, the transport ([`transport`]: two rings per
+//! ordered pair of locales, a doorbell per locale) and the start of a
+//! job's locales ([`launch`]). `README.md` beside this file draws the region's layout and
 //! states the ring's protocol: invariants, frame format, wrap rule,
 //! validation and memory orderings.
 
-// The transport that will use this layer is not written yet.
-#![allow(dead_code)]
-
 pub(crate) mod futex;
+pub(crate) mod launch;
 pub(crate) mod region;
 pub(crate) mod ring;
+pub(crate) mod transport;

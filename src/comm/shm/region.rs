@@ -79,6 +79,11 @@ impl JobId {
         }
     }
 
+    /// The pid of the process that created the region (locale 0).
+    pub(crate) fn creator(self) -> u32 {
+        self.pid
+    }
+
     fn parse(s: &str) -> Option<JobId> {
         let (pid, nanos) = s.split_once('-')?;
         Some(JobId {

@@ -284,6 +284,25 @@ pub(crate) fn loom_pair(capacity: usize) -> (Producer, Consumer) {
     (producer, Consumer::new(Mem { shared }, capacity))
 }
 
+/// Whether the ring at `base` may hold frames its consumer has not
+/// released: its shared indices differ. For a cheap "anything for me?"
+/// from any thread of the consumer's process, without the consumer
+/// itself. A `true` may be stale (the consumer took the frames but has
+/// not yet published its index); a `false` is reliable for every frame
+/// whose commit happened before this call (the Acquire load below).
+///
+/// # Safety
+///
+/// As for [`Consumer::attach`], except that it may be called while the
+/// consumer exists (it only loads the two indices).
+#[cfg(not(loom))]
+pub(crate) unsafe fn unread(base: NonNull<u8>) -> bool {
+    let mem = Mem { base };
+    // Acquire: pairs with the producer's Release store of `tail` in
+    // `WriteSlot::commit`.
+    mem.tail().load(Ordering::Acquire) != mem.head().load(Ordering::Relaxed)
+}
+
 /// Checks the magic and capacity [`init`] wrote.
 ///
 /// # Safety

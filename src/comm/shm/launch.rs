@@ -1,0 +1,258 @@
+//! Starting a job's locales on one machine and watching them: locale 0
+//! starts locales 1..N as copies of its own program (same binary, same
+//! arguments), hands them the shared region, and ends the whole job if
+//! one of them dies; each of them dies with locale 0 (`PR_SET_PDEATHSIG`).
+//! Nothing outlives the job: the region is an anonymous memfd (no name
+//! in /dev/shm), and no locale survives locale 0.
+
+use super::region::Region;
+use super::transport::ShmTransport;
+use crate::error::{Error, ErrorKind};
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::LOCALE_VAR;
+
+/// The number of locales (locale 0 sets it for the others).
+const LOCALES_VAR: &str = "CANTUS_LOCALES";
+
+/// How often the monitor looks at the other locales.
+const WATCH_EVERY: Duration = Duration::from_millis(10);
+/// How long locale 0 waits for the others to exit after ordering shutdown.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// Locale 0's watch over the others.
+pub(crate) struct Monitor {
+    /// Set before shutdown is ordered: exits from then on are expected.
+    ending: Arc<AtomicBool>,
+    /// Set to end the other locales at once (locale 0 could not start).
+    kill: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Locale 0: creates the region, starts locales `1..locales` and a thread
+/// that watches them.
+pub(crate) fn start_job(
+    locales: usize,
+    ring_bytes: usize,
+) -> Result<(Arc<ShmTransport>, Monitor), Error> {
+    let transport = Arc::new(ShmTransport::create(locales, ring_bytes)?);
+    let ending = Arc::new(AtomicBool::new(false));
+    let kill = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel();
+    let t = transport.clone();
+    let (e, k) = (ending.clone(), kill.clone());
+    // The locales are started from this thread and it lives until they
+    // exited: PR_SET_PDEATHSIG fires when the *thread* that started a
+    // child ends, so it must not be a thread that may end first.
+    let thread = std::thread::Builder::new()
+        .name("cantus-locales".into())
+        .spawn(move || {
+            let children = match spawn_all(t.region(), locales) {
+                Ok(c) => {
+                    let _ = tx.send(Ok(()));
+                    c
+                }
+                Err((e, started)) => {
+                    kill_all(started);
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            };
+            watch(children, &e, &k);
+        })
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Os,
+                format!("cantus: could not start the thread that watches the locales: {e}"),
+            )
+        })?;
+    match rx.recv() {
+        Ok(Ok(())) => Ok((
+            transport,
+            Monitor {
+                ending,
+                kill,
+                thread: Some(thread),
+            },
+        )),
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            Err(e)
+        }
+        Err(_) => Err(Error::new(
+            ErrorKind::Locale,
+            "cantus: the thread starting the locales ended without a word",
+        )),
+    }
+}
+
+/// Locales other than 0: attaches to the region locale 0 handed down.
+pub(crate) fn join_job(here: usize) -> Result<Arc<ShmTransport>, Error> {
+    let region = Region::attach_from_env()?.ok_or_else(|| {
+        Error::new(
+            ErrorKind::Locale,
+            format!(
+                "cantus: {LOCALE_VAR} is set but no shared region was handed down; \
+                 {LOCALE_VAR} is for the locales cantus starts, so unset it"
+            ),
+        )
+    })?;
+    // Locale 0 may have died between starting us and our PR_SET_PDEATHSIG.
+    // SAFETY: getppid has no preconditions.
+    if unsafe { libc::getppid() } as u32 != region.job().creator() {
+        std::process::exit(1);
+    }
+    Ok(Arc::new(ShmTransport::attach(region, here)?))
+}
+
+impl Monitor {
+    /// Locale 0, after ordering shutdown: waits for the others to exit.
+    pub(crate) fn finish(mut self) {
+        self.ending.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+
+    /// Locale 0, when its runtime cannot start after all: ends the others
+    /// at once.
+    pub(crate) fn abandon(self) {
+        self.kill.store(true, Ordering::Release);
+        self.finish();
+    }
+}
+
+fn spawn_all(
+    region: &Region,
+    locales: usize,
+) -> Result<Vec<(usize, Child)>, (Error, Vec<(usize, Child)>)> {
+    let mut children = Vec::with_capacity(locales - 1);
+    for locale in 1..locales {
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.args(std::env::args_os().skip(1))
+            .env(LOCALE_VAR, locale.to_string())
+            .env(LOCALES_VAR, locales.to_string());
+        if let Some(arg0) = std::env::args_os().next() {
+            use std::os::unix::process::CommandExt;
+            cmd.arg0(arg0);
+        }
+        if let Err(e) = region.share_with(&mut cmd) {
+            return Err((e, children));
+        }
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: runs between fork and exec in the child, where only
+            // async-signal-safe calls are allowed: prctl is one; nothing
+            // allocates or locks.
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                })
+            };
+        }
+        match cmd.spawn() {
+            Ok(c) => children.push((locale, c)),
+            Err(e) => {
+                return Err((
+                    Error::new(
+                        ErrorKind::Locale,
+                        format!("cantus: could not start locale {locale}: {e}"),
+                    ),
+                    children,
+                ));
+            }
+        }
+    }
+    Ok(children)
+}
+
+fn kill_all(children: Vec<(usize, Child)>) {
+    for (_, mut c) in children {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+/// Watches the locales until they all exited. One that exits before
+/// shutdown was ordered takes the job down: a message naming it and how
+/// it ended, the others killed, and this process exits with status 1.
+fn watch(mut children: Vec<(usize, Child)>, ending: &AtomicBool, kill: &AtomicBool) {
+    let mut deadline: Option<Instant> = None;
+    while !children.is_empty() {
+        if kill.load(Ordering::Acquire) {
+            kill_all(children);
+            return;
+        }
+        let ordered = ending.load(Ordering::Acquire);
+        if ordered && deadline.is_none() {
+            deadline = Some(Instant::now() + EXIT_GRACE);
+        }
+        let mut i = 0;
+        while i < children.len() {
+            let (locale, child) = &mut children[i];
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    let ok = status.success();
+                    let (locale, pid) = (*locale, child.id());
+                    children.swap_remove(i);
+                    if !(ok && ending.load(Ordering::Acquire)) {
+                        eprintln!(
+                            "cantus: locale {locale} (pid {pid}) {} before the job ended; ending the job",
+                            describe(status)
+                        );
+                        kill_all(children);
+                        std::process::exit(1);
+                    }
+                }
+                Ok(None) => i += 1,
+                Err(e) => {
+                    eprintln!("cantus: cannot watch locale {locale}: {e}; ending the job");
+                    kill_all(children);
+                    std::process::exit(1);
+                }
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            eprintln!(
+                "cantus: {} locale(s) did not exit within {} s of shutdown; killing them",
+                children.len(),
+                EXIT_GRACE.as_secs()
+            );
+            kill_all(children);
+            return;
+        }
+        std::thread::sleep(WATCH_EVERY);
+    }
+}
+
+/// "exited with status 3", "was killed by signal 9 (SIGKILL)".
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    match status.signal() {
+        Some(sig) => {
+            // SAFETY: strsignal returns a pointer to a static or
+            // thread-local string, valid until the next call on this
+            // thread; we copy it at once.
+            let name = unsafe {
+                let p = libc::strsignal(sig);
+                if p.is_null() {
+                    String::new()
+                } else {
+                    std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+                }
+            };
+            format!("was killed by signal {sig} ({name})")
+        }
+        None => "ended".to_string(),
+    }
+}

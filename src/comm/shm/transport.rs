@@ -1,0 +1,382 @@
+//! The shared-memory transport: every ordered pair of locales has two
+//! rings in the job's region (one per network), and every locale has a
+//! line with its doorbell (a futex word) and its sleeping flag.
+//! `README.md` beside this file ("The transport") states the layout and
+//! the wake-up protocol.
+
+use super::futex::{futex_wait, futex_wake};
+use super::region::{Area, HEADER_SIZE, LINE, Layout, Region};
+use super::ring::{self, Consumer, Producer};
+use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::error::{Error, ErrorKind};
+use std::ptr::NonNull;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::time::Duration;
+
+/// The job's shape, written by locale 0 into the first area of the region
+/// before any other locale starts; the others read it to compute the same
+/// layout.
+#[repr(C)]
+struct JobInfo {
+    locales: u64,
+    ring_bytes: u64,
+}
+
+/// Where everything is in the region, for `locales` locales and rings of
+/// `ring_bytes`: a pure function of the two, so every locale computes it
+/// alike.
+struct Plan {
+    layout: Layout,
+    info: Area,
+    /// One line per locale: doorbell (futex word) at 0, sleeping at 4.
+    lines: Vec<Area>,
+    /// Ring of (src, dst, net) at `src * locales * 2 + dst * 2 + net`;
+    /// `src == dst` has none.
+    rings: Vec<Option<Area>>,
+}
+
+impl Plan {
+    fn new(locales: usize, ring_bytes: usize) -> Result<Plan, Error> {
+        let mut layout = Layout::new();
+        let info = layout.carve(std::mem::size_of::<JobInfo>(), LINE)?;
+        debug_assert_eq!(info.offset(), HEADER_SIZE.next_multiple_of(LINE));
+        let lines = (0..locales)
+            .map(|_| layout.carve(LINE, LINE))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut rings = Vec::with_capacity(locales * locales * 2);
+        for src in 0..locales {
+            for dst in 0..locales {
+                for _ in Network::ALL {
+                    rings.push(if src == dst {
+                        None
+                    } else {
+                        Some(layout.carve(ring::footprint(ring_bytes), ring::ALIGN)?)
+                    });
+                }
+            }
+        }
+        Ok(Plan {
+            layout,
+            info,
+            lines,
+            rings,
+        })
+    }
+
+    fn ring(&self, locales: usize, src: usize, dst: usize, net: Network) -> Area {
+        self.rings[src * locales * 2 + dst * 2 + net as usize].expect("a ring between two locales")
+    }
+}
+
+/// This locale's end of the shared-memory transport.
+pub(crate) struct ShmTransport {
+    region: Region,
+    here: usize,
+    locales: usize,
+    max_frame: usize,
+    /// Our producers, by destination and network (`None` for ourselves).
+    /// A mutex each: any thread of this locale may send.
+    out: Vec<[Option<Mutex<Producer>>; 2]>,
+    /// Our consumers, by source and network; only the poller (one at a
+    /// time, by the driver's token) locks them.
+    inc: Vec<[Option<Mutex<Consumer>>; 2]>,
+    /// The bases of our incoming rings, for `ready`.
+    inc_bases: Vec<NonNull<u8>>,
+    /// Each locale's line (doorbell, sleeping).
+    lines: Vec<usize>,
+    /// An `unpark` that no `park` consumed yet.
+    unpark_token: AtomicBool,
+    /// Where the next poll starts, so no source is always served last.
+    next_src: AtomicUsize,
+    /// Frames this locale committed (for tests and statistics).
+    sent_frames: AtomicU64,
+}
+
+// SAFETY: the raw pointers are into the region's mapping, which the
+// transport owns and which stays mapped as long as it lives; every access
+// through them follows the ring's protocol (ring.rs) or is atomic.
+unsafe impl Send for ShmTransport {}
+// SAFETY: as above; mutable state is behind mutexes or atomics.
+unsafe impl Sync for ShmTransport {}
+
+impl ShmTransport {
+    /// Locale 0: creates the region for `locales` locales with rings of
+    /// `ring_bytes` (a power of two), and initializes every ring. The
+    /// other locales attach with [`ShmTransport::attach`] once started
+    /// with `region.share_with`.
+    pub(crate) fn create(locales: usize, ring_bytes: usize) -> Result<ShmTransport, Error> {
+        let plan = Plan::new(locales, ring_bytes)?;
+        let region = Region::create(plan.layout.len())?;
+        // SAFETY: the info area lies within the fresh region, LINE-aligned,
+        // and no other process maps the region yet.
+        unsafe {
+            region
+                .ptr(plan.info)
+                .cast::<JobInfo>()
+                .as_ptr()
+                .write(JobInfo {
+                    locales: locales as u64,
+                    ring_bytes: ring_bytes as u64,
+                })
+        };
+        for area in plan.rings.iter().flatten() {
+            // SAFETY: each ring area was carved with the footprint and
+            // alignment a ring needs; no handle to it exists anywhere yet.
+            unsafe { ring::init(region.ptr(*area), ring_bytes)? };
+        }
+        ShmTransport::open(region, plan, 0, locales, ring_bytes)
+    }
+
+    /// Any locale but 0: attaches to the region inherited from locale 0 as
+    /// locale `here`.
+    pub(crate) fn attach(region: Region, here: usize) -> Result<ShmTransport, Error> {
+        let info_area = Plan::new(1, ring::MIN_CAPACITY)?.info;
+        // SAFETY: the info area is at the same offset for every plan (the
+        // first carve); locale 0 wrote it before starting this process.
+        let info = unsafe { region.ptr(info_area).cast::<JobInfo>().as_ptr().read() };
+        let (locales, ring_bytes) = (info.locales as usize, info.ring_bytes as usize);
+        if here == 0 || here >= locales {
+            return Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: this process was started as locale {here}, but the job has {locales} locales"
+                ),
+            ));
+        }
+        let plan = Plan::new(locales, ring_bytes)?;
+        if plan.layout.len() > region.len() {
+            return Err(Error::new(
+                ErrorKind::SharedMemory,
+                format!(
+                    "cantus: the job's region is {} bytes, but {locales} locales with {ring_bytes}-byte rings need {}",
+                    region.len(),
+                    plan.layout.len()
+                ),
+            ));
+        }
+        ShmTransport::open(region, plan, here, locales, ring_bytes)
+    }
+
+    fn open(
+        region: Region,
+        plan: Plan,
+        here: usize,
+        locales: usize,
+        ring_bytes: usize,
+    ) -> Result<ShmTransport, Error> {
+        let mut out = Vec::with_capacity(locales);
+        let mut inc = Vec::with_capacity(locales);
+        let mut inc_bases = Vec::new();
+        for other in 0..locales {
+            if other == here {
+                out.push([None, None]);
+                inc.push([None, None]);
+                continue;
+            }
+            let mut o = [None, None];
+            let mut i = [None, None];
+            for net in Network::ALL {
+                let to = region.ptr(plan.ring(locales, here, other, net));
+                let from = region.ptr(plan.ring(locales, other, here, net));
+                // SAFETY: both areas are rings initialized by locale 0
+                // before this process started (or, in locale 0, above);
+                // this locale is the only producer of the rings from it
+                // and the only consumer of the rings to it.
+                unsafe {
+                    o[net as usize] = Some(Mutex::new(Producer::attach(to, ring_bytes)?));
+                    i[net as usize] = Some(Mutex::new(Consumer::attach(from, ring_bytes)?));
+                }
+                inc_bases.push(from);
+            }
+            out.push(o);
+            inc.push(i);
+        }
+        Ok(ShmTransport {
+            here,
+            locales,
+            max_frame: ring::max_payload(ring_bytes),
+            out,
+            inc,
+            inc_bases,
+            lines: plan.lines.iter().map(|a| a.offset()).collect(),
+            unpark_token: AtomicBool::new(false),
+            next_src: AtomicUsize::new(0),
+            sent_frames: AtomicU64::new(0),
+            region,
+        })
+    }
+
+    /// The region, to share with a locale being started.
+    pub(crate) fn region(&self) -> &Region {
+        &self.region
+    }
+
+    fn doorbell(&self, locale: usize) -> &AtomicU32 {
+        self.region.atomic_u32(self.lines[locale])
+    }
+
+    fn sleeping(&self, locale: usize) -> &AtomicU32 {
+        self.region.atomic_u32(self.lines[locale] + 4)
+    }
+
+    /// Rings `locale`'s doorbell if it sleeps (or is about to).
+    fn wake_if_sleeping(&self, locale: usize) {
+        // SeqCst fence: the store-buffer pattern with `park`. Our frame's
+        // commit (a Release store of the ring's tail) comes before this
+        // fence and our load of `sleeping` after it; `park` stores
+        // `sleeping` before its own fence and loads the tails after. So
+        // either we see it sleeping and ring, or it sees our frame.
+        fence(Ordering::SeqCst);
+        if self.sleeping(locale).load(Ordering::Relaxed) != 0 {
+            self.ring_doorbell(locale);
+        }
+    }
+
+    fn ring_doorbell(&self, locale: usize) {
+        // Release: a parked locale that wakes and reads the new value has
+        // the frames committed before.
+        self.doorbell(locale).fetch_add(1, Ordering::Release);
+        futex_wake(self.doorbell(locale), 1);
+    }
+
+    /// Frames committed by this locale so far.
+    #[cfg(test)]
+    pub(crate) fn sent_frames(&self) -> u64 {
+        self.sent_frames.load(Ordering::Relaxed)
+    }
+}
+
+impl Transport for ShmTransport {
+    fn here(&self) -> usize {
+        self.here
+    }
+
+    fn locales(&self) -> usize {
+        self.locales
+    }
+
+    fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let producer = match self.out.get(dest).and_then(|o| o[net as usize].as_ref()) {
+            Some(p) => p,
+            None => {
+                return Err(SendError::Failed(Error::new(
+                    ErrorKind::Locale,
+                    format!(
+                        "cantus: locale {} cannot send to locale {dest} (the job has locales 0 to {})",
+                        self.here,
+                        self.locales - 1
+                    ),
+                )));
+            }
+        };
+        if len > self.max_frame {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "cantus: a {len}-byte message is larger than the largest the shared-memory \
+                     transport carries ({} bytes); raise CANTUS_RING_BYTES (a frame may take \
+                     half a ring) or send less at once",
+                    self.max_frame
+                ),
+            )));
+        }
+        {
+            let mut p = producer.lock().unwrap();
+            let mut slot = p.try_reserve(0, len).map_err(|_| SendError::Full)?;
+            let buf = slot.payload_mut();
+            let mut at = 0;
+            for part in parts {
+                buf[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            slot.commit();
+        }
+        self.sent_frames.fetch_add(1, Ordering::Relaxed);
+        self.wake_if_sleeping(dest);
+        Ok(())
+    }
+
+    fn poll(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error> {
+        let n = self.locales;
+        let start = self.next_src.fetch_add(1, Ordering::Relaxed) % n;
+        let mut handled = 0;
+        // Replies first: they complete work that already waits.
+        for net in [Network::Reply, Network::Request] {
+            if !nets.includes(net) {
+                continue;
+            }
+            for k in 0..n {
+                let src = (start + k) % n;
+                let Some(c) = &self.inc[src][net as usize] else {
+                    continue;
+                };
+                let Ok(mut c) = c.try_lock() else { continue };
+                while handled < budget {
+                    let frame = c.try_peek().map_err(|e| {
+                        Error::new(
+                            ErrorKind::SharedMemory,
+                            format!(
+                                "cantus: locale {}: the {net:?} ring from locale {src} is unusable: {e}",
+                                self.here
+                            ),
+                        )
+                    })?;
+                    let Some(frame) = frame else { break };
+                    deliver(Arrival {
+                        src,
+                        net,
+                        bytes: frame.payload(),
+                    });
+                    frame.release();
+                    handled += 1;
+                }
+                if handled > 0 {
+                    // Hand the room back now: a sender may be waiting.
+                    c.publish();
+                }
+            }
+        }
+        Ok(handled)
+    }
+
+    fn ready(&self) -> bool {
+        self.inc_bases.iter().any(|&b| {
+            // SAFETY: `b` is one of our incoming rings, which stay mapped
+            // while the transport lives; `unread` only loads its indices.
+            unsafe { ring::unread(b) }
+        })
+    }
+
+    fn park(&self, timeout: Option<Duration>) {
+        let bell = self.doorbell(self.here);
+        // Acquire: pairs with `ring_doorbell`'s Release increment.
+        let seen = bell.load(Ordering::Acquire);
+        self.sleeping(self.here).store(1, Ordering::Relaxed);
+        // SeqCst fence: pairs with the one in `wake_if_sleeping` (see
+        // there): a sender that misses our flag committed its frame before
+        // its fence, so `ready` below sees it.
+        fence(Ordering::SeqCst);
+        if !self.unpark_token.swap(false, Ordering::AcqRel) && !self.ready() {
+            // A doorbell rung since we read `seen` makes this return at
+            // once (the kernel compares the word).
+            let _ = futex_wait(bell, seen, timeout);
+        }
+        self.sleeping(self.here).store(0, Ordering::Relaxed);
+    }
+
+    fn unpark(&self) {
+        self.unpark_token.store(true, Ordering::Release);
+        self.ring_doorbell(self.here);
+    }
+}
