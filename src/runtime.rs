@@ -164,7 +164,8 @@ impl Runtime {
         crate::sched::outside::long_wait(|| crate::par::run_as_task(&self.registry, f))
     }
 
-    /// The registry (for the communication layer and tests).
+    /// The registry (tests of the driver seam).
+    #[cfg(test)]
     pub(crate) fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }

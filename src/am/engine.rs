@@ -103,10 +103,6 @@ impl Engine {
         self.locales
     }
 
-    pub(crate) fn table(&self) -> &'static Table {
-        self.table
-    }
-
     // ---- sending ----
 
     /// Sends one frame, polling while there is no room (seed 003: a sender

@@ -77,7 +77,7 @@ pub trait Registered: Remote {
 
 /// FNV-1a, 64 bits: the id of a handler name (const, so ids are fixed at
 /// compile time).
-pub const fn id_of(name: &str) -> u64 {
+pub(crate) const fn id_of(name: &str) -> u64 {
     let b = name.as_bytes();
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     let mut i = 0;

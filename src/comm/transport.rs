@@ -77,6 +77,7 @@ pub(crate) struct Arrival<'a> {
     /// The sending locale.
     pub(crate) src: usize,
     /// The network it travelled on.
+    #[allow(dead_code)] // the shm transport's frames say it themselves
     pub(crate) net: Network,
     /// The frame as sent.
     pub(crate) bytes: &'a [u8],
@@ -103,6 +104,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn locales(&self) -> usize;
 
     /// The largest frame `try_send` accepts, in bytes.
+    #[allow(dead_code)] // for layers that split long messages
     fn max_frame(&self) -> usize;
 
     /// Sends the concatenation of `parts` to `dest` on `net` as one frame.

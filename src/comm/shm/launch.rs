@@ -126,10 +126,10 @@ impl Monitor {
     }
 }
 
-fn spawn_all(
-    region: &Region,
-    locales: usize,
-) -> Result<Vec<(usize, Child)>, (Error, Vec<(usize, Child)>)> {
+/// Locales started so far, with their numbers.
+type Started = Vec<(usize, Child)>;
+
+fn spawn_all(region: &Region, locales: usize) -> Result<Started, (Error, Started)> {
     let mut children = Vec::with_capacity(locales - 1);
     for locale in 1..locales {
         let mut cmd = Command::new("/proc/self/exe");
@@ -173,7 +173,7 @@ fn spawn_all(
     Ok(children)
 }
 
-fn kill_all(children: Vec<(usize, Child)>) {
+fn kill_all(children: Started) {
     for (_, mut c) in children {
         let _ = c.kill();
         let _ = c.wait();
@@ -183,7 +183,7 @@ fn kill_all(children: Vec<(usize, Child)>) {
 /// Watches the locales until they all exited. One that exits before
 /// shutdown was ordered takes the job down: a message naming it and how
 /// it ended, the others killed, and this process exits with status 1.
-fn watch(mut children: Vec<(usize, Child)>, ending: &AtomicBool, kill: &AtomicBool) {
+fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
     let mut deadline: Option<Instant> = None;
     while !children.is_empty() {
         if kill.load(Ordering::Acquire) {

@@ -113,6 +113,7 @@ impl Area {
     }
 
     /// Length in bytes.
+    #[cfg_attr(not(test), allow(dead_code))] // tests check carving with it
     pub(crate) fn len(self) -> usize {
         self.len
     }

@@ -186,6 +186,7 @@ impl Mem {
     /// # Safety
     ///
     /// `pos + dst.len() <= capacity` and the bytes are a published frame.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     unsafe fn read_bytes(&self, pos: usize, dst: &mut [u8]) {
         // SAFETY: in bounds by the caller's contract; `dst` is a local
         // slice and cannot overlap the shared mapping's frame.
@@ -196,6 +197,7 @@ impl Mem {
     ///
     /// `pos + src.len() <= capacity` and the bytes are free space owned by
     /// the producer.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     unsafe fn write_bytes(&self, pos: usize, src: &[u8]) {
         // SAFETY: in bounds by the caller's contract; `src` is the
         // caller's slice, not part of the free space being written.
@@ -408,11 +410,6 @@ impl Producer {
         }
     }
 
-    /// The ring's data capacity in bytes.
-    pub(crate) fn capacity(&self) -> usize {
-        self.capacity
-    }
-
     /// The largest payload [`Producer::try_reserve`] accepts.
     pub(crate) fn max_payload(&self) -> usize {
         max_payload(self.capacity)
@@ -477,6 +474,7 @@ impl Producer {
     /// # Panics
     ///
     /// As [`Producer::try_reserve`].
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn try_send(&mut self, tag: u32, payload: &[u8]) -> Result<(), Full> {
         let mut slot = self.try_reserve(tag, payload.len())?;
         slot.copy_from(payload);
@@ -516,6 +514,7 @@ pub(crate) struct WriteSlot<'a> {
 
 impl WriteSlot<'_> {
     /// The payload's length in bytes.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -539,6 +538,7 @@ impl WriteSlot<'_> {
     /// # Panics
     ///
     /// If `src.len()` differs from [`len`](WriteSlot::len).
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn copy_from(&mut self, src: &[u8]) {
         assert_eq!(
             src.len(),
@@ -732,11 +732,13 @@ pub(crate) struct ReadFrame<'a> {
 
 impl ReadFrame<'_> {
     /// The tag the producer gave the frame.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn tag(&self) -> u32 {
         self.tag
     }
 
     /// The payload's length in bytes.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn len(&self) -> usize {
         self.len
     }
@@ -757,6 +759,7 @@ impl ReadFrame<'_> {
     /// # Panics
     ///
     /// If `dst.len()` differs from [`len`](ReadFrame::len).
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn copy_to(&self, dst: &mut [u8]) {
         assert_eq!(
             dst.len(),
@@ -768,6 +771,7 @@ impl ReadFrame<'_> {
     }
 
     /// The payload, copied.
+    #[cfg_attr(not(test), allow(dead_code))] // the ring's API; tests use it
     pub(crate) fn to_vec(&self) -> Vec<u8> {
         let mut v = vec![0; self.len];
         self.copy_to(&mut v);

@@ -11,7 +11,7 @@ use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
 use std::ptr::NonNull;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering, fence};
 use std::time::Duration;
 
 /// The job's shape, written by locale 0 into the first area of the region
@@ -89,8 +89,6 @@ pub(crate) struct ShmTransport {
     unpark_token: AtomicBool,
     /// Where the next poll starts, so no source is always served last.
     next_src: AtomicUsize,
-    /// Frames this locale committed (for tests and statistics).
-    sent_frames: AtomicU64,
 }
 
 // SAFETY: the raw pointers are into the region's mapping, which the
@@ -202,7 +200,6 @@ impl ShmTransport {
             lines: plan.lines.iter().map(|a| a.offset()).collect(),
             unpark_token: AtomicBool::new(false),
             next_src: AtomicUsize::new(0),
-            sent_frames: AtomicU64::new(0),
             region,
         })
     }
@@ -238,12 +235,6 @@ impl ShmTransport {
         // the frames committed before.
         self.doorbell(locale).fetch_add(1, Ordering::Release);
         futex_wake(self.doorbell(locale), 1);
-    }
-
-    /// Frames committed by this locale so far.
-    #[cfg(test)]
-    pub(crate) fn sent_frames(&self) -> u64 {
-        self.sent_frames.load(Ordering::Relaxed)
     }
 }
 
@@ -297,7 +288,6 @@ impl Transport for ShmTransport {
             }
             slot.commit();
         }
-        self.sent_frames.fetch_add(1, Ordering::Relaxed);
         self.wake_if_sleeping(dest);
         Ok(())
     }

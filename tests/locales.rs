@@ -1,0 +1,376 @@
+//! Jobs of several locales (processes on this machine, talking through
+//! shared memory), started from `cargo test` by re-running this binary:
+//! each test runs its body in a child (locale 0), which starts the other
+//! locales as further copies. Every child runs under a kill timeout.
+
+mod common;
+
+use cantus::{ErrorKind, Remote};
+use common::{is_child, run_child};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Which locale runs the call.
+#[derive(Serialize, Deserialize)]
+struct WhoAmI;
+impl Remote for WhoAmI {
+    type Output = (usize, usize, u32);
+    fn run(self) -> (usize, usize, u32) {
+        (cantus::here(), cantus::num_locales(), std::process::id())
+    }
+}
+
+/// Adds on the remote side.
+#[derive(Serialize, Deserialize)]
+struct Add(u64, u64);
+impl Remote for Add {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0 + self.1
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Bumps this locale's counter (sent detached).
+#[derive(Serialize, Deserialize)]
+struct Bump(u64);
+impl Remote for Bump {
+    type Output = ();
+    fn run(self) {
+        COUNTER.fetch_add(self.0, Ordering::Relaxed);
+    }
+}
+
+/// Reads this locale's counter.
+#[derive(Serialize, Deserialize)]
+struct ReadCounter;
+impl Remote for ReadCounter {
+    type Output = u64;
+    fn run(self) -> u64 {
+        COUNTER.load(Ordering::Relaxed)
+    }
+}
+
+/// Panics with its message.
+#[derive(Serialize, Deserialize)]
+struct Explode(String);
+impl Remote for Explode {
+    type Output = u64;
+    fn run(self) -> u64 {
+        panic!("{}", self.0)
+    }
+}
+
+static GATE: std::sync::LazyLock<cantus::SyncVar<u64>> =
+    std::sync::LazyLock::new(cantus::SyncVar::new);
+
+/// Blocks (its task only) until `Open` fills the gate.
+#[derive(Serialize, Deserialize)]
+struct AwaitGate;
+impl Remote for AwaitGate {
+    type Output = u64;
+    fn run(self) -> u64 {
+        GATE.read_fe()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Open(u64);
+impl Remote for Open {
+    type Output = ();
+    fn run(self) {
+        GATE.write_ef(self.0)
+    }
+}
+
+/// Ends its process at once with a status.
+#[derive(Serialize, Deserialize)]
+struct Exit(i32);
+impl Remote for Exit {
+    type Output = ();
+    fn run(self) {
+        std::process::exit(self.0)
+    }
+}
+
+/// Sends `n` detached bumps to locale 0.
+#[derive(Serialize, Deserialize)]
+struct Flood(u64);
+impl Remote for Flood {
+    type Output = ();
+    fn run(self) {
+        for _ in 0..self.0 {
+            cantus::begin_on(0, Bump(1)).expect("locale 0 is there");
+        }
+    }
+}
+
+cantus::remote!(
+    WhoAmI,
+    Add,
+    Bump,
+    ReadCounter,
+    Explode,
+    AwaitGate,
+    Open,
+    Exit,
+    Flood
+);
+
+/// Runs `body` in a child process whose job has `locales` locales;
+/// returns the child's stderr after asserting it succeeded.
+fn in_job(test: &str, locales: usize, body: impl FnOnce()) -> Option<String> {
+    if is_child() {
+        body();
+        return None;
+    }
+    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
+    assert!(
+        status.success(),
+        "{test} with {locales} locales failed: {status}\n{stderr}"
+    );
+    Some(stderr)
+}
+
+fn job(locales: usize) -> cantus::Runtime {
+    cantus::Runtime::builder()
+        .locales(locales)
+        .workers(1)
+        .build()
+        .expect("a job starts")
+}
+
+#[test]
+fn every_locale_answers_remote_calls() {
+    for n in 1..=4 {
+        if is_child() && std::env::var("CANTUS_LOCALES").ok() != Some(n.to_string()) {
+            continue;
+        }
+        in_job("every_locale_answers_remote_calls", n, || {
+            let rt = job(n);
+            assert_eq!(cantus::here(), 0);
+            assert_eq!(cantus::num_locales(), n);
+            let pids = rt.block_on(|| {
+                let who = cantus::coforall_locales(|_| WhoAmI).unwrap();
+                for (l, &(here, count, _)) in who.iter().enumerate() {
+                    assert_eq!((here, count), (l, n), "locale {l} knows where it is");
+                }
+                for l in 0..n {
+                    assert_eq!(
+                        cantus::on(l, Add(l as u64, 40)).join().unwrap(),
+                        l as u64 + 40
+                    );
+                }
+                who.iter().map(|w| w.2).collect::<Vec<_>>()
+            });
+            let mut distinct = pids.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            assert_eq!(
+                distinct.len(),
+                n,
+                "each locale is its own process: {pids:?}"
+            );
+            // Calls from an outside thread (main) work too.
+            assert_eq!(cantus::on(n - 1, Add(1, 2)).join().unwrap(), 3);
+            rt.shutdown();
+            for pid in &pids[1..] {
+                assert!(
+                    gone_soon(*pid),
+                    "locale process {pid} still exists after the job ended"
+                );
+            }
+        });
+    }
+}
+
+/// Whether /proc/<pid> disappears (or turns zombie) within 2 s.
+fn gone_soon(pid: u32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(s) if s.contains(") Z ") => return true,
+            Ok(_) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    false
+}
+
+#[test]
+fn detached_calls_all_run_before_the_job_ends() {
+    in_job("detached_calls_all_run_before_the_job_ends", 3, || {
+        let rt = job(3);
+        rt.block_on(|| {
+            for i in 0..300u64 {
+                cantus::begin_on((i % 3) as usize, Bump(1)).unwrap();
+            }
+            for l in 0..3 {
+                let deadline = Instant::now() + Duration::from_secs(20);
+                loop {
+                    let seen = cantus::on(l, ReadCounter).join().unwrap();
+                    if seen == 100 {
+                        break;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "locale {l} ran {seen} of 100 bumps"
+                    );
+                    cantus::sleep(Duration::from_millis(1));
+                }
+            }
+        });
+        rt.shutdown();
+    });
+}
+
+#[test]
+fn a_remote_panic_is_an_error_naming_call_and_locale() {
+    in_job(
+        "a_remote_panic_is_an_error_naming_call_and_locale",
+        2,
+        || {
+            let rt = job(2);
+            rt.block_on(|| {
+                let e = cantus::on(1, Explode("the reactor".into()))
+                    .join()
+                    .unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::RemotePanic);
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("Explode")
+                        && msg.contains("locale 1")
+                        && msg.contains("the reactor"),
+                    "{msg}"
+                );
+                // The locale goes on serving.
+                assert_eq!(cantus::on(1, Add(2, 2)).join().unwrap(), 4);
+                // A local call panics the same way.
+                let e = cantus::on(0, Explode("here".into())).join().unwrap_err();
+                assert_eq!(e.kind(), ErrorKind::RemotePanic);
+            });
+            rt.shutdown();
+        },
+    );
+}
+
+#[test]
+fn handlers_block_on_sync_variables_without_blocking_their_locale() {
+    in_job(
+        "handlers_block_on_sync_variables_without_blocking_their_locale",
+        2,
+        || {
+            let rt = job(2);
+            rt.block_on(|| {
+                // Locale 1 has one worker: the waiting handler must not hold it.
+                let waiting = cantus::on(1, AwaitGate);
+                assert_eq!(cantus::on(1, Add(5, 5)).join().unwrap(), 10);
+                cantus::on(1, Open(77)).join().unwrap();
+                assert_eq!(waiting.join().unwrap(), 77);
+            });
+            rt.shutdown();
+        },
+    );
+}
+
+#[test]
+fn a_flood_of_requests_to_one_locale_loses_nothing() {
+    const EACH: u64 = 200_000;
+    let out = in_job("a_flood_of_requests_to_one_locale_loses_nothing", 3, || {
+        let rt = job(3);
+        rt.block_on(|| {
+            cantus::coforall_locales(|_| Flood(EACH)).unwrap();
+        });
+        rt.shutdown();
+        // After shutdown every message has been handled (termination
+        // detection); self-sends ran as local tasks.
+        assert_eq!(COUNTER.load(Ordering::Relaxed), 3 * EACH);
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let hwm_kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap();
+        eprintln!("flood: peak RSS of locale 0 {hwm_kb} kB");
+        assert!(hwm_kb < 256 << 10, "locale 0 peaked at {hwm_kb} kB");
+    });
+    if let Some(out) = out {
+        assert!(out.contains("flood: peak RSS"), "{out}");
+    }
+}
+
+#[test]
+fn a_killed_locale_ends_the_job_with_a_message() {
+    if is_child() {
+        let rt = job(2);
+        let (_, _, pid) = rt.block_on(|| cantus::on(1, WhoAmI).join().unwrap());
+        eprintln!("killing locale 1 (pid {pid})");
+        // SAFETY: kill with a pid we were given and a valid signal.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        // This never returns: the job ends while we wait.
+        let _ = rt.block_on(|| cantus::on(1, Add(1, 1)).join());
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("the job should have ended");
+    }
+    let start = Instant::now();
+    let (status, stderr) = run_child(
+        "a_killed_locale_ends_the_job_with_a_message",
+        &[("CANTUS_LOCALES", "2")],
+    );
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("locale 1") && stderr.contains("signal 9"),
+        "the message names the locale and why:\n{stderr}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_locale_that_exits_early_ends_the_job() {
+    if is_child() {
+        let rt = job(3);
+        let _ = rt.block_on(|| cantus::on(2, Exit(3)).join());
+        std::thread::sleep(Duration::from_secs(30));
+        unreachable!("the job should have ended");
+    }
+    let (status, stderr) = run_child(
+        "a_locale_that_exits_early_ends_the_job",
+        &[("CANTUS_LOCALES", "3")],
+    );
+    assert!(!status.success(), "{stderr}");
+    assert!(
+        stderr.contains("locale 2") && stderr.contains("exited with status 3"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn jobs_leave_nothing_in_dev_shm() {
+    let before: Vec<_> = shm_entries();
+    in_job("jobs_leave_nothing_in_dev_shm", 2, || {
+        let rt = job(2);
+        assert_eq!(rt.block_on(|| cantus::on(1, Add(1, 1)).join()).unwrap(), 2);
+        rt.shutdown();
+    });
+    if !is_child() {
+        let after = shm_entries();
+        let new: Vec<_> = after.iter().filter(|e| !before.contains(e)).collect();
+        assert!(new.is_empty(), "left in /dev/shm: {new:?}");
+    }
+}
+
+fn shm_entries() -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
