@@ -36,6 +36,27 @@ fn main() {
     };
     println!("cargo:rustc-env=CANTUS_BENCH_OPENMP={path}");
     build_suite_peer(&manifest, &out_dir);
+    build_mpi_peer(&manifest, &out_dir);
+}
+
+/// Compiles `c/mpi_pingpong.c` (the MPI peer of `cantus-bench comm`) with
+/// `mpicc -O2`, if an MPI is installed; passes its path as
+/// `CANTUS_BENCH_MPI` (empty otherwise: the bench then says the MPI peer
+/// is unavailable).
+fn build_mpi_peer(manifest: &std::path::Path, out_dir: &std::path::Path) {
+    let source = manifest.join("c").join("mpi_pingpong.c");
+    let exe = out_dir.join("mpi_pingpong");
+    println!("cargo:rerun-if-changed={}", source.display());
+    let path = match Command::new("mpicc")
+        .args(["-O2", "-Wall", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .output()
+    {
+        Ok(out) if out.status.success() => exe.display().to_string(),
+        _ => String::new(),
+    };
+    println!("cargo:rustc-env=CANTUS_BENCH_MPI={path}");
 }
 
 /// Compiles `c/suite/suite_omp.c` (the OpenMP peer of `cantus-bench

@@ -56,6 +56,12 @@ pub use runtime::{OutsideActivity, Runtime, run};
 pub use sync::{SingleVar, SyncVar};
 
 /// The README's examples, compiled and run as doctests.
+/// Peers for `cantus-bench`; not part of the API.
+#[doc(hidden)]
+pub mod __bench {
+    pub use crate::comm::shm::bench::raw_ring_round_trip;
+}
+
 /// Re-exports for the expansion of [`remote!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {

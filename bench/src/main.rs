@@ -11,6 +11,8 @@
 //! cantus-bench micro   spawn (vs OpenMP), spawn+join, yield, hand-off
 //! cantus-bench apps    fib30 (vs rayon), quicksort and tree (vs rayon, fifo)
 //! cantus-bench all     both
+//! cantus-bench comm    two locales: active-message round trip, pipelined and
+//!                      streamed calls vs the raw ring and Open MPI
 //! cantus-bench suite   LCALS kernels, STREAM, STREAM-EP, RandomAccess vs OpenMP
 //!                      (its own options: cantus-bench suite --help)
 //! cantus-bench scale   speedup over serial at 1, 2, 4, ... workers up to the CPUs:
@@ -22,6 +24,7 @@
 //! ```
 
 mod apps;
+mod comm;
 mod deque;
 mod fifo;
 mod latency;
@@ -53,7 +56,7 @@ impl Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
+        "usage: cantus-bench <micro|apps|all|comm|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -136,6 +139,7 @@ fn main() {
             latency::run(o.reps.unwrap_or(if o.quick { 2 } else { 5 }), o.quick)
         }
         "apps" => apps::run(&parse_options(rest)),
+        "comm" => comm::run(&parse_options(rest)),
         "suite" => suite::run(rest),
         "scale" => scale::run(rest),
         "all" => {

@@ -13,7 +13,7 @@ use crate::sched::{Registry, WorkerLocal};
 use crate::sync::SyncVar;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// Handler tasks a locale lets run (or wait) at once before it stops
@@ -37,7 +37,7 @@ pub(crate) struct Engine {
     here: usize,
     locales: usize,
     /// The runtime whose workers poll this engine (set once it started).
-    registry: Mutex<Weak<Registry>>,
+    registry: OnceLock<Weak<Registry>>,
     /// Requests sent that wait for their reply, by token.
     pending: Mutex<HashMap<u64, Arc<SyncVar<Reply>>>>,
     /// `pending.len()`, readable without the lock (`in_flight`).
@@ -77,7 +77,7 @@ impl Engine {
             locales: transport.locales(),
             transport,
             table,
-            registry: Mutex::new(Weak::new()),
+            registry: OnceLock::new(),
             pending: Mutex::new(HashMap::new()),
             pending_count: AtomicU64::new(0),
             next_token: AtomicU64::new(1),
@@ -92,7 +92,7 @@ impl Engine {
 
     /// Connects the engine to the runtime that polls it.
     pub(crate) fn attach(&self, registry: &Arc<Registry>) {
-        *self.registry.lock().unwrap() = Arc::downgrade(registry);
+        let _ = self.registry.set(Arc::downgrade(registry));
     }
 
     pub(crate) fn here(&self) -> usize {
@@ -134,7 +134,7 @@ impl Engine {
     /// it is sending a reply (handling requests then would only make more
     /// replies to send).
     fn poll_while_blocked(&self, sending: Network) {
-        let Some(reg) = self.registry.lock().unwrap().upgrade() else {
+        let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
             return;
         };
         let nets = match sending {
@@ -142,6 +142,18 @@ impl Engine {
             Network::Reply => Nets::Replies,
         };
         poll_with(&reg, |cx| poll_transport(&*self.transport, self, nets, cx));
+    }
+
+    /// Polls the transport now, under the driver's poll token if it is
+    /// free (from a task waiting for a reply: its worker would not poll
+    /// while the task spins). Returns how many frames it handled.
+    pub(crate) fn poll_now(&self) -> usize {
+        let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
+            return 0;
+        };
+        poll_with(&reg, |cx| {
+            poll_transport(&*self.transport, self, Nets::Both, cx)
+        })
     }
 
     /// Sends a request for handler `id` with encoded arguments; returns

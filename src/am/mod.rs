@@ -97,6 +97,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> RemoteHandle<T> {
             Pending::Local(slot) => slot.read_fe(),
             Pending::Failed(e) => Err(e),
             Pending::Remote(slot, _) => {
+                await_reply(&slot);
                 let (status, payload) = slot.read_fe();
                 let text = || String::from_utf8_lossy(&payload).into_owned();
                 match status {
@@ -129,6 +130,24 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> RemoteHandle<T> {
                     )),
                 }
             }
+        }
+    }
+}
+
+/// Polls while a reply is on its way, before blocking: a task that spins
+/// keeps its worker from polling, so the waiter polls itself (Chant's
+/// "the thread polls" policy, seed 004, section 4.2), under the driver's
+/// poll token. After `REPLY_POLLS` polls it blocks, and the workers' own
+/// polling delivers the reply.
+fn await_reply(slot: &SyncVar<Reply>) {
+    const REPLY_POLLS: u32 = 4096;
+    let Some(e) = engine() else { return };
+    for _ in 0..REPLY_POLLS {
+        if slot.is_full() {
+            return;
+        }
+        if e.poll_now() == 0 {
+            std::hint::spin_loop();
         }
     }
 }

@@ -7,6 +7,7 @@
 //! states the ring's protocol: invariants, frame format, wrap rule,
 //! validation and memory orderings.
 
+pub(crate) mod bench;
 pub(crate) mod futex;
 pub(crate) mod launch;
 pub(crate) mod region;

@@ -1,0 +1,78 @@
+/* The MPI peer of `cantus-bench comm`: an 8-byte ping-pong between ranks
+ * 0 and 1 (MPI_Send/MPI_Recv), and a pipelined stream of 8-byte messages
+ * from rank 0 to rank 1 (MPI_Isend windows, rank 1 MPI_Recv), timed on
+ * rank 0. Run as `mpirun -np 2 mpi_pingpong ROUNDS`; prints
+ * `rtt_us <x>` and `pipelined_us <y>`. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+
+#define WINDOW 64
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+        if (rank == 0) fprintf(stderr, "mpi_pingpong: run with exactly 2 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    long rounds = argc > 1 ? atol(argv[1]) : 100000;
+    if (rounds <= 0) rounds = 100000;
+    uint64_t v = 0;
+    long warm = rounds / 10;
+    double start = 0;
+    for (long i = 0; i < warm + rounds; i++) {
+        if (i == warm) start = MPI_Wtime();
+        if (rank == 0) {
+            MPI_Send(&v, 1, MPI_UINT64_T, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(&v, 1, MPI_UINT64_T, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(&v, 1, MPI_UINT64_T, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            v += 1;
+            MPI_Send(&v, 1, MPI_UINT64_T, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    double rtt = (MPI_Wtime() - start) / rounds;
+    if (rank == 0 && v != (uint64_t)(warm + rounds)) {
+        fprintf(stderr, "mpi_pingpong: got %llu, want %ld\n", (unsigned long long)v, warm + rounds);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* Pipelined: windows of WINDOW sends, then a zero-byte ack. */
+    uint64_t msgs[WINDOW];
+    MPI_Request reqs[WINDOW];
+    long windows = rounds / WINDOW + 1;
+    uint64_t sum = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    for (long w = 0; w < windows; w++) {
+        if (rank == 0) {
+            for (int k = 0; k < WINDOW; k++) {
+                msgs[k] = (uint64_t)(w * WINDOW + k);
+                MPI_Isend(&msgs[k], 1, MPI_UINT64_T, 1, 1, MPI_COMM_WORLD, &reqs[k]);
+            }
+            MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+        } else {
+            for (int k = 0; k < WINDOW; k++) {
+                uint64_t m;
+                MPI_Recv(&m, 1, MPI_UINT64_T, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                sum += m;
+            }
+        }
+    }
+    if (rank == 1) MPI_Send(&sum, 1, MPI_UINT64_T, 0, 2, MPI_COMM_WORLD);
+    else MPI_Recv(&sum, 1, MPI_UINT64_T, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    double piped = (MPI_Wtime() - start) / (double)(windows * WINDOW);
+    uint64_t n = (uint64_t)windows * WINDOW;
+    if (rank == 0) {
+        if (sum != n * (n - 1) / 2) {
+            fprintf(stderr, "mpi_pingpong: pipelined sum %llu is wrong\n", (unsigned long long)sum);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        printf("rtt_us %.4f\npipelined_us %.4f\n", rtt * 1e6, piped * 1e6);
+    }
+    MPI_Finalize();
+    return 0;
+}

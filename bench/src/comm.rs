@@ -1,0 +1,194 @@
+//! `cantus-bench comm`: communication between two locales (processes on
+//! this machine, one worker each), side by side in one run:
+//!
+//! - `am_round_trip`: `on(1, call).join()` from a task on locale 0;
+//! - `am_pipelined`: windows of 64 `on` calls in flight, then joined: time
+//!   per call (request and reply);
+//! - `am_stream`: detached `begin_on` calls back to back: time per call;
+//! - peers: the raw ring round trip (the same shared-memory rings, two
+//!   spinning threads, no active-message layer) and Open MPI's ping-pong
+//!   and pipelined stream between two ranks (its shared-memory transport),
+//!   when `mpicc` was there at build time.
+//!
+//! The locales are copies of this program: locale 1 re-runs
+//! `cantus-bench comm ...` and serves until locale 0 is done.
+
+use crate::Options;
+use crate::stats::{Samples, figure, note, ratio, section};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Echoes its number back, one higher.
+#[derive(Serialize, Deserialize)]
+struct Ping(u64);
+impl cantus::Remote for Ping {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0 + 1
+    }
+}
+
+static ARRIVED: AtomicU64 = AtomicU64::new(0);
+
+/// Counts itself on arrival (sent detached).
+#[derive(Serialize, Deserialize)]
+struct Tick;
+impl cantus::Remote for Tick {
+    type Output = ();
+    fn run(self) {
+        ARRIVED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many ticks arrived.
+#[derive(Serialize, Deserialize)]
+struct Arrived;
+impl cantus::Remote for Arrived {
+    type Output = u64;
+    fn run(self) -> u64 {
+        ARRIVED.load(Ordering::Relaxed)
+    }
+}
+
+cantus::remote!(Ping, Tick, Arrived);
+
+const WINDOW: u64 = 64;
+
+/// Where build.rs put the MPI peer (empty if mpicc was missing).
+const MPI_PEER: &str = env!("CANTUS_BENCH_MPI");
+
+pub(crate) fn run(opts: &Options) {
+    let reps = opts.reps.unwrap_or(if opts.quick { 3 } else { 7 });
+    let rounds: u64 = if opts.quick { 2_000 } else { 50_000 };
+    let rt = cantus::Runtime::builder()
+        .locales(2)
+        .workers(1)
+        .build()
+        .unwrap_or_else(|e| {
+            eprintln!("cantus-bench comm: cannot start two locales: {e}");
+            std::process::exit(2)
+        });
+    note(&format!(
+        "comm: 2 locales, 1 worker each, {rounds} calls per repetition, {reps} reps"
+    ));
+    let mut rt_s = Samples::new();
+    let mut piped = Samples::new();
+    let mut stream = Samples::new();
+    let mut raw = Samples::new();
+    section("comm", || {
+        for _ in 0..reps {
+            let (a, p, s) =
+                rt.block_on(|| (round_trip(rounds), pipelined(rounds), streamed(rounds)));
+            rt_s.push(a);
+            piped.push(p);
+            stream.push(s);
+            let d = cantus::__bench::raw_ring_round_trip(rounds, (0, 1)).expect("raw rings");
+            raw.push(d.as_secs_f64() * 1e6 / rounds as f64);
+        }
+    });
+    rt.shutdown();
+    let a = figure("am_round_trip", &rt_s, "us");
+    let p = figure("am_pipelined", &piped, "us");
+    let s = figure("am_stream", &stream, "us");
+    let r = figure("am_round_trip.raw_ring", &raw, "us");
+    ratio("am_round_trip", "raw_ring", a, r);
+    ratio("am_pipelined", "am_round_trip", p, a);
+    match mpi(rounds) {
+        Ok((m_rt, m_piped)) => {
+            let mut mr = Samples::new();
+            mr.push(m_rt);
+            let mut mp = Samples::new();
+            mp.push(m_piped);
+            let m_rt = figure("am_round_trip.mpi", &mr, "us");
+            let m_piped = figure("am_pipelined.mpi", &mp, "us");
+            ratio("am_round_trip", "mpi", a, m_rt);
+            ratio("am_stream", "mpi", s, m_piped);
+        }
+        Err(e) => note(&format!("MPI peer unavailable: {e}")),
+    }
+}
+
+/// Microseconds per `on(1, Ping).join()`.
+fn round_trip(rounds: u64) -> f64 {
+    let mut v = 0;
+    for _ in 0..rounds / 10 {
+        v = cantus::on(1, Ping(v)).join().expect("ping");
+    }
+    let start = Instant::now();
+    for _ in 0..rounds {
+        v = cantus::on(1, Ping(v)).join().expect("ping");
+    }
+    let took = start.elapsed();
+    assert_eq!(v, rounds + rounds / 10, "every ping added one");
+    us_per(took, rounds)
+}
+
+/// Microseconds per call with `WINDOW` calls in flight.
+fn pipelined(rounds: u64) -> f64 {
+    let start = Instant::now();
+    let mut sum = 0;
+    for w in 0..rounds / WINDOW {
+        let handles: Vec<_> = (0..WINDOW)
+            .map(|k| cantus::on(1, Ping(w * WINDOW + k)))
+            .collect();
+        for h in handles {
+            sum += h.join().expect("ping");
+        }
+    }
+    let took = start.elapsed();
+    let n = rounds / WINDOW * WINDOW;
+    assert_eq!(sum, n * (n + 1) / 2, "every pipelined ping answered");
+    us_per(took, n)
+}
+
+/// Microseconds per detached call, until all arrived.
+fn streamed(rounds: u64) -> f64 {
+    let before = cantus::on(1, Arrived).join().expect("count");
+    let start = Instant::now();
+    for _ in 0..rounds {
+        cantus::begin_on(1, Tick).expect("tick");
+    }
+    while cantus::on(1, Arrived).join().expect("count") < before + rounds {
+        cantus::yield_now();
+    }
+    us_per(start.elapsed(), rounds)
+}
+
+fn us_per(d: Duration, n: u64) -> f64 {
+    d.as_secs_f64() * 1e6 / n.max(1) as f64
+}
+
+/// Open MPI's figures: (round trip, pipelined per message) in us.
+fn mpi(rounds: u64) -> Result<(f64, f64), String> {
+    if MPI_PEER.is_empty() {
+        return Err("not built (no mpicc at build time)".into());
+    }
+    let out = std::process::Command::new("mpirun")
+        .args(["-np", "2", "--bind-to", "core", "--oversubscribe"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(MPI_PEER)
+        .arg(rounds.to_string())
+        .output()
+        .map_err(|e| format!("cannot run mpirun: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "mpirun failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .take(5)
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .ok_or_else(|| format!("no {key} in the MPI peer's output: {text}"))
+    };
+    Ok((get("rtt_us")?, get("pipelined_us")?))
+}
