@@ -28,6 +28,7 @@
 mod config;
 mod error;
 #[doc(hidden)]
+#[cfg(not(loom))]
 pub mod ffi;
 mod fiber;
 mod loom;
