@@ -1,7 +1,7 @@
 //! `SyncVar<T>`: a full/empty synchronization variable (Chapel's `sync`),
 //! native to the tasking layer: its full bit lives in its own word and
 //! blocked tasks queue on the variable itself (seed 000, section 6). Its
-//! operations are the engine's (`engine.rs`) on a [`Var`].
+//! operations are the engine's (`engine.rs`) on a `Var` (`var.rs`).
 
 use super::engine::{self, Place, unwrap_done};
 use super::queue::Op;
