@@ -30,6 +30,7 @@ mod comm;
 mod config;
 mod error;
 #[doc(hidden)]
+#[cfg(not(loom))]
 pub mod ffi;
 mod fiber;
 mod loom;

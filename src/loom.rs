@@ -18,7 +18,39 @@ pub(crate) mod sync {
 }
 
 #[cfg(not(loom))]
-pub(crate) use std::{hint, thread};
+pub(crate) use std::thread;
+
+/// Exponential backoff for every spin in cantus's locks and waits:
+/// crossbeam's `Backoff` (spin with `spin_loop` hints, doubling, then
+/// `yield_now`; `is_completed` says when blocking is advised).
+#[cfg(not(loom))]
+pub(crate) use crossbeam_utils::Backoff;
+
+/// Under loom, every backoff step yields to loom's scheduler (a spinning
+/// thread must, or loom explores the spin forever), and the backoff
+/// completes at once.
+#[cfg(loom)]
+#[derive(Default)]
+pub(crate) struct Backoff;
+
+#[cfg(loom)]
+impl Backoff {
+    pub(crate) fn new() -> Backoff {
+        Backoff
+    }
+
+    pub(crate) fn spin(&self) {
+        loom::thread::yield_now();
+    }
+
+    pub(crate) fn snooze(&self) {
+        loom::thread::yield_now();
+    }
+
+    pub(crate) fn is_completed(&self) -> bool {
+        true
+    }
+}
 
 /// An `UnsafeCell` with loom's closure-based API, so that loom can track
 /// accesses to the data it guards.

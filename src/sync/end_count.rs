@@ -2,13 +2,12 @@
 //! end count; the latch of a join). The count lives in the wait word above
 //! its two low bits, so finishing a task is one `fetch_sub`.
 
-use super::wait::{BlockKind, Waiter, WakeList, Want};
-use super::word::{LOCKED, ONE, WAITERS, WaitWord, Wake};
+use super::queue::{Node, Op, Panic, WakeList};
+use super::wait::BlockKind;
+use super::word::{LOCKED, ONE, WAITERS, WaitWord};
+use crate::loom::Backoff;
 use crate::loom::sync::atomic::Ordering;
-use std::any::Any;
 use std::sync::atomic::AtomicPtr;
-
-type Panic = Box<dyn Any + Send + 'static>;
 
 /// Counts outstanding tasks; waiters block until it reaches zero.
 ///
@@ -18,7 +17,7 @@ type Panic = Box<dyn Any + Send + 'static>;
 /// the word reads 0 (count zero, unlocked, no waiters), which the finisher
 /// makes true with its final access, its unlock.
 pub(crate) struct EndCount {
-    word: WaitWord,
+    word: WaitWord<()>,
     panic: AtomicPtr<Panic>,
 }
 
@@ -59,9 +58,10 @@ impl EndCount {
         let prev = self.word.state.fetch_sub(ONE, Ordering::AcqRel);
         debug_assert!(prev >= ONE, "end count underflow");
         if prev / ONE == 1 && prev & WAITERS != 0 {
-            let l = self.word.lock();
+            let mut l = self.word.lock();
             let mut wake = WakeList::new();
-            l.take(Wake::All, &mut wake);
+            l.queue().drain_into(&mut wake);
+            l.sync_waiters();
             l.unlock();
             // `self` may be freed from here on; wake_all touches only nodes.
             wake.wake_all();
@@ -98,6 +98,7 @@ impl EndCount {
 
     /// Blocks the calling task or thread until [`is_done`](Self::is_done).
     pub(crate) fn wait_blocking(&self, kind: BlockKind) {
+        let backoff = Backoff::new();
         loop {
             let s = self.word.state.load(Ordering::Acquire);
             if s == 0 {
@@ -107,31 +108,30 @@ impl EndCount {
                 // A finisher is waking waiters right now: it is a few
                 // instructions from unlocking.
                 debug_assert!(s & (LOCKED | WAITERS) != 0);
-                #[cfg(loom)]
-                crate::loom::thread::yield_now();
-                #[cfg(not(loom))]
-                crate::loom::hint::spin_loop();
+                backoff.snooze();
                 continue;
             }
-            let waiter = Waiter::current(Want::Zero);
-            let l = self.word.lock();
+            let node = Node::new(Op::Await, self.word.addr(), "waiting for tasks");
+            let mut l = self.word.lock();
             if l.state() / ONE == 0 {
                 l.unlock();
                 continue;
             }
-            // SAFETY: `waiter` stays on this frame until woken or removed.
-            let seen = unsafe { l.push(&waiter) };
+            // SAFETY: `node` stays on this frame, unmoved, until it is
+            // woken or removed below.
+            let seen = unsafe { l.push(&node) };
             if seen / ONE == 0 {
                 // The count reached zero between our check and setting
                 // WAITERS: its last finisher did not see WAITERS and will
                 // not wake us. (Setting WAITERS is an RMW, so it is ordered
                 // against every finisher's fetch_sub: a later one sees it.)
-                l.remove(&waiter);
+                l.queue().remove(&node);
+                l.sync_waiters();
                 l.unlock();
                 continue;
             }
             l.unlock();
-            waiter.block(kind);
+            node.block_until_woken(kind);
         }
     }
 }

@@ -1,11 +1,18 @@
 //! Full/empty synchronization, native to the tasking layer (seed 000,
 //! section 6): [`SyncVar`] (full/empty variables), [`SingleVar`] (write once)
-//! and end counts. All are built on one wait word (`word.rs`) whose
-//! protocol and orderings `README.md` states.
+//! and end counts, and the engine the C full/empty calls (`ffi/feb/`) use
+//! too. Everything is built on one lock bit (`lock.rs`), one intrusive
+//! waiter queue (`queue.rs`), one wake path (`wait.rs`) and one set of
+//! hand-off rules (`engine.rs`); `README.md` states the protocol and its
+//! orderings.
 
 pub(crate) mod end_count;
+pub(crate) mod engine;
 mod fe;
+pub(crate) mod lock;
+pub(crate) mod queue;
 mod single;
+mod var;
 pub(crate) mod wait;
 pub(crate) mod word;
 

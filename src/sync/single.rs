@@ -1,24 +1,20 @@
 //! `SingleVar<T>`: a write-once variable (Chapel's `single`).
 
-use super::wait::{BlockKind, Waiter, WakeList, Want};
-use super::word::{ONE, WaitWord, Wake};
+use super::engine;
+use super::queue::Op;
+use super::var::Var;
+use super::wait::BlockKind;
 use crate::error::{Error, ErrorKind};
-use crate::loom::UnsafeCell;
-use crate::loom::sync::atomic::Ordering;
 use std::fmt;
-use std::mem::MaybeUninit;
-
-const FULL: usize = ONE;
 
 /// Empty until written once; then every read returns the value at once:
 /// Chapel's `single` variable.
 /// Reads before the write block (only the calling task).
-// repr(C), word first: the variable's address is its wait word's, which
-// deadlock reports print.
+// repr(C), word first (`Var` is too): the variable's address is its wait
+// word's, which deadlock reports print.
 #[repr(C)]
 pub struct SingleVar<T> {
-    word: WaitWord,
-    value: UnsafeCell<MaybeUninit<T>>,
+    var: Var<T>,
 }
 
 // SAFETY: the value is written once under the lock bit, then only read
@@ -43,39 +39,34 @@ impl<T> Default for SingleVar<T> {
 impl<T> SingleVar<T> {
     /// An empty variable.
     pub fn new() -> SingleVar<T> {
-        SingleVar {
-            word: WaitWord::new(0),
-            value: UnsafeCell::new(MaybeUninit::uninit()),
-        }
+        SingleVar { var: Var::new(None) }
     }
 
     /// Whether the value has been written.
     pub fn is_full(&self) -> bool {
-        // Acquire pairs with the Release in unlock_with in `try_write`.
-        self.word.state.load(Ordering::Acquire) & FULL != 0
+        self.var.is_full()
     }
 
     /// Writes the value; a second write is an error and gives the value back.
     pub fn try_write(&self, value: T) -> Result<(), (T, Error)> {
-        let l = self.word.lock();
-        if l.state() & FULL != 0 {
-            l.unlock_with(FULL);
-            return Err((
+        engine::with_place(&self.var, |p, wake| {
+            if p.is_full() {
+                return Err(value);
+            }
+            p.put(value);
+            engine::change_state(p, true, wake);
+            Ok(())
+        })
+        .map_err(|value| {
+            (
                 value,
                 Error::new(
                     ErrorKind::AlreadyWritten,
                     "cantus::SingleVar written twice: a SingleVar takes one write \
                      (try_write hands a second value back instead of panicking)",
                 ),
-            ));
-        }
-        // SAFETY: we hold the lock and the variable was never written.
-        unsafe { self.value.with_mut(|p| (*p).write(value)) };
-        let mut wake = WakeList::new();
-        l.take(Wake::BecameFull, &mut wake);
-        l.unlock_with(FULL);
-        wake.wake_all();
-        Ok(())
+            )
+        })
     }
 
     /// Writes the value (`writeEF`). Panics if it was already written; the
@@ -90,37 +81,25 @@ impl<T> SingleVar<T> {
 
     /// Waits until written (`readFF`), then returns the value.
     pub fn read(&self) -> &T {
-        while !self.is_full() {
-            let l = self.word.lock();
-            if l.state() & FULL != 0 {
-                l.unlock_with(FULL);
-                break;
-            }
-            let waiter = Waiter::current(Want::Full);
-            // SAFETY: `waiter` stays on this frame until woken.
-            let _ = unsafe { l.push(&waiter) };
-            l.unlock_with(0);
-            waiter.block(BlockKind::SingleRead);
+        if !self.is_full() {
+            let done = engine::perform(
+                &self.var,
+                Op::Await,
+                BlockKind::SingleRead,
+                "reading a SyncVar or SingleVar (readFF)",
+            );
+            engine::unwrap_done(done);
         }
-        // SAFETY: FULL was observed with Acquire after the write's Release;
-        // the value is never written or dropped again while &self lives.
-        unsafe { &*self.value.with(|p| (*p).as_ptr()) }
+        // SAFETY: full (seen with Acquire, or completed under the lock and
+        // woken); a SingleVar's value is never moved out or dropped while
+        // `&self` lives.
+        unsafe { self.var.value_ref() }
     }
 
     /// The value if written, without waiting.
     pub fn try_read(&self) -> Option<&T> {
         // SAFETY: as in `read`.
-        self.is_full()
-            .then(|| unsafe { &*self.value.with(|p| (*p).as_ptr()) })
-    }
-}
-
-impl<T> Drop for SingleVar<T> {
-    fn drop(&mut self) {
-        if self.word.state.load(Ordering::Relaxed) & FULL != 0 {
-            // SAFETY: &mut self: no other access; the value is initialised.
-            self.value.with_mut(|p| unsafe { (*p).assume_init_drop() });
-        }
+        self.is_full().then(|| unsafe { self.var.value_ref() })
     }
 }
 

@@ -1,68 +1,55 @@
-//! The wait word: one `AtomicUsize` holding a lock bit, a has-waiters bit
-//! and the variable's own state bits, plus a FIFO queue of [`Waiter`]s that
-//! only the lock holder touches. Full/empty variables and end counts are
-//! both built on it. The protocol is written down in `README.md` beside
-//! this file.
+//! The wait word: one `AtomicUsize` holding the lock bit, a has-waiters
+//! bit and the variable's own state bits, plus the variable's queue of
+//! blocked operations, which only the lock holder touches. `SyncVar`,
+//! `SingleVar`, end counts and the C `cantus_sync_t` are built on it. The
+//! protocol is written down in `README.md` beside this file.
 
-use super::wait::{Waiter, WakeList, Want};
+use super::lock;
+use super::queue::{Node, Queue};
 use crate::loom::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
-use std::ptr;
 
-/// Bit 0: the queue (and, for `SyncVar`, the value) is locked.
-pub(crate) const LOCKED: usize = 1;
+/// Bit 0: the queue (and the variable's value) is locked.
+pub(crate) const LOCKED: usize = lock::LOCKED;
 /// Bit 1: the queue is non-empty.
 pub(crate) const WAITERS: usize = 2;
 /// The lowest bit the variable itself may use; state above it is the
 /// variable's (the FULL bit, or the count of an end count).
 pub(crate) const ONE: usize = 4;
 
-struct Queue {
-    head: *const Waiter,
-    tail: *const Waiter,
-}
-
-pub(crate) struct WaitWord {
+/// A wait word whose queue holds operations on a `V`.
+pub(crate) struct WaitWord<V> {
     pub(crate) state: AtomicUsize,
-    queue: UnsafeCell<Queue>,
+    queue: UnsafeCell<Queue<V>>,
 }
 
 // SAFETY: the queue is only accessed by the holder of the LOCKED bit, which
 // is acquired with Acquire and released with Release (mutual exclusion).
-unsafe impl Send for WaitWord {}
+// Values move between threads through the queue's nodes, so `V: Send`.
+unsafe impl<V: Send> Send for WaitWord<V> {}
 // SAFETY: as above.
-unsafe impl Sync for WaitWord {}
+unsafe impl<V: Send> Sync for WaitWord<V> {}
 
-/// How a state change picks whom to wake.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wake {
-    /// Became full: wake `Full` waiters from the front, up to and including
-    /// the first `FullConsume` waiter (it will empty the variable again).
-    BecameFull,
-    /// Became empty: wake the first `Empty` waiter.
-    BecameEmpty,
-    /// Wake everyone (an end count reached zero).
-    All,
-}
-
-impl WaitWord {
-    pub(crate) fn new(user: usize) -> WaitWord {
+impl<V> WaitWord<V> {
+    pub(crate) fn new(user: usize) -> WaitWord<V> {
         WaitWord {
             state: AtomicUsize::new(user),
-            queue: UnsafeCell::new(Queue {
-                head: ptr::null(),
-                tail: ptr::null(),
-            }),
+            queue: UnsafeCell::new(Queue::EMPTY),
         }
+    }
+
+    /// The word's address (deadlock reports print it).
+    pub(crate) fn addr(&self) -> usize {
+        self as *const WaitWord<V> as usize
     }
 
     /// Acquires the lock bit only if the word is exactly `expected` (no
     /// waiters, unlocked): the one-CAS fast path.
     #[inline]
-    pub(crate) fn try_lock_exact(&self, expected: usize) -> Option<Locked<'_>> {
+    pub(crate) fn try_lock_exact(&self, expected: usize) -> Option<Locked<'_, V>> {
         debug_assert_eq!(expected & (LOCKED | WAITERS), 0);
-        // Acquire pairs with the Release in unlock, so the previous holder's
-        // writes to the value are visible.
+        // Acquire pairs with the Release of the previous holder's unlock,
+        // so its writes to the value are visible.
         self.state
             .compare_exchange(
                 expected,
@@ -74,47 +61,23 @@ impl WaitWord {
             .map(|_| Locked { word: self })
     }
 
-    /// Spins until the lock bit is ours. Critical sections are a handful of
-    /// instructions, so contention is brief.
+    /// Spins (with backoff) until the lock bit is ours.
     #[inline]
-    pub(crate) fn lock(&self) -> Locked<'_> {
-        #[cfg(not(loom))]
-        let mut spins = 0u32;
-        loop {
-            let s = self.state.load(Ordering::Relaxed);
-            if s & LOCKED == 0
-                && self
-                    .state
-                    // Acquire pairs with the Release in unlock.
-                    .compare_exchange_weak(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                return Locked { word: self };
-            }
-            #[cfg(loom)]
-            crate::loom::thread::yield_now();
-            #[cfg(not(loom))]
-            {
-                spins += 1;
-            }
-            #[cfg(not(loom))]
-            if spins < 64 {
-                crate::loom::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
+    pub(crate) fn lock(&self) -> Locked<'_, V> {
+        lock::acquire(&self.state);
+        Locked { word: self }
     }
 }
 
 /// Proof that the lock bit is held. The holder releases it explicitly with
 /// [`unlock_with`](Locked::unlock_with) or [`unlock`](Locked::unlock),
 /// which consume the guard; if the holder unwinds instead (a user `Clone`
-/// panicking in `SyncVar::read_ff`), dropping the guard releases the lock
-/// (see the `Drop` impl).
+/// panicking in `SyncVar::read_xx`, or `Node::new` refusing to block an
+/// outside thread forever), dropping the guard releases the lock (see the
+/// `Drop` impl).
 #[must_use = "the lock bit stays held until the guard is unlocked or dropped"]
-pub(crate) struct Locked<'a> {
-    word: &'a WaitWord,
+pub(crate) struct Locked<'a, V> {
+    word: &'a WaitWord<V>,
 }
 
 /// Runs only when a holder unwinds with the lock held: `unlock_with` and
@@ -125,129 +88,66 @@ pub(crate) struct Locked<'a> {
 ///   `SyncVar`/`SingleVar` change them only in `unlock_with`, and an end
 ///   count's count changes without the lock anyway. So the variable is left
 ///   in the state it had before the operation, and its value still
-///   matches it: holders move a value in or out only right before that
-///   `unlock_with`, with nothing that can panic in between, and drop
-///   replaced values only after it.
-/// - WAITERS is kept in step with the queue by every queue operation, none
-///   of which runs user code, so it is right at any point a panic can come
-///   from.
-/// - Nobody needs waking: the state did not change, and a state is woken
-///   for when it is entered (`SyncVar::release`), so every waiter the
-///   unchanged state admits was woken then, or sits behind the
-///   `FullConsume` waiter woken then, which will empty the variable again.
-impl Drop for Locked<'_> {
+///   matches it: nothing that can unwind runs between a value's move and
+///   that `unlock_with` (a readFF's copy runs under `catch_unwind`, and
+///   replaced values are dropped after the unlock).
+/// - WAITERS is in step with the queue: the only things that can unwind
+///   under the lock run before a node is linked or after the queue and
+///   WAITERS were made to agree.
+/// - Nobody needs waking: the state did not change, and every state
+///   change completes what it admits before its unlock (`engine::settle`).
+impl<V> Drop for Locked<'_, V> {
     fn drop(&mut self) {
         // Release pairs with the Acquire of the next lock holder.
         self.word.state.fetch_and(!LOCKED, Ordering::Release);
     }
 }
 
-impl Locked<'_> {
+impl<V> Locked<'_, V> {
     /// The word's current value (LOCKED is set).
     #[inline]
     pub(crate) fn state(&self) -> usize {
         self.word.state.load(Ordering::Relaxed)
     }
 
-    /// Appends `w` to the queue and sets WAITERS; returns the word as the
-    /// setting read it (for end counts, whose count may have changed since
-    /// the lock was taken: see `EndCount::wait_blocking`).
+    /// The queue; ours while the guard lives.
+    #[inline]
+    pub(crate) fn queue(&mut self) -> &mut Queue<V> {
+        // SAFETY: we hold the lock bit, so nobody else touches the queue;
+        // the &mut borrows the guard, so it ends before the unlock.
+        self.word.queue.with_mut(|q| unsafe { &mut *q })
+    }
+
+    /// Appends `n` to the queue and sets WAITERS with an RMW; returns the
+    /// word as that RMW read it (end counts, whose count may have changed
+    /// since the lock was taken: see `EndCount::wait_blocking`).
     ///
     /// # Safety
-    /// `w` must stay live and unmoved until it is woken.
-    pub(crate) unsafe fn push(&self, w: *const Waiter) -> usize {
-        self.word.queue.with_mut(|q| {
-            // SAFETY: we hold the lock, so the queue is ours; nodes in it are
-            // live by the contract of `push`.
-            unsafe {
-                let q = &mut *q;
-                (*w).next.set(ptr::null());
-                (*w).set_addr(self.word as *const WaitWord as usize);
-                if q.tail.is_null() {
-                    q.head = w;
-                } else {
-                    (*q.tail).next.set(w);
-                }
-                q.tail = w;
-            }
-        });
+    /// As for [`Queue::push_back`].
+    pub(crate) unsafe fn push(&mut self, n: *const Node<V>) -> usize {
+        // SAFETY: forwarded contract.
+        unsafe { self.queue().push_back(n) };
         // Relaxed: the lock orders the queue; the count side is ordered by
         // this RMW's place in the word's modification order.
         self.word.state.fetch_or(WAITERS, Ordering::Relaxed)
     }
 
-    /// Unlinks `w` again (a waiter that found it need not wait after all).
-    pub(crate) fn remove(&self, w: *const Waiter) {
-        self.unlink_where(|cur| (cur == w, cur == w), |_| {});
-    }
-
-    /// Unlinks the waiters `how` selects into `out`; keeps WAITERS in step.
-    pub(crate) fn take(&self, how: Wake, out: &mut WakeList) {
-        self.unlink_where(
-            // SAFETY: `unlink_where` passes live nodes of the queue.
-            |cur| match (how, unsafe { (*cur).want }) {
-                (Wake::All, _) => (true, false),
-                (Wake::BecameFull, Want::Full) => (true, false),
-                (Wake::BecameFull, Want::FullConsume) => (true, true),
-                (Wake::BecameEmpty, Want::Empty) => (true, true),
-                _ => (false, false),
-            },
-            // SAFETY: the node was just unlinked under the lock, and its
-            // waiter is blocked until woken.
-            |cur| unsafe { out.push(cur) },
-        );
-    }
-
-    /// Walks the queue from the front; `pick(node)` says whether to unlink
-    /// the node and whether to stop after it. Unlinked nodes go to
-    /// `unlinked`. Clears WAITERS if the queue ends up empty.
-    fn unlink_where(
-        &self,
-        mut pick: impl FnMut(*const Waiter) -> (bool, bool),
-        mut unlinked: impl FnMut(*const Waiter),
-    ) {
-        let now_empty = self.word.queue.with_mut(|q| {
-            // SAFETY: we hold the lock, so the queue is ours; every node in
-            // it is live (contract of `push`).
-            unsafe {
-                let q = &mut *q;
-                let mut prev: *const Waiter = ptr::null();
-                let mut cur = q.head;
-                while !cur.is_null() {
-                    let next = (*cur).next.get();
-                    let (take, stop) = pick(cur);
-                    if take {
-                        if prev.is_null() {
-                            q.head = next;
-                        } else {
-                            (*prev).next.set(next);
-                        }
-                        if q.tail == cur {
-                            q.tail = prev;
-                        }
-                        unlinked(cur);
-                    } else {
-                        prev = cur;
-                    }
-                    if stop {
-                        break;
-                    }
-                    cur = next;
-                }
-                q.head.is_null()
-            }
-        });
-        if now_empty {
+    /// Clears WAITERS if the queue is empty (after unlinking nodes, for
+    /// words whose other bits change without the lock: end counts).
+    pub(crate) fn sync_waiters(&mut self) {
+        if self.queue().is_empty() {
             self.word.state.fetch_and(!WAITERS, Ordering::Relaxed);
         }
     }
 
-    /// Releases the lock, setting the variable's bits to `user` (the
-    /// WAITERS bit is kept). For words whose variable bits change only
-    /// under the lock (`SyncVar`, `SingleVar`).
+    /// Releases the lock, setting the variable's bits to `user` and
+    /// WAITERS to whether the queue is non-empty. For words whose variable
+    /// bits change only under the lock (`SyncVar`, `SingleVar`,
+    /// `cantus_sync_t`).
     #[inline]
-    pub(crate) fn unlock_with(self, user: usize) {
-        let waiters = self.state() & WAITERS;
+    pub(crate) fn unlock_with(mut self, user: usize) {
+        debug_assert_eq!(user & (LOCKED | WAITERS), 0);
+        let waiters = if self.queue().is_empty() { 0 } else { WAITERS };
         // Release pairs with the Acquire of the next lock holder and of
         // lock-free readers of the variable's bits (is_full, SingleVar::read).
         self.word.state.store(user | waiters, Ordering::Release);

@@ -1,8 +1,10 @@
 //! Full/empty synchronization from C: on `cantus_sync_t` variables (state
 //! in the variable) and on any aligned 64-bit word the caller owns (state
-//! in a striped side table, words full by default). The engine, the
-//! table and the protocol (`../README.md`) are shared with the Qthreads
-//! `aligned_t` and `syncvar_t` functions.
+//! in a striped side table, words full by default). A thin layer over the
+//! one full/empty engine of `crate::sync`: `engine.rs` adapts it to 64-bit
+//! C values, `table.rs` finds a caller word's state and queue, `var.rs`
+//! lays out `cantus_sync_t`. The Qthreads `aligned_t` and `syncvar_t`
+//! functions share all three (`../README.md`).
 
 pub mod engine;
 pub mod table;
@@ -262,8 +264,10 @@ unsafe fn var_call(
 pub unsafe extern "C" fn cantus_sync_init(sync: *mut CantusSync) -> Code {
     boundary("cantus_sync_init", || {
         // SAFETY: forwarded contract.
-        let v = unsafe { var_at("cantus_sync_init", sync)? };
-        v.init();
+        unsafe { var_at("cantus_sync_init", sync)? };
+        // SAFETY: checked non-null and aligned; writable and used by no
+        // other thread during the call, per the contract.
+        unsafe { sync.write(CantusSync::new()) };
         Ok(OK)
     })
 }
@@ -299,7 +303,7 @@ pub unsafe extern "C" fn cantus_sync_read_fe(sync: *mut CantusSync, out: *mut u6
         var_call(
             "cantus_sync_read_fe",
             sync,
-            |v| Ok(Some(v.perform(Op::ReadFE, 0))),
+            |v| Ok(Some(engine::perform(v, Op::ReadFE, 0))),
             out,
         )
     }
@@ -316,7 +320,7 @@ pub unsafe extern "C" fn cantus_sync_read_ff(sync: *mut CantusSync, out: *mut u6
         var_call(
             "cantus_sync_read_ff",
             sync,
-            |v| Ok(Some(v.perform(Op::ReadFF, 0))),
+            |v| Ok(Some(engine::perform(v, Op::ReadFF, 0))),
             out,
         )
     }
@@ -329,7 +333,7 @@ pub unsafe extern "C" fn cantus_sync_read_ff(sync: *mut CantusSync, out: *mut u6
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cantus_sync_write_ef(sync: *mut CantusSync, value: u64) -> Code {
     let write = |v: &CantusSync| {
-        v.perform(Op::WriteEF, value);
+        engine::perform(v, Op::WriteEF, value);
         Ok(None)
     };
     // SAFETY: forwarded contract.
@@ -343,7 +347,7 @@ pub unsafe extern "C" fn cantus_sync_write_ef(sync: *mut CantusSync, value: u64)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cantus_sync_write_ff(sync: *mut CantusSync, value: u64) -> Code {
     let write = |v: &CantusSync| {
-        v.perform(Op::WriteFF, value);
+        engine::perform(v, Op::WriteFF, value);
         Ok(None)
     };
     // SAFETY: forwarded contract.

@@ -4,18 +4,19 @@
 //! value-less states keyed by address (`KeySite`: per-address locks, sinc
 //! and barrier phases).
 //!
-//! `STRIPES` stripes, each a spin lock and a hash map from address to
-//! `Entry`. A word in the default state (full, nobody waiting) has no
+//! `STRIPES` stripes, each a hash map from address to `Entry` behind a
+//! lock bit (`crate::sync::lock::BitLock`, the engine's one spin lock). A word in the default state (full, nobody waiting) has no
 //! entry, so the maps hold only words that are empty or waited on (as in
 //! Qthreads). Every operation on a word runs under its stripe's lock; see
 //! `../README.md` for the protocol.
 
-use super::engine::{Place, Queues, Site};
+use crate::sync::engine::{Place, Site};
+use crate::sync::lock::BitLock;
+use crate::sync::queue::Queue;
 use crossbeam_utils::CachePadded;
-use std::cell::UnsafeCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Number of stripes (a power of two).
 pub(crate) const STRIPES: usize = 128;
@@ -27,17 +28,17 @@ struct Entry {
     /// The word's full/empty bit (unused, always true, for `syncvar_t`,
     /// whose state lives in the word).
     full: bool,
-    queues: Queues,
+    queue: Queue<u64>,
 }
 
 impl Entry {
     const DEFAULT: Entry = Entry {
         full: true,
-        queues: Queues::EMPTY,
+        queue: Queue::EMPTY,
     };
 
     fn is_default(&self) -> bool {
-        self.full && self.queues.is_empty()
+        self.full && self.queue.is_empty()
     }
 }
 
@@ -63,21 +64,12 @@ impl Hasher for AddrHasher {
 
 type Map = HashMap<usize, Entry, BuildHasherDefault<AddrHasher>>;
 
-struct Stripe {
-    locked: AtomicBool,
-    map: UnsafeCell<Map>,
-}
-
-// SAFETY: `map` is only touched by the holder of `locked` (acquired with
-// Acquire, released with Release), so access is mutually exclusive; the
-// entries' raw pointers are covered by `Queues: Send`.
-unsafe impl Sync for Stripe {}
+/// A stripe: its map behind a lock bit. Critical sections are a hash
+/// lookup and a few stores, so contenders spin (with backoff).
+type Stripe = BitLock<Map>;
 
 static TABLE: [CachePadded<Stripe>; STRIPES] = [const {
-    CachePadded::new(Stripe {
-        locked: AtomicBool::new(false),
-        map: UnsafeCell::new(HashMap::with_hasher(BuildHasherDefault::new())),
-    })
+    CachePadded::new(BitLock::new(HashMap::with_hasher(BuildHasherDefault::new())))
 }; STRIPES];
 
 fn stripe_of(addr: usize) -> &'static Stripe {
@@ -85,43 +77,11 @@ fn stripe_of(addr: usize) -> &'static Stripe {
     &TABLE[i]
 }
 
-impl Stripe {
-    /// Runs `f` on the map with the stripe's spin lock held. Critical
-    /// sections are a lookup and a few stores, so contention is brief;
-    /// a waiter spins, then yields its thread.
-    fn with_map<R>(&self, f: impl FnOnce(&mut Map) -> R) -> R {
-        let mut spins = 0u32;
-        // Acquire pairs with the Release store below, of the previous holder.
-        while self
-            .locked
-            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-        struct Unlock<'a>(&'a AtomicBool);
-        impl Drop for Unlock<'_> {
-            fn drop(&mut self) {
-                // Release pairs with the Acquire exchange of the next holder.
-                self.0.store(false, Ordering::Release);
-            }
-        }
-        let _unlock = Unlock(&self.locked);
-        // SAFETY: we hold the stripe lock, so the map is ours.
-        f(unsafe { &mut *self.map.get() })
-    }
-}
-
 /// Runs `f` on the entry of `addr` (a default one if it has none) under
 /// its stripe's lock; afterwards drops an entry back in the default state
 /// and stores one that left it.
 fn with_entry<R>(addr: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
-    stripe_of(addr).with_map(|map| match map.get_mut(&addr) {
+    stripe_of(addr).with(|map| match map.get_mut(&addr) {
         Some(e) => {
             let r = f(e);
             if e.is_default() {
@@ -143,7 +103,7 @@ fn with_entry<R>(addr: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
 /// Entries in the table now (for tests: it must drain back to zero).
 #[cfg(test)]
 pub(crate) fn entries() -> usize {
-    TABLE.iter().map(|s| s.with_map(|m| m.len())).sum()
+    TABLE.iter().map(|s| s.with(|m| m.len())).sum()
 }
 
 /// A caller-owned word whose 64 bits are data; state in the table.
@@ -155,27 +115,31 @@ struct WordPlace<'a> {
 }
 
 impl Place for WordPlace<'_> {
+    type Value = u64;
+
     fn is_full(&self) -> bool {
         self.entry.full
     }
     fn set_full(&mut self, full: bool) {
         self.entry.full = full;
     }
-    fn load(&self) -> u64 {
+    unsafe fn take(&mut self) -> u64 {
         // Relaxed: the stripe lock orders this with every other FEB access.
         self.word.load(Ordering::Relaxed)
     }
-    fn store(&mut self, value: u64) {
-        // Relaxed: as in `load`.
+    fn put(&mut self, value: u64) {
+        // Relaxed: as in `take`.
         self.word.store(value, Ordering::Relaxed)
     }
-    fn queues(&mut self) -> &mut Queues {
-        &mut self.entry.queues
+    fn queue(&mut self) -> &mut Queue<u64> {
+        &mut self.entry.queue
     }
 }
 
 impl Site for WordSite<'_> {
-    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+    type Value = u64;
+
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place<Value = u64>) -> R) -> R {
         let word = self.0;
         with_entry(word.as_ptr() as usize, |entry| {
             f(&mut WordPlace { word, entry })
@@ -218,23 +182,27 @@ struct KeyPlace<'a> {
 }
 
 impl Place for KeyPlace<'_> {
+    type Value = u64;
+
     fn is_full(&self) -> bool {
         self.entry.full
     }
     fn set_full(&mut self, full: bool) {
         self.entry.full = full;
     }
-    fn load(&self) -> u64 {
+    unsafe fn take(&mut self) -> u64 {
         0
     }
-    fn store(&mut self, _value: u64) {}
-    fn queues(&mut self) -> &mut Queues {
-        &mut self.entry.queues
+    fn put(&mut self, _value: u64) {}
+    fn queue(&mut self) -> &mut Queue<u64> {
+        &mut self.entry.queue
     }
 }
 
 impl Site for KeySite {
-    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+    type Value = u64;
+
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place<Value = u64>) -> R) -> R {
         with_entry(self.0, |entry| f(&mut KeyPlace { entry }))
     }
 
@@ -267,6 +235,8 @@ struct SyncvarPlace<'a> {
 }
 
 impl Place for SyncvarPlace<'_> {
+    type Value = u64;
+
     fn is_full(&self) -> bool {
         self.bits & syncvar::EMPTY == 0
     }
@@ -277,24 +247,26 @@ impl Place for SyncvarPlace<'_> {
             self.bits |= syncvar::EMPTY;
         }
     }
-    fn load(&self) -> u64 {
+    unsafe fn take(&mut self) -> u64 {
         self.bits >> syncvar::SHIFT
     }
-    fn store(&mut self, value: u64) {
+    fn put(&mut self, value: u64) {
         self.bits =
             (self.bits & ((1 << syncvar::SHIFT) - 1)) | ((value & syncvar::MAX) << syncvar::SHIFT);
     }
-    fn queues(&mut self) -> &mut Queues {
-        &mut self.entry.queues
+    fn queue(&mut self) -> &mut Queue<u64> {
+        &mut self.entry.queue
     }
 }
 
 impl Site for SyncvarSite<'_> {
+    type Value = u64;
+
     fn addr(&self) -> usize {
         self.0.as_ptr() as usize
     }
 
-    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place<Value = u64>) -> R) -> R {
         let word = self.0;
         with_entry(word.as_ptr() as usize, |entry| {
             // Acquire: a word initialised by plain stores before it was
@@ -306,7 +278,7 @@ impl Site for SyncvarSite<'_> {
                 entry,
             };
             let r = f(&mut p);
-            let waiters = if p.entry.queues.is_empty() {
+            let waiters = if p.entry.queue.is_empty() {
                 0
             } else {
                 syncvar::WAITERS

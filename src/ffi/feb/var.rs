@@ -1,128 +1,102 @@
 //! `cantus_sync_t`: cantus's own full/empty variable for C. Like the Rust
-//! [`SyncVar`](crate::SyncVar), its state and its wait queues live in the
-//! variable itself; no table is involved. All-zero bytes are a valid,
-//! empty variable (`CANTUS_SYNC_INITIALIZER`).
+//! [`SyncVar`](crate::SyncVar), its state and its wait queue live in the
+//! variable itself, in the same wait word (`crate::sync::word`); no table
+//! is involved. All-zero bytes are a valid, empty variable
+//! (`CANTUS_SYNC_INITIALIZER`).
 
-use super::engine::{self, Op, Place, Queues, Site};
-use std::cell::UnsafeCell;
+use crate::sync::engine::{Place, Site};
+use crate::sync::queue::Queue;
+use crate::sync::word::{LOCKED, Locked, ONE, WAITERS, WaitWord};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// State bit: the lock.
-const LOCKED: u64 = 1;
 /// State bit: full.
-const FULL: u64 = 2;
-/// State bit: somebody waits.
-const WAITERS: u64 = 4;
+const FULL: usize = ONE;
 
-/// The layout behind the header's opaque `cantus_sync_t`.
+/// The layout behind the header's opaque `cantus_sync_t`: the wait word
+/// (state and queue), then the value, which is there whatever the state.
 #[repr(C)]
 pub struct CantusSync {
-    state: AtomicU64,
+    word: WaitWord<u64>,
     value: AtomicU64,
-    queues: UnsafeCell<Queues>,
 }
 
-/// Size of `cantus_sync_t` in the header.
+/// Size of `cantus_sync_t` in the header (the tail is unused).
 pub(crate) const SIZE: usize = 48;
-const _: () = assert!(std::mem::size_of::<CantusSync>() == SIZE);
+const _: () = assert!(std::mem::size_of::<CantusSync>() <= SIZE);
 const _: () = assert!(std::mem::align_of::<CantusSync>() == 8);
 
-// SAFETY: `queues` is only touched by the holder of the LOCKED bit
-// (acquired with Acquire, released with Release).
-unsafe impl Sync for CantusSync {}
-
-struct VarPlace<'a> {
-    var: &'a CantusSync,
+/// A [`CantusSync`] with its lock held; the state is stored into the word
+/// when the lock is released.
+struct SyncPlace<'a> {
+    lock: Locked<'a, u64>,
+    value: &'a AtomicU64,
     full: bool,
 }
 
-impl Place for VarPlace<'_> {
+impl Place for SyncPlace<'_> {
+    type Value = u64;
+
     fn is_full(&self) -> bool {
         self.full
     }
     fn set_full(&mut self, full: bool) {
         self.full = full;
     }
-    fn load(&self) -> u64 {
-        // Relaxed: ordered by the lock bit.
-        self.var.value.load(Ordering::Relaxed)
+    fn queue(&mut self) -> &mut Queue<u64> {
+        self.lock.queue()
     }
-    fn store(&mut self, value: u64) {
+    unsafe fn take(&mut self) -> u64 {
         // Relaxed: ordered by the lock bit.
-        self.var.value.store(value, Ordering::Relaxed)
+        self.value.load(Ordering::Relaxed)
     }
-    fn queues(&mut self) -> &mut Queues {
-        // SAFETY: the caller of `locked` holds the lock bit, so the queues
-        // are ours; the &mut is tied to this place's borrow.
-        unsafe { &mut *self.var.queues.get() }
+    fn put(&mut self, value: u64) {
+        // Relaxed: ordered by the lock bit.
+        self.value.store(value, Ordering::Relaxed)
     }
 }
 
 impl Site for CantusSync {
-    fn addr(&self) -> usize {
-        self as *const CantusSync as usize
-    }
+    type Value = u64;
 
-    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place) -> R) -> R {
-        let mut spins = 0u32;
-        let mut s = self.state.load(Ordering::Relaxed);
-        loop {
-            if s & LOCKED == 0 {
-                // Acquire pairs with the Release store of the previous holder.
-                match self.state.compare_exchange_weak(
-                    s,
-                    s | LOCKED,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(now) => {
-                        s = now;
-                        continue;
-                    }
-                }
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-            s = self.state.load(Ordering::Relaxed);
-        }
-        let mut p = VarPlace {
-            var: self,
-            full: s & FULL != 0,
+    fn locked<R>(&self, f: impl FnOnce(&mut dyn Place<Value = u64>) -> R) -> R {
+        let lock = self.word.lock();
+        let mut p = SyncPlace {
+            full: lock.state() & FULL != 0,
+            lock,
+            value: &self.value,
         };
         let r = f(&mut p);
-        let full = p.full;
-        let waiters = !p.queues().is_empty();
-        let new = if full { FULL } else { 0 } | if waiters { WAITERS } else { 0 };
-        // Release pairs with the Acquire of the next holder and of
-        // lock-free readers (`is_full`).
-        self.state.store(new, Ordering::Release);
+        // Release (in unlock_with) pairs with the Acquire of the next
+        // holder and of lock-free readers (`is_full`).
+        p.lock.unlock_with(if p.full { FULL } else { 0 });
         r
+    }
+
+    fn addr(&self) -> usize {
+        self.word.addr()
+    }
+
+    fn peek_full(&self) -> Option<bool> {
+        Some(self.is_full())
     }
 }
 
 impl CantusSync {
-    pub(crate) fn init(&self) {
-        self.state.store(0, Ordering::Relaxed);
-        self.value.store(0, Ordering::Relaxed);
-        // SAFETY: init's contract (header): nobody else uses the variable.
-        unsafe { *self.queues.get() = Queues::EMPTY };
+    /// An empty variable holding 0 (what all-zero bytes are too).
+    pub(crate) fn new() -> CantusSync {
+        CantusSync {
+            word: WaitWord::new(0),
+            value: AtomicU64::new(0),
+        }
     }
 
     pub(crate) fn is_full(&self) -> bool {
-        // Acquire pairs with the Release store in `locked`.
-        self.state.load(Ordering::Acquire) & FULL != 0
+        // Acquire pairs with the Release store of the last holder's unlock
+        // (`Locked::unlock_with` in `locked`).
+        self.word.state.load(Ordering::Acquire) & FULL != 0
     }
 
     pub(crate) fn has_waiters(&self) -> bool {
-        self.state.load(Ordering::Acquire) & (WAITERS | LOCKED) != 0
-    }
-
-    pub(crate) fn perform(&self, op: Op, value: u64) -> u64 {
-        engine::perform(self, op, value)
+        self.word.state.load(Ordering::Acquire) & (WAITERS | LOCKED) != 0
     }
 }

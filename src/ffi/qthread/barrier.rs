@@ -13,6 +13,7 @@
 
 use crate::ffi::error::{self, EINVAL, Fail, boundary_void};
 use crate::ffi::feb::engine::{self, Op};
+use crate::sync::engine::Place;
 use crate::ffi::feb::table::KeySite;
 use crate::ffi::lifecycle::require_runtime;
 use std::ffi::c_uint;
@@ -51,8 +52,8 @@ unsafe fn barrier_at<'a>(call: &str, b: *const QtBarrier) -> Result<&'a QtBarrie
 /// Under the lock: ends the round if `arrived` reached `size`.
 fn release_if_complete(
     b: &QtBarrier,
-    p: &mut dyn engine::Place,
-    wake: &mut crate::sync::wait::WakeList,
+    p: &mut dyn Place<Value = u64>,
+    wake: &mut engine::WakeList<u64>,
 ) -> bool {
     let arrived = b.arrived.load(Ordering::Relaxed);
     if arrived == 0 || arrived < b.size.load(Ordering::Relaxed) {
@@ -176,7 +177,7 @@ pub unsafe extern "C" fn qt_barrier_destroy(b: *mut QtBarrier) {
         // SAFETY: forwarded contract.
         let live = unsafe { barrier_at(CALL, b)? };
         engine::with_place(&live.site(), |p, wake| {
-            if !p.queues().is_empty() {
+            if !p.queue().is_empty() {
                 return Err(Fail::new(
                     error::EBUSY,
                     format!("{CALL}: tasks or threads wait in the barrier; not freed"),

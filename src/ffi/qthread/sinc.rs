@@ -406,7 +406,7 @@ unsafe fn release(call: &str, s: *mut QtSinc) -> Result<(), Fail> {
     // SAFETY: forwarded contract.
     let live = unsafe { sinc_at(call, s)? };
     engine::with_place(&live.site(), |p, wake| {
-        if !p.queues().is_empty() {
+        if !p.queue().is_empty() {
             return Err(Fail::new(
                 error::EBUSY,
                 format!("{call}: tasks or threads still wait on the sinc; not freed"),
