@@ -24,6 +24,8 @@
 //! ```
 
 #![warn(clippy::undocumented_unsafe_blocks)]
+// Under loom only the modelled protocols matter; the rest compiles unused.
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
 
 mod am;
 mod comm;
@@ -59,6 +61,7 @@ pub use sync::{SingleVar, SyncVar};
 /// The README's examples, compiled and run as doctests.
 /// Peers for `cantus-bench`; not part of the API.
 #[doc(hidden)]
+#[cfg(not(loom))]
 pub mod __bench {
     pub use crate::comm::shm::bench::raw_ring_round_trip;
 }

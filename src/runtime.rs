@@ -1,7 +1,9 @@
 //! Starting, using and stopping a runtime.
 
 use crate::am::engine::Engine;
+#[cfg(not(loom))]
 use crate::comm::driver::CommDriver;
+#[cfg(not(loom))]
 use crate::comm::shm::launch::{self, Monitor};
 use crate::config::{Builder, Config};
 use crate::error::{Error, ErrorKind};
@@ -35,6 +37,7 @@ pub struct Runtime {
 
 struct Job {
     engine: Arc<Engine>,
+    #[cfg(not(loom))]
     monitor: Monitor,
 }
 
@@ -61,6 +64,12 @@ impl Runtime {
     /// the others and returns once all said hello; the others serve until
     /// locale 0 orders shutdown, then exit the process (they never
     /// return).
+    #[cfg(loom)]
+    fn start_locale(_: Config) -> Result<Runtime, Error> {
+        Err(Error::new(ErrorKind::Locale, "locales are not modelled under loom"))
+    }
+
+    #[cfg(not(loom))]
     fn start_locale(config: Config) -> Result<Runtime, Error> {
         let table = crate::am::handlers::table()?;
         let here = config.here;
@@ -194,6 +203,7 @@ impl Runtime {
             // Every locale's work, and every message between them, is done
             // before any locale stops its workers.
             job.engine.terminate(&self.registry);
+            #[cfg(not(loom))]
             job.monitor.finish();
             crate::am::uninstall();
         }

@@ -7,9 +7,12 @@
 //! states the ring's protocol: invariants, frame format, wrap rule,
 //! validation and memory orderings.
 
+#[cfg(not(loom))]
 pub(crate) mod bench;
 pub(crate) mod futex;
+#[cfg(not(loom))]
 pub(crate) mod launch;
 pub(crate) mod region;
 pub(crate) mod ring;
+#[cfg(not(loom))]
 pub(crate) mod transport;
