@@ -66,6 +66,21 @@ pub mod __bench {
     pub use crate::comm::shm::bench::raw_ring_round_trip;
 }
 
+/// Entry points for `cargo fuzz` (`fuzz/`); not part of the API.
+#[cfg(not(loom))]
+#[doc(hidden)]
+pub mod __fuzz {
+    /// Decodes one active-message frame (and checks it re-encodes).
+    pub fn am_frame(bytes: &[u8]) {
+        crate::am::wire::fuzz_frame(bytes)
+    }
+
+    /// Reads a shared-memory ring whose indices and data are `bytes`.
+    pub fn ring_frames(bytes: &[u8]) {
+        crate::comm::shm::ring::fuzz_consumer(bytes)
+    }
+}
+
 /// Re-exports for the expansion of [`remote!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {

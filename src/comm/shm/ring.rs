@@ -305,6 +305,49 @@ pub(crate) unsafe fn unread(base: NonNull<u8>) -> bool {
     mem.tail().load(Ordering::Acquire) != mem.head().load(Ordering::Relaxed)
 }
 
+/// The fuzz target's body (`fuzz/fuzz_targets/ring_frames.rs`): a ring
+/// whose indices and data are arbitrary bytes (as a corrupt or hostile
+/// peer could leave them) is read until it reports an error or runs dry;
+/// reading it never panics and never touches memory outside the ring.
+#[cfg(not(loom))]
+pub(crate) fn fuzz_consumer(bytes: &[u8]) {
+    const CAPACITY: usize = 256;
+    #[repr(align(128))]
+    struct Aligned([u8; RING_HEADER + CAPACITY]);
+    let mut mem = Box::new(Aligned([0; RING_HEADER + CAPACITY]));
+    let base = NonNull::from(&mut mem.0).cast::<u8>();
+    // SAFETY: `base` is 128-aligned and `footprint(CAPACITY)` bytes long;
+    // no handle exists yet.
+    unsafe { init(base, CAPACITY) }.expect("a valid capacity");
+    let (idx, data) = bytes.split_at(bytes.len().min(16));
+    let mut w = [0u8; 16];
+    w[..idx.len()].copy_from_slice(idx);
+    let (tail, head) = (
+        u64::from_le_bytes(w[..8].try_into().unwrap()),
+        u64::from_le_bytes(w[8..].try_into().unwrap()),
+    );
+    let n = data.len().min(CAPACITY);
+    // SAFETY: within the ring's footprint; no handle exists yet.
+    unsafe {
+        base.add(TAIL_AT).cast::<u64>().write(tail);
+        base.add(HEAD_AT).cast::<u64>().write(head);
+        std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(RING_HEADER).as_ptr(), n);
+    }
+    // SAFETY: initialized above; this is the only handle.
+    let mut c = unsafe { Consumer::attach(base, CAPACITY) }.expect("init ran");
+    for _ in 0..64 {
+        match c.try_peek() {
+            Ok(Some(f)) => {
+                assert!(f.payload().len() <= max_payload(CAPACITY));
+                f.release();
+            }
+            Ok(None) | Err(_) => break,
+        }
+    }
+    drop(c);
+    drop(mem);
+}
+
 /// Checks the magic and capacity [`init`] wrote.
 ///
 /// # Safety
