@@ -66,7 +66,10 @@ impl Runtime {
     /// return).
     #[cfg(loom)]
     fn start_locale(_: Config) -> Result<Runtime, Error> {
-        Err(Error::new(ErrorKind::Locale, "locales are not modelled under loom"))
+        Err(Error::new(
+            ErrorKind::Locale,
+            "locales are not modelled under loom",
+        ))
     }
 
     #[cfg(not(loom))]

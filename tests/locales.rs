@@ -107,6 +107,25 @@ impl Remote for Flood {
     }
 }
 
+/// Plays a faulty peer: sends locale 0 a truncated frame, a request for a
+/// handler that does not exist, and a reply to a request never made.
+#[derive(Serialize, Deserialize)]
+struct Garbage;
+impl Remote for Garbage {
+    type Output = ();
+    fn run(self) {
+        let header = |kind: u8, word: u64, token: u64| {
+            let mut f = vec![kind, 0, 0, 0, 0, 0, 0, 0];
+            f.extend_from_slice(&word.to_le_bytes());
+            f.extend_from_slice(&token.to_le_bytes());
+            f
+        };
+        cantus::__test::send_raw_frame(0, false, &[1, 2, 3, 4, 5]).unwrap();
+        cantus::__test::send_raw_frame(0, false, &header(1, 0xdead_beef, 0)).unwrap();
+        cantus::__test::send_raw_frame(0, true, &header(2, 0, 987_654)).unwrap();
+    }
+}
+
 cantus::remote!(
     WhoAmI,
     Add,
@@ -116,7 +135,8 @@ cantus::remote!(
     AwaitGate,
     Open,
     Exit,
-    Flood
+    Flood,
+    Garbage
 );
 
 /// Runs `body` in a child process whose job has `locales` locales;
@@ -277,7 +297,7 @@ fn handlers_block_on_sync_variables_without_blocking_their_locale() {
 
 #[test]
 fn a_flood_of_requests_to_one_locale_loses_nothing() {
-    const EACH: u64 = 200_000;
+    const EACH: u64 = 1_000_000;
     let out = in_job("a_flood_of_requests_to_one_locale_loses_nothing", 3, || {
         let rt = job(3);
         rt.block_on(|| {
@@ -348,6 +368,29 @@ fn a_locale_that_exits_early_ends_the_job() {
         stderr.contains("locale 2") && stderr.contains("exited with status 3"),
         "{stderr}"
     );
+}
+
+#[test]
+fn bad_frames_are_rejected_naming_their_source() {
+    let out = in_job("bad_frames_are_rejected_naming_their_source", 2, || {
+        let rt = job(2);
+        rt.block_on(|| {
+            cantus::on(1, Garbage).join().unwrap();
+            // Locale 0 goes on serving and calling.
+            assert_eq!(cantus::on(1, Add(3, 4)).join().unwrap(), 7);
+        });
+        // Termination still balances: every bad frame counts as received.
+        rt.shutdown();
+    });
+    if let Some(err) = out {
+        for want in [
+            "rejected a malformed frame from locale 1: a 5-byte frame is shorter",
+            "no remote handler with id 0xdeadbeef (sent by locale 1)",
+            "locale 1 sent locale 0 a reply to request 987654",
+        ] {
+            assert!(err.contains(want), "stderr lacks {want:?}:\n{err}");
+        }
+    }
 }
 
 #[test]

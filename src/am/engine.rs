@@ -184,6 +184,24 @@ impl Engine {
         Ok(slot)
     }
 
+    /// Sends `frame` as it is, without checking it (for tests that play a
+    /// faulty peer). Counted as a program message, as the receiver
+    /// counts whatever non-control frame it gets.
+    pub(crate) fn send_raw(&self, dest: usize, net: Network, frame: &[u8]) -> Result<(), Error> {
+        loop {
+            match self.transport.try_send(dest, net, &[frame]) {
+                Ok(()) => {
+                    if frame.get(0) != Some(&(Kind::Control as u8)) {
+                        self.sent.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Ok(());
+                }
+                Err(SendError::Failed(e)) => return Err(e),
+                Err(SendError::Full) => self.poll_while_blocked(net),
+            }
+        }
+    }
+
     /// Sends `frame` now if there is room, else leaves it for the next
     /// poll: for frames sent from inside a poll, which must not wait.
     fn send_from_poll(&self, dest: usize, net: Network, header: Header, payload: &[u8]) {

@@ -59,6 +59,20 @@ fn engine() -> Option<Arc<Engine>> {
     ENGINE.read().unwrap().clone()
 }
 
+/// Sends a raw frame to `dest` (tests that play a faulty peer); `reply`
+/// picks the reply network.
+#[doc(hidden)]
+pub fn send_raw_frame(dest: usize, reply: bool, frame: &[u8]) -> Result<(), Error> {
+    let e = engine()
+        .ok_or_else(|| Error::new(ErrorKind::Locale, "cantus: no job of several locales runs"))?;
+    let net = if reply {
+        crate::comm::transport::Network::Reply
+    } else {
+        crate::comm::transport::Network::Request
+    };
+    e.send_raw(dest, net, frame)
+}
+
 /// The locale this task (or thread) runs on: `0..num_locales()`.
 pub fn here() -> usize {
     engine().map_or(0, |e| e.here())

@@ -123,7 +123,11 @@ pub(crate) fn settle<P: Place + ?Sized>(p: &mut P, wake: &mut WakeList<P::Value>
 
 /// Sets the state and completes what the change admits (fill, empty,
 /// writeXF, reset: the caller moved any value in or out first).
-pub(crate) fn change_state<P: Place + ?Sized>(p: &mut P, full: bool, wake: &mut WakeList<P::Value>) {
+pub(crate) fn change_state<P: Place + ?Sized>(
+    p: &mut P,
+    full: bool,
+    wake: &mut WakeList<P::Value>,
+) {
     p.set_full(full);
     settle(p, wake);
 }
@@ -161,7 +165,11 @@ pub(crate) unsafe fn enqueue<'n, P: Place + ?Sized>(
     addr: usize,
     what: &str,
 ) -> &'n Node<P::Value> {
-    debug_assert_ne!(p.is_full(), op.wants_full(), "enqueue: the state admits the operation");
+    debug_assert_ne!(
+        p.is_full(),
+        op.wants_full(),
+        "enqueue: the state admits the operation"
+    );
     let n = slot.insert(Node::new(op, addr, what));
     // SAFETY: per the contract, the node stays put until woken.
     unsafe { p.queue().push_back(n) };
@@ -211,7 +219,8 @@ fn spin_before_blocking<S: Site>(
     #[cfg_attr(loom, allow(unused_variables))] wants_full: bool,
 ) {
     #[cfg(not(loom))]
-    if site.peek_full().is_some_and(|f| f != wants_full) && crate::sched::may_spin_before_blocking() {
+    if site.peek_full().is_some_and(|f| f != wants_full) && crate::sched::may_spin_before_blocking()
+    {
         for _ in 0..crate::sched::SPIN_BEFORE_BLOCKING {
             if site.peek_full() == Some(wants_full) {
                 break;

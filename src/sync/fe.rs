@@ -67,7 +67,9 @@ impl<T> Default for SyncVar<T> {
 impl<T> SyncVar<T> {
     /// An empty variable.
     pub fn new() -> SyncVar<T> {
-        SyncVar { var: Var::new(None) }
+        SyncVar {
+            var: Var::new(None),
+        }
     }
 
     /// A full variable holding `value`.
@@ -93,7 +95,12 @@ impl<T> SyncVar<T> {
             p.unlock();
             return v;
         }
-        let done = engine::perform(&self.var, Op::ReadFE, BlockKind::SyncRead, "SyncVar::read_fe");
+        let done = engine::perform(
+            &self.var,
+            Op::ReadFE,
+            BlockKind::SyncRead,
+            "SyncVar::read_fe",
+        );
         unwrap_done(done).expect("a readFE yields the value")
     }
 
@@ -211,7 +218,10 @@ impl<T> SyncVar<T> {
     pub(crate) fn queued_now(&self) -> bool {
         // Acquire pairs with the Release of the unlock that set WAITERS:
         // the queued node is visible to our next lock holder.
-        self.var.word.state.load(crate::loom::sync::atomic::Ordering::Acquire)
+        self.var
+            .word
+            .state
+            .load(crate::loom::sync::atomic::Ordering::Acquire)
             & super::word::WAITERS
             != 0
     }

@@ -95,10 +95,12 @@ impl<V> Node<V> {
     /// in and unlinked it; the operation was not taken before.
     pub(crate) unsafe fn take_op(&self) -> Op<V> {
         // SAFETY: per the contract, the node is ours until we wake it.
-        self.slot.with_mut(|s| match unsafe { std::mem::replace(&mut *s, Slot::Taken) } {
-            Slot::Op(op) => op,
-            _ => unreachable!("a queued node's operation is taken once"),
-        })
+        self.slot.with_mut(
+            |s| match unsafe { std::mem::replace(&mut *s, Slot::Taken) } {
+                Slot::Op(op) => op,
+                _ => unreachable!("a queued node's operation is taken once"),
+            },
+        )
     }
 
     /// The waker's side: stores the result of the operation it took.
@@ -117,11 +119,12 @@ impl<V> Node<V> {
         self.waiter.block(kind);
         // SAFETY: woken, so the waker is done with the node and its writes
         // happen-before this read (the wake orders them).
-        self.slot
-            .with_mut(|s| match unsafe { std::mem::replace(&mut *s, Slot::Taken) } {
+        self.slot.with_mut(
+            |s| match unsafe { std::mem::replace(&mut *s, Slot::Taken) } {
                 Slot::Done(d) => d,
                 _ => unreachable!("a woken node was completed"),
-            })
+            },
+        )
     }
 
     /// The result if the node was completed (`Some(value)`), `None` if it

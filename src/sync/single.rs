@@ -39,7 +39,9 @@ impl<T> Default for SingleVar<T> {
 impl<T> SingleVar<T> {
     /// An empty variable.
     pub fn new() -> SingleVar<T> {
-        SingleVar { var: Var::new(None) }
+        SingleVar {
+            var: Var::new(None),
+        }
     }
 
     /// Whether the value has been written.

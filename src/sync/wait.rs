@@ -38,7 +38,10 @@ impl Waiter {
     /// waiting on the variable at `addr`. `what` names the operation in
     /// the panic of an outside thread that would block forever (no
     /// runtime and no other thread: nothing could wake it).
-    pub(crate) fn current(addr: usize, #[cfg_attr(loom, allow(unused_variables))] what: &str) -> Waiter {
+    pub(crate) fn current(
+        addr: usize,
+        #[cfg_attr(loom, allow(unused_variables))] what: &str,
+    ) -> Waiter {
         #[cfg(not(loom))]
         if let Some(handle) = crate::sched::TaskHandle::current() {
             return Waiter {

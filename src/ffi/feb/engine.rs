@@ -195,7 +195,10 @@ mod tests {
         assert_eq!(result(4), None, "still waits: the readFE emptied it");
         let mut cell = site.0.borrow_mut();
         assert!(!cell.full);
-        assert_eq!(cell.queue.pop_front(), slots[4].as_ref().unwrap() as *const _);
+        assert_eq!(
+            cell.queue.pop_front(),
+            slots[4].as_ref().unwrap() as *const _
+        );
         assert!(cell.queue.is_empty());
     }
 

@@ -69,7 +69,9 @@ type Map = HashMap<usize, Entry, BuildHasherDefault<AddrHasher>>;
 type Stripe = BitLock<Map>;
 
 static TABLE: [CachePadded<Stripe>; STRIPES] = [const {
-    CachePadded::new(BitLock::new(HashMap::with_hasher(BuildHasherDefault::new())))
+    CachePadded::new(BitLock::new(
+        HashMap::with_hasher(BuildHasherDefault::new()),
+    ))
 }; STRIPES];
 
 fn stripe_of(addr: usize) -> &'static Stripe {

@@ -13,9 +13,9 @@
 
 use crate::ffi::error::{self, EINVAL, Fail, boundary_void};
 use crate::ffi::feb::engine::{self, Op};
-use crate::sync::engine::Place;
 use crate::ffi::feb::table::KeySite;
 use crate::ffi::lifecycle::require_runtime;
+use crate::sync::engine::Place;
 use std::ffi::c_uint;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
