@@ -16,8 +16,11 @@ cargo build --release --examples
 ./target/release/examples/fib 27
 ./target/release/examples/quicksort 1000000
 ./target/release/examples/tree 1000000
+./target/release/examples/pingpong 20000
+./target/release/examples/random_access 14 2
 
 echo "== benchmark smoke runs (every benchmark checks its own result)"
 cargo run --release -q -p cantus-bench -- all --quick
+cargo run --release -q -p cantus-bench -- comm --quick
 cargo run --release -q -p cantus-bench -- suite --quick --out target/bench-out
 cargo run --release -q -p cantus-bench -- scale --quick --out target/bench-out
