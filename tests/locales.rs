@@ -139,6 +139,13 @@ cantus::remote!(
     Garbage
 );
 
+cantus::remote_fn! {
+    /// A plain function as a remote call.
+    fn scaled_sum(xs: Vec<u64>, by: u64) -> (u64, usize) {
+        (xs.iter().sum::<u64>() * by, cantus::here())
+    }
+}
+
 /// Runs `body` in a child process whose job has `locales` locales;
 /// returns the child's stderr after asserting it succeeded.
 fn in_job(test: &str, locales: usize, body: impl FnOnce()) -> Option<String> {
@@ -182,6 +189,8 @@ fn every_locale_answers_remote_calls() {
                         cantus::on(l, Add(l as u64, 40)).join().unwrap(),
                         l as u64 + 40
                     );
+                    let sum = cantus::on(l, scaled_sum(vec![1, 2, 3], 2)).join().unwrap();
+                    assert_eq!(sum, (12, l), "a remote_fn runs on locale {l}");
                 }
                 who.iter().map(|w| w.2).collect::<Vec<_>>()
             });

@@ -44,6 +44,56 @@ macro_rules! remote {
     };
 }
 
+/// A plain function as a remote call: `remote_fn!` turns
+/// `fn name(args) -> R { body }` into a registered call type `name`
+/// whose fields are the arguments, so `cantus::on(locale, name(a, b))`
+/// runs the body there (and `name(a, b).run()` runs it here). The
+/// arguments and the result must be serde types, and the calling crate
+/// needs `serde` (with `derive`) among its dependencies.
+///
+/// ```
+/// cantus::remote_fn! {
+///     /// Multiplies where it runs.
+///     fn mul(a: u64, b: u64) -> u64 {
+///         a * b
+///     }
+/// }
+///
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// assert_eq!(rt.block_on(|| cantus::on(cantus::here(), mul(6, 7)).join()).unwrap(), 42);
+/// ```
+#[macro_export]
+macro_rules! remote_fn {
+    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        $(#[$meta])*
+        #[allow(non_camel_case_types)]
+        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        $vis struct $name($(pub $ty),*);
+
+        impl $crate::Remote for $name {
+            type Output = $crate::__remote_output!($($ret)?);
+            fn run(self) -> Self::Output {
+                let $name($($arg),*) = self;
+                $body
+            }
+        }
+
+        $crate::remote!($name);
+    };
+}
+
+/// The output type of a `remote_fn!` (`()` when none is written).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __remote_output {
+    () => {
+        ()
+    };
+    ($ret:ty) => {
+        $ret
+    };
+}
+
 /// The engine of this process's locale, while a multi-locale runtime runs.
 static ENGINE: RwLock<Option<Arc<Engine>>> = RwLock::new(None);
 
