@@ -33,6 +33,11 @@ pub enum ErrorKind {
     /// A locale refused a remote call (its arguments could not be
     /// decoded, or it knows no such handler); the message says why.
     RemoteRejected,
+    /// A Chant message (`cantus::chant`) could not be sent or read: it is
+    /// longer than a message between locales can carry, its destination
+    /// task never existed, or its bytes do not decode as the type asked
+    /// for. The message says which.
+    Message,
     /// Memory shared between locales is not what this process expected: an
     /// inherited shared-memory region failed validation (wrong magic,
     /// version, job or size), or a ring in it holds a corrupt frame. It

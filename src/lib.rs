@@ -42,6 +42,7 @@ mod runtime;
 mod sched;
 mod sync;
 
+pub use am::chant::{self, TaskId};
 pub use am::{
     Handler, Registered, Remote, RemoteHandle, begin_on, coforall_locales, here, num_locales, on,
 };

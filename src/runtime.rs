@@ -202,6 +202,7 @@ impl Runtime {
             WorkerLocal::current().is_none(),
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
+        let here = crate::am::here();
         if let Some(job) = self.job.take() {
             // Every locale's work, and every message between them, is done
             // before any locale stops its workers.
@@ -227,6 +228,7 @@ impl Runtime {
             worker_panicked |= h.join().is_err();
         }
         Registry::uninstall();
+        crate::am::chant::at_shutdown(here);
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
         }

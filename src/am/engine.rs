@@ -108,10 +108,25 @@ impl Engine {
     /// Sends one frame, polling while there is no room (seed 003: a sender
     /// that waits without polling can deadlock with a peer doing the same).
     fn send(&self, dest: usize, net: Network, header: Header, payload: &[u8]) -> Result<(), Error> {
-        let h = header.encode(payload.len());
+        self.send_parts(dest, net, header, &[payload])
+    }
+
+    /// [`send`](Self::send) with the payload in pieces (sent as one frame,
+    /// without copying them together).
+    pub(crate) fn send_parts(
+        &self,
+        dest: usize,
+        net: Network,
+        header: Header,
+        payload: &[&[u8]],
+    ) -> Result<(), Error> {
+        let h = header.encode(payload.iter().map(|p| p.len()).sum());
+        let mut parts = Vec::with_capacity(payload.len() + 1);
+        parts.push(&h[..]);
+        parts.extend_from_slice(payload);
         let mut tries = 0u32;
         loop {
-            match self.transport.try_send(dest, net, &[&h, payload]) {
+            match self.transport.try_send(dest, net, &parts) {
                 Ok(()) => {
                     if header.kind != Kind::Control {
                         self.sent.fetch_add(1, Ordering::Relaxed);
@@ -132,8 +147,9 @@ impl Engine {
 
     /// Polls on behalf of a sender that found no room: replies only when
     /// it is sending a reply (handling requests then would only make more
-    /// replies to send).
-    fn poll_while_blocked(&self, sending: Network) {
+    /// replies to send). Chant's `TaskPolls` waiters call it with
+    /// `Network::Request` (both networks).
+    pub(crate) fn poll_while_blocked(&self, sending: Network) {
         let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
             return;
         };
@@ -191,7 +207,7 @@ impl Engine {
         loop {
             match self.transport.try_send(dest, net, &[frame]) {
                 Ok(()) => {
-                    if frame.get(0) != Some(&(Kind::Control as u8)) {
+                    if frame.first() != Some(&(Kind::Control as u8)) {
                         self.sent.fetch_add(1, Ordering::Relaxed);
                     }
                     return Ok(());
@@ -509,6 +525,10 @@ impl Dispatch for Engine {
                 e.deliver_reply(frame.src, h, payload);
             }
             Kind::Control => e.deliver_control(frame.src, h, payload, cx),
+            Kind::Message => {
+                e.received.fetch_add(1, Ordering::Relaxed);
+                super::chant::deliver_remote(frame.src, e.here, h, payload);
+            }
         }
         debug_assert!(HEADER_LEN <= frame.bytes.len());
     }
@@ -528,11 +548,17 @@ impl Dispatch for Engine {
     fn in_flight(&self) -> u64 {
         // Acquire: pairs with the Release decrement after a reply was
         // written (see `deliver_reply`).
-        self.pending_count.load(Ordering::Acquire) + self.outbox_len()
+        self.pending_count.load(Ordering::Acquire) + self.outbox_len() + super::chant::in_flight()
     }
 }
 
 impl Engine {
+    /// The largest payload a frame can carry (the transport's limit less
+    /// the header).
+    pub(crate) fn max_payload(&self) -> usize {
+        self.transport.max_frame() - HEADER_LEN
+    }
+
     fn outbox_len(&self) -> u64 {
         self.outbox.lock().map(|o| o.len() as u64).unwrap_or(0)
     }

@@ -6,12 +6,14 @@
 //!   [`begin_on`] runs it detached; [`coforall_locales`] runs one call per
 //!   locale and waits for all.
 //! - [`here`] and [`num_locales`] say where a task runs.
+//! - [`chant`]: tasks that talk, by global id and tag (send, recv, irecv).
 //!
 //! Arguments and results travel encoded with postcard (serde). A call to
 //! the caller's own locale runs as a local task, without encoding.
 //! `wire.rs` is the frame format (`README.md` beside this file),
 //! `engine.rs` the per-locale engine, `handlers.rs` the table.
 
+pub mod chant;
 pub(crate) mod engine;
 pub(crate) mod handlers;
 pub(crate) mod wire;

@@ -24,7 +24,14 @@ pub(crate) enum Kind {
     /// Runtime traffic (start-up, termination waves, shutdown); `word` is
     /// the [`Control`] operation. Not counted as a message of the program.
     Control = 3,
+    /// A Chant message between tasks (`chant.rs`): `word` is the
+    /// destination task id, `token` the source task id (both never 0); the
+    /// payload starts with the tag ([`TAG_LEN`] bytes).
+    Message = 4,
 }
+
+/// Bytes of the tag at the start of a [`Kind::Message`] payload.
+pub(crate) const TAG_LEN: usize = 4;
 
 /// How a request ended, in its reply.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +108,16 @@ impl Header {
         }
     }
 
+    /// A Chant message from task `from` to task `to` (their local ids).
+    pub(crate) fn message(to: u64, from: u64) -> Header {
+        Header {
+            kind: Kind::Message,
+            status: Status::Done,
+            word: to,
+            token: from,
+        }
+    }
+
     /// A control frame.
     pub(crate) fn control(op: Control, token: u64) -> Header {
         Header {
@@ -135,6 +152,7 @@ impl Header {
             1 => Kind::Request,
             2 => Kind::Reply,
             3 => Kind::Control,
+            4 => Kind::Message,
             k => return Err(WireError(format!("unknown frame kind {k}"))),
         };
         let status = match frame[1] {
@@ -169,6 +187,15 @@ impl Header {
             Kind::Reply if token == 0 => return Err(WireError("a reply has token 0".into())),
             Kind::Control if !(1..=4).contains(&word) => {
                 return Err(WireError(format!("unknown control operation {word}")));
+            }
+            Kind::Message if word == 0 || token == 0 => {
+                return Err(WireError("a message names task 0".into()));
+            }
+            Kind::Message if payload.len() < TAG_LEN => {
+                return Err(WireError(format!(
+                    "a message of {} bytes has no room for its {TAG_LEN}-byte tag",
+                    payload.len()
+                )));
             }
             _ => {}
         }
@@ -243,6 +270,7 @@ mod tests {
             (Header::reply(99, Status::Panicked), &b"boom"[..]),
             (Header::reply(5, Status::Rejected), &b"why"[..]),
             (Header::control(Control::Probe, 3), &b""[..]),
+            (Header::message(17, 9), &b"\x07\0\0\0hello"[..]),
         ] {
             let f = frame(h, p);
             let (d, payload) = Header::decode(&f).unwrap();
@@ -289,6 +317,12 @@ mod tests {
                     f
                 },
                 "unknown control operation 77",
+            ),
+            (frame(Header::message(0, 9), b"tag!"), "task 0"),
+            (frame(Header::message(5, 0), b"tag!"), "task 0"),
+            (
+                frame(Header::message(5, 9), b"ta"),
+                "no room for its 4-byte tag",
             ),
         ];
         for (f, want) in cases {

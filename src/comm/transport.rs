@@ -104,7 +104,6 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn locales(&self) -> usize;
 
     /// The largest frame `try_send` accepts, in bytes.
-    #[allow(dead_code)] // for layers that split long messages
     fn max_frame(&self) -> usize;
 
     /// Sends the concatenation of `parts` to `dest` on `net` as one frame.

@@ -344,7 +344,8 @@ pub(crate) fn fuzz_consumer(bytes: &[u8]) {
             Ok(None) | Err(_) => break,
         }
     }
-    drop(c);
+    // The consumer points into `mem`: it must be gone before `mem` is.
+    let _ = c;
     drop(mem);
 }
 

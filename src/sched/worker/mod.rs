@@ -112,6 +112,22 @@ pub(crate) struct WorkerLocal {
     max_resident: Cell<usize>,
 }
 
+/// Whether `id` may be a task id that a worker of `reg` has handed out
+/// (to a task running, finished or blocked). `false` means it never was,
+/// so far: ids are `seq * workers + index + 1` with `seq >= 1` counting
+/// the tasks that worker ran (`run_task`), and `started` counts at least
+/// those. A caller that learnt `id` through a chain of synchronization
+/// from the task that read it sees that `started` (the bump precedes
+/// the task's run on the same thread).
+pub(crate) fn task_id_issued(reg: &Registry, id: u64) -> bool {
+    let n = reg.workers.len() as u64;
+    if id <= n {
+        return false;
+    }
+    let (seq, index) = ((id - 1) / n, ((id - 1) % n) as usize);
+    seq <= reg.workers[index].counters.started.load(Ordering::Relaxed)
+}
+
 impl WorkerLocal {
     /// The calling thread's worker, if it is one.
     #[inline]
@@ -173,6 +189,8 @@ impl WorkerLocal {
     pub(crate) fn run_task(&self, task: Task) {
         let seq = self.task_seq.get() + 1;
         self.task_seq.set(seq);
+        // Ids are worker-interleaved sequence numbers (`task_id_issued`
+        // inverts this).
         let id = seq * self.registry.workers.len() as u64 + self.index as u64 + 1;
         let prev = self.task_id.replace(id);
         guard::set_running_task(id);

@@ -1,0 +1,756 @@
+//! Talking tasks: point-to-point messages between tasks named by global
+//! ids, after Chant (seed 004: Haines, Cronk, Mehrotra, "On the Design of
+//! Chant: A Talking Threads Package", ICASE 94-25, section 3.1).
+//!
+//! - [`me`] is the calling task's [`TaskId`]: its locale and its task id
+//!   there ([`query::current_task_id`](crate::query::current_task_id)).
+//! - [`send`] (and [`send_value`]) sends bytes with a tag to a task;
+//!   [`recv`] waits for a message matching a [`Source`] and a [`Tag`]
+//!   (either may be `Any`); [`irecv`] posts the receive and returns a
+//!   [`RecvHandle`] to [`test`](RecvHandle::test),
+//!   [`try_take`](RecvHandle::try_take) or [`wait`](RecvHandle::wait) on
+//!   (Chant's `irecv`, `msgtest`, `msgwait`).
+//! - [`set_policy`] picks who polls for a waiting receive ([`Policy`],
+//!   Chant's section 4.2).
+//!
+//! ```
+//! use cantus::chant::{self, Source, Tag};
+//! let (from, text) = cantus::run(|| {
+//!     let parent = chant::me();
+//!     cantus::begin(move || chant::send(parent, 7, b"hello").unwrap());
+//!     let m = chant::recv(Source::Any, Tag::Is(7));
+//!     (m.source(), String::from_utf8(m.into_bytes()).unwrap())
+//! })
+//! .unwrap();
+//! assert_eq!(text, "hello");
+//! assert_eq!(from.locale, 0);
+//! ```
+//!
+//! # Rules
+//!
+//! - **Only tasks talk.** Every call here needs a task ([`me`] panics on an
+//!   outside thread, such as `main` outside `block_on`): a message's source
+//!   is a task, and a receive suspends a task, never a worker.
+//! - **Order.** Messages from one task to one task with one tag are
+//!   received in the order they were sent (local sends are delivered in the
+//!   call; remote ones travel on one network of one locale pair, which the
+//!   transport keeps in order). Matching is MPI's: a message goes to the
+//!   oldest posted receive of its task that matches it, a receive takes the
+//!   oldest queued message that matches it.
+//! - **Unexpected messages** (no matching receive posted yet) wait in the
+//!   destination task's mailbox, without limit. Those still there when the
+//!   runtime shuts down (the task ended, or never asked) are dropped then,
+//!   with a note on standard error naming each.
+//! - **Unknown tasks.** A message to a task id this locale never handed out
+//!   is an error: [`send`] returns it for a task of its own locale; a
+//!   remote locale reports it on its standard error, naming the sending
+//!   locale and task, and drops the message.
+//! - **Size.** A remote message carries at most
+//!   [`max_message_len`] bytes (the transport's frame limit, half a ring,
+//!   less the headers and the tag: 65 500 with the default 128 KiB ring,
+//!   `CANTUS_RING_BYTES`); a longer one is an error from [`send`] (no
+//!   fragmentation). Local messages have no limit.
+//!
+//! `README.md` beside this file describes the message frame and the
+//! mailbox rules (how receives count as work in flight).
+
+use super::wire::{Header, TAG_LEN};
+use crate::comm::transport::Network;
+use crate::error::{Error, ErrorKind};
+use crate::sched::Registry;
+use crate::sync::SyncVar;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex};
+
+/// A task's global name: the locale it runs on and its task id there
+/// (unique within that locale's runtime; never 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct TaskId {
+    /// The locale, `0..num_locales()`.
+    pub locale: usize,
+    /// The task's id on that locale.
+    pub task: u64,
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "task {} on locale {}", self.task, self.locale)
+    }
+}
+
+/// Whose messages a receive takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// Any task's.
+    Any,
+    /// This task's only.
+    Task(TaskId),
+}
+
+/// Which tags a receive takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tag {
+    /// Any tag.
+    Any,
+    /// This tag only.
+    Is(u32),
+}
+
+/// A received message: who sent it, its tag, its bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Message {
+    from: TaskId,
+    tag: u32,
+    bytes: Vec<u8>,
+}
+
+impl Message {
+    /// The task that sent it.
+    pub fn source(&self) -> TaskId {
+        self.from
+    }
+
+    /// Its tag.
+    pub fn tag(&self) -> u32 {
+        self.tag
+    }
+
+    /// Its bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Its bytes, owned.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
+    /// Decodes a value sent with [`send_value`].
+    pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
+        postcard::from_bytes(&self.bytes).map_err(|e| {
+            Error::new(
+                ErrorKind::Message,
+                format!(
+                    "cantus::chant: the message from {} (tag {}, {} bytes) does not decode as {}: {e}",
+                    self.from,
+                    self.tag,
+                    self.bytes.len(),
+                    std::any::type_name::<T>()
+                ),
+            )
+        })
+    }
+}
+
+/// Who polls for a receive that must wait (Chant, section 4.2). Set per
+/// locale with [`set_policy`], or for every locale of a job with
+/// `CANTUS_CHANT_POLL=scheduler|task` (read at the first wait).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// The waiting task blocks (as on a [`SyncVar`]); the workers' driver
+    /// polls deliver the message and wake it. The default.
+    SchedulerPolls,
+    /// The waiting task stays ready: it polls the transport itself, then
+    /// yields to the other tasks of its worker, until its message is
+    /// there (Chant's "thread polls"). Never blocks the worker.
+    TaskPolls,
+}
+
+/// 0: not read from the environment yet; 1, 2: the policy.
+static POLICY: AtomicU8 = AtomicU8::new(0);
+
+/// Sets this locale's polling policy (other locales keep theirs; set it in
+/// each, or use `CANTUS_CHANT_POLL`). Takes effect at the next wait.
+pub fn set_policy(policy: Policy) {
+    POLICY.store(policy as u8 + 1, Ordering::Relaxed);
+}
+
+/// This locale's polling policy.
+///
+/// Panics if `CANTUS_CHANT_POLL` is set to something other than
+/// `scheduler` or `task`.
+pub fn policy() -> Policy {
+    let p = match POLICY.load(Ordering::Relaxed) {
+        0 => {
+            let p = match std::env::var("CANTUS_CHANT_POLL").as_deref() {
+                Err(_) | Ok("scheduler") => Policy::SchedulerPolls,
+                Ok("task") => Policy::TaskPolls,
+                Ok(other) => panic!(
+                    "CANTUS_CHANT_POLL={other:?} is not valid: cantus accepts `scheduler` or `task`"
+                ),
+            };
+            // Only if still unset: `set_policy` wins over the environment.
+            let _ = POLICY.compare_exchange(0, p as u8 + 1, Ordering::Relaxed, Ordering::Relaxed);
+            POLICY.load(Ordering::Relaxed)
+        }
+        p => p,
+    };
+    if p == 2 {
+        Policy::TaskPolls
+    } else {
+        Policy::SchedulerPolls
+    }
+}
+
+/// The calling task's global id.
+///
+/// Panics outside a task (an outside thread has no id: run the code in a
+/// task, e.g. under [`Runtime::block_on`](crate::Runtime::block_on)).
+#[track_caller]
+pub fn me() -> TaskId {
+    match try_me() {
+        Some(id) => id,
+        None => panic!(
+            "cantus::chant::me: called outside a task; only tasks send and receive Chant \
+             messages (run this code in a task: cantus::run, Runtime::block_on, begin)"
+        ),
+    }
+}
+
+/// The calling task's global id, or `None` outside tasks.
+pub fn try_me() -> Option<TaskId> {
+    crate::query::current_task_id().map(|task| TaskId {
+        locale: super::here(),
+        task,
+    })
+}
+
+/// The longest message [`send`] can send to another locale (local
+/// messages have no limit).
+pub fn max_message_len() -> usize {
+    super::engine().map_or(usize::MAX, |e| e.max_payload() - TAG_LEN)
+}
+
+/// Sends `bytes` with `tag` to task `to`. Returns once the message is
+/// delivered (same locale) or handed to the transport (another locale);
+/// while the transport has no room the caller polls and yields.
+///
+/// Errors: `to` never existed on this locale, a remote message is longer
+/// than [`max_message_len`], or `to`'s locale is gone.
+///
+/// Panics outside a task, or if `to.locale` is not `0..num_locales()`.
+#[track_caller]
+pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
+    let from = me();
+    let n = super::num_locales();
+    assert!(
+        to.locale < n,
+        "cantus::chant::send: locale {} does not exist (the job has {n} locales)",
+        to.locale
+    );
+    match super::engine() {
+        Some(e) if to.locale != e.here() => {
+            let max = e.max_payload() - TAG_LEN;
+            if bytes.len() > max {
+                return Err(Error::new(
+                    ErrorKind::Message,
+                    format!(
+                        "cantus::chant::send: a {}-byte message (tag {tag}, to {to}) is longer than \
+                         the {max} bytes a message between locales can carry; split it, or give \
+                         the job larger rings (CANTUS_RING_BYTES)",
+                        bytes.len()
+                    ),
+                ));
+            }
+            e.send_parts(
+                to.locale,
+                Network::Reply,
+                Header::message(to.task, from.task),
+                &[&tag.to_le_bytes(), bytes],
+            )
+        }
+        _ => {
+            if !issued(to.task) {
+                return Err(Error::new(
+                    ErrorKind::Message,
+                    format!("cantus::chant::send: {to} never existed (sent by {from}, tag {tag})"),
+                ));
+            }
+            deliver(
+                to.task,
+                Message {
+                    from,
+                    tag,
+                    bytes: bytes.to_vec(),
+                },
+            );
+            Ok(())
+        }
+    }
+}
+
+/// Sends `value`, encoded with postcard (serde); the receiver decodes it
+/// with [`Message::decode`]. Errors as [`send`], or if `value` does not
+/// encode.
+#[track_caller]
+pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Result<(), Error> {
+    let bytes = postcard::to_allocvec(value).map_err(|e| {
+        Error::new(
+            ErrorKind::Message,
+            format!(
+                "cantus::chant::send_value: a {} could not be encoded: {e}",
+                std::any::type_name::<T>()
+            ),
+        )
+    })?;
+    send(to, tag, &bytes)
+}
+
+/// Waits for a message from `from` with `tag` and returns it. Only the
+/// calling task waits (how depends on [`policy`]); its worker runs other
+/// tasks meanwhile.
+///
+/// Panics outside a task.
+#[track_caller]
+pub fn recv(from: Source, tag: Tag) -> Message {
+    irecv(from, tag).wait()
+}
+
+/// Posts a receive for a message from `from` with `tag` and returns at
+/// once; the handle tells whether it arrived and waits for it. Receives
+/// are matched in the order they were posted. Dropping the handle cancels
+/// the receive (a message it had already taken goes back to the mailbox).
+///
+/// Panics outside a task.
+#[track_caller]
+pub fn irecv(from: Source, tag: Tag) -> RecvHandle {
+    let owner = me();
+    let remote = super::num_locales() > 1
+        && match from {
+            Source::Any => true,
+            Source::Task(t) => t.locale != owner.locale,
+        };
+    let mut table = TABLE.lock().unwrap();
+    let mailbox = table.entry(owner.task).or_default();
+    let posted = match mailbox.take(from, tag) {
+        Some(m) => Arc::new(Posted {
+            slot: SyncVar::with_value(m),
+            remote: false,
+        }),
+        None => {
+            let p = Arc::new(Posted {
+                slot: SyncVar::new(),
+                remote,
+            });
+            mailbox.post(from, tag, p.clone());
+            if remote {
+                // Release: pairs with the Acquire load in `in_flight`.
+                WAITING_REMOTE.fetch_add(1, Ordering::Release);
+            }
+            p
+        }
+    };
+    if mailbox.is_empty() {
+        table.remove(&owner.task);
+    }
+    RecvHandle {
+        owner: owner.task,
+        posted: Some(posted),
+    }
+}
+
+/// A posted receive ([`irecv`]): Chant's `msgtest` is
+/// [`test`](Self::test), its `msgwait` [`wait`](Self::wait).
+#[must_use = "dropping a receive handle cancels the receive"]
+pub struct RecvHandle {
+    /// The receiving task's local id (its mailbox).
+    owner: u64,
+    /// `None` once taken.
+    posted: Option<Arc<Posted>>,
+}
+
+impl RecvHandle {
+    /// Whether the message is there (then [`wait`](Self::wait) returns at
+    /// once). Never waits; if the message is not there yet, polls the
+    /// transport once (unless a worker is polling it now), so a loop of
+    /// `test` and [`yield_now`](crate::yield_now) makes progress even
+    /// while its worker has nothing else to do.
+    pub fn test(&self) -> bool {
+        let Some(p) = &self.posted else { return false };
+        p.slot.is_full() || {
+            poll_once();
+            p.slot.is_full()
+        }
+    }
+
+    /// The message if it is there, else the handle back. Polls as
+    /// [`test`](Self::test) does.
+    pub fn try_take(mut self) -> Result<Message, RecvHandle> {
+        let p = self.posted.as_ref().expect("a handle holds its receive");
+        if !p.slot.is_full() {
+            poll_once();
+        }
+        match p.slot.try_read_fe() {
+            Some(m) => {
+                self.posted = None;
+                Ok(m)
+            }
+            None => Err(self),
+        }
+    }
+
+    /// Waits for the message (only the calling task waits; see
+    /// [`Policy`]) and returns it.
+    pub fn wait(mut self) -> Message {
+        let p = self.posted.take().expect("a handle holds its receive");
+        if let Some(m) = p.slot.is_full().then(|| p.slot.try_read_fe()).flatten() {
+            return m;
+        }
+        match policy() {
+            Policy::SchedulerPolls => p.slot.read_fe(),
+            Policy::TaskPolls => loop {
+                poll_once();
+                if p.slot.is_full() {
+                    if let Some(m) = p.slot.try_read_fe() {
+                        return m;
+                    }
+                }
+                crate::query::yield_now();
+            },
+        }
+    }
+}
+
+impl Drop for RecvHandle {
+    fn drop(&mut self) {
+        let Some(p) = self.posted.take() else { return };
+        let mut table = TABLE.lock().unwrap();
+        let cancelled = table
+            .get_mut(&self.owner)
+            .is_some_and(|mb| mb.cancel(|q| Arc::ptr_eq(q, &p)));
+        if cancelled {
+            if table.get(&self.owner).is_some_and(Mailbox::is_empty) {
+                table.remove(&self.owner);
+            }
+            drop(table);
+            if p.remote {
+                WAITING_REMOTE.fetch_sub(1, Ordering::Release);
+            }
+            return;
+        }
+        drop(table);
+        // It was matched: its message is in the slot (or about to be, by
+        // the deliverer that matched it). Put it back for other receives.
+        let m = p.slot.read_fe();
+        let hit = {
+            let mut table = TABLE.lock().unwrap();
+            table.entry(self.owner).or_default().put_back(m)
+        };
+        complete(hit);
+    }
+}
+
+/// Polls both networks of the transport once, under the driver's poll
+/// token (nothing if a worker holds it now, or on a job of one locale).
+fn poll_once() {
+    if let Some(e) = super::engine() {
+        e.poll_while_blocked(Network::Request);
+    }
+}
+
+/// A posted receive as its mailbox holds it.
+struct Posted {
+    /// Filled with the matching message.
+    slot: SyncVar<Message>,
+    /// Counted in `WAITING_REMOTE` (a remote task may satisfy it).
+    remote: bool,
+}
+
+/// Every mailbox of this locale, by task id.
+static TABLE: LazyLock<Mutex<HashMap<u64, Mailbox<Arc<Posted>>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Posted receives, not yet matched, that a task of another locale may
+/// satisfy: work in flight for the driver seam (`Engine::in_flight`), so
+/// a locale whose tasks all wait for messages from elsewhere is neither
+/// quiescent nor reported deadlocked.
+static WAITING_REMOTE: AtomicU64 = AtomicU64::new(0);
+
+/// Receives waiting for a message from another locale (the engine's
+/// `in_flight`).
+pub(crate) fn in_flight() -> u64 {
+    // Acquire: pairs with the Release decrement after the slot was filled
+    // (`complete`), as the engine's pending count does.
+    WAITING_REMOTE.load(Ordering::Acquire)
+}
+
+/// Puts `m` into task `to`'s mailbox (the task exists).
+fn deliver(to: u64, m: Message) {
+    let hit = {
+        let mut table = TABLE.lock().unwrap();
+        let mailbox = table.entry(to).or_default();
+        let hit = mailbox.arrive(m);
+        if mailbox.is_empty() {
+            table.remove(&to);
+        }
+        hit
+    };
+    complete(hit);
+}
+
+/// Fills a matched receive (outside the table's lock: it may wake a task).
+fn complete(hit: Option<(Arc<Posted>, Message)>) {
+    if let Some((p, m)) = hit {
+        p.slot.write_ef(m);
+        if p.remote {
+            // Release, after the write: `in_flight` reaching 0 is seen only
+            // once the waiter can see its message (T1 of the driver seam).
+            WAITING_REMOTE.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+/// Whether this locale's runtime ever handed out task id `id`.
+fn issued(id: u64) -> bool {
+    Registry::current().is_some_and(|r| crate::sched::worker::task_id_issued(&r, id))
+}
+
+/// A message frame from locale `src`, inside a driver poll (never waits).
+/// The header was checked by `Header::decode` (ids non-zero, room for the
+/// tag).
+pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, payload: &[u8]) {
+    let (tag, bytes) = payload.split_at(TAG_LEN);
+    let tag = u32::from_le_bytes(tag.try_into().expect("TAG_LEN is 4"));
+    let from = TaskId {
+        locale: src,
+        task: h.token,
+    };
+    if !issued(h.word) {
+        eprintln!(
+            "cantus: locale {src} sent a message (tag {tag}, {} bytes, from its task {}) to task {} \
+             on locale {here}, which never existed; dropped",
+            bytes.len(),
+            h.token,
+            h.word
+        );
+        return;
+    }
+    deliver(
+        h.word,
+        Message {
+            from,
+            tag,
+            bytes: bytes.to_vec(),
+        },
+    );
+}
+
+/// Messages no task received, listed one by one in the shutdown note.
+const LISTED: usize = 8;
+
+/// At shutdown, once no task runs: drops the messages no task received,
+/// with a note saying which, and empties the table (a later runtime in
+/// this process starts afresh).
+pub(crate) fn at_shutdown(here: usize) {
+    let table = std::mem::take(&mut *TABLE.lock().unwrap_or_else(|e| e.into_inner()));
+    WAITING_REMOTE.store(0, Ordering::Relaxed);
+    let mut lost: Vec<(u64, Message)> = table
+        .into_iter()
+        .flat_map(|(task, mb)| mb.queued.into_iter().map(move |m| (task, m)))
+        .collect();
+    if lost.is_empty() {
+        return;
+    }
+    lost.sort_by_key(|(task, m)| (*task, m.from));
+    let mut note = format!(
+        "cantus: locale {here}: {} Chant message(s) were never received; dropped at shutdown:",
+        lost.len()
+    );
+    for (task, m) in lost.iter().take(LISTED) {
+        note.push_str(&format!(
+            "\n  to task {task}: tag {}, {} bytes, from {}",
+            m.tag,
+            m.bytes.len(),
+            m.from
+        ));
+    }
+    if lost.len() > LISTED {
+        note.push_str(&format!("\n  ... and {} more", lost.len() - LISTED));
+    }
+    eprintln!("{note}");
+}
+
+/// Whether a receive for `from`, `tag` takes message `m`.
+fn matches(from: Source, tag: Tag, m: &Message) -> bool {
+    (match from {
+        Source::Any => true,
+        Source::Task(t) => t == m.from,
+    }) && match tag {
+        Tag::Any => true,
+        Tag::Is(t) => t == m.tag,
+    }
+}
+
+/// One task's mailbox: messages that came before a receive asked for
+/// them (arrival order), and receives posted before their message came
+/// (post order). Never both a queued message and a posted receive that
+/// match each other. `P` is what a posted receive is filled through.
+struct Mailbox<P> {
+    queued: VecDeque<Message>,
+    posted: VecDeque<(Source, Tag, P)>,
+}
+
+impl<P> Default for Mailbox<P> {
+    fn default() -> Self {
+        Mailbox {
+            queued: VecDeque::new(),
+            posted: VecDeque::new(),
+        }
+    }
+}
+
+impl<P> Mailbox<P> {
+    fn is_empty(&self) -> bool {
+        self.queued.is_empty() && self.posted.is_empty()
+    }
+
+    /// Takes the oldest queued message that a receive for `from`, `tag`
+    /// matches.
+    fn take(&mut self, from: Source, tag: Tag) -> Option<Message> {
+        let i = self.queued.iter().position(|m| matches(from, tag, m))?;
+        self.queued.remove(i)
+    }
+
+    /// Posts a receive (after `take` found nothing).
+    fn post(&mut self, from: Source, tag: Tag, p: P) {
+        self.posted.push_back((from, tag, p));
+    }
+
+    /// A message arrives: the oldest posted receive that matches it takes
+    /// it (returned, to be filled), or it is queued.
+    fn arrive(&mut self, m: Message) -> Option<(P, Message)> {
+        match self.matching_receive(&m) {
+            Some(p) => Some((p, m)),
+            None => {
+                self.queued.push_back(m);
+                None
+            }
+        }
+    }
+
+    /// A message taken by a cancelled receive comes back: as `arrive`, but
+    /// queued first. No queued message shares its source and tag (the
+    /// receive would have taken that one first), so the order per source
+    /// and tag holds.
+    fn put_back(&mut self, m: Message) -> Option<(P, Message)> {
+        match self.matching_receive(&m) {
+            Some(p) => Some((p, m)),
+            None => {
+                self.queued.push_front(m);
+                None
+            }
+        }
+    }
+
+    fn matching_receive(&mut self, m: &Message) -> Option<P> {
+        let i = self
+            .posted
+            .iter()
+            .position(|(from, tag, _)| matches(*from, *tag, m))?;
+        self.posted.remove(i).map(|(_, _, p)| p)
+    }
+
+    /// Removes the posted receive `is` picks; whether it was there.
+    fn cancel(&mut self, is: impl Fn(&P) -> bool) -> bool {
+        match self.posted.iter().position(|(_, _, p)| is(p)) {
+            Some(i) => {
+                self.posted.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(locale: usize, task: u64) -> TaskId {
+        TaskId { locale, task }
+    }
+
+    fn msg(from: TaskId, tag: u32, b: u8) -> Message {
+        Message {
+            from,
+            tag,
+            bytes: vec![b],
+        }
+    }
+
+    #[test]
+    fn matching_by_source_and_tag() {
+        let a = task(0, 5);
+        let m = msg(a, 3, 0);
+        assert!(matches(Source::Any, Tag::Any, &m));
+        assert!(matches(Source::Task(a), Tag::Is(3), &m));
+        assert!(!matches(Source::Task(task(1, 5)), Tag::Any, &m));
+        assert!(!matches(Source::Task(task(0, 6)), Tag::Any, &m));
+        assert!(!matches(Source::Any, Tag::Is(4), &m));
+    }
+
+    #[test]
+    fn a_receive_takes_the_oldest_matching_queued_message() {
+        let (a, b) = (task(0, 5), task(1, 9));
+        let mut mb = Mailbox::<u32>::default();
+        for (from, tag, v) in [(a, 1, 10), (b, 1, 20), (a, 2, 30), (a, 1, 40)] {
+            assert!(mb.arrive(msg(from, tag, v)).is_none());
+        }
+        assert_eq!(mb.take(Source::Task(b), Tag::Any).unwrap().bytes, [20]);
+        assert_eq!(mb.take(Source::Any, Tag::Is(2)).unwrap().bytes, [30]);
+        assert!(mb.take(Source::Task(b), Tag::Any).is_none());
+        assert_eq!(mb.take(Source::Task(a), Tag::Is(1)).unwrap().bytes, [10]);
+        assert_eq!(mb.take(Source::Any, Tag::Any).unwrap().bytes, [40]);
+        assert!(mb.is_empty());
+    }
+
+    #[test]
+    fn a_message_goes_to_the_oldest_matching_posted_receive() {
+        let (a, b) = (task(0, 5), task(1, 9));
+        let mut mb = Mailbox::default();
+        mb.post(Source::Task(b), Tag::Any, 1);
+        mb.post(Source::Any, Tag::Is(7), 2);
+        mb.post(Source::Any, Tag::Any, 3);
+        // From a with tag 7: receive 1 wants b; receive 2 takes it.
+        assert_eq!(mb.arrive(msg(a, 7, 0)).unwrap().0, 2);
+        // From a with tag 8: only receive 3.
+        assert_eq!(mb.arrive(msg(a, 8, 0)).unwrap().0, 3);
+        // Nothing matches now: queued.
+        assert!(mb.arrive(msg(a, 9, 0)).is_none());
+        assert_eq!(mb.arrive(msg(b, 9, 0)).unwrap().0, 1);
+        assert_eq!(mb.queued.len(), 1);
+        assert!(mb.posted.is_empty());
+    }
+
+    #[test]
+    fn cancelled_receives_and_put_back_messages_keep_the_order() {
+        let a = task(0, 5);
+        let mut mb = Mailbox::default();
+        mb.post(Source::Any, Tag::Is(1), 1);
+        assert!(mb.cancel(|&p| p == 1));
+        assert!(!mb.cancel(|&p| p == 1));
+        assert!(mb.is_empty());
+        // A receive took the first message; two more came; it is cancelled
+        // and gives the first back, which must stay first.
+        mb.post(Source::Any, Tag::Is(1), 2);
+        let (_, first) = mb.arrive(msg(a, 1, 1)).unwrap();
+        assert!(mb.arrive(msg(a, 1, 2)).is_none());
+        assert!(mb.arrive(msg(a, 1, 3)).is_none());
+        assert!(mb.put_back(first).is_none());
+        let order: Vec<u8> = std::iter::from_fn(|| mb.take(Source::Any, Tag::Any))
+            .map(|m| m.bytes[0])
+            .collect();
+        assert_eq!(order, [1, 2, 3]);
+        // Put back while another receive waits: that one takes it.
+        mb.post(Source::Task(a), Tag::Any, 9);
+        assert_eq!(mb.put_back(msg(a, 4, 4)).unwrap().0, 9);
+    }
+
+    #[test]
+    fn task_ids_print_as_task_and_locale() {
+        assert_eq!(task(2, 17).to_string(), "task 17 on locale 2");
+    }
+}
