@@ -65,16 +65,18 @@ impl Runtime {
         let table = crate::am::handlers::table()?;
         let here = config.here;
         let (transport, monitor) = if here == 0 {
-            let (t, m) = launch::start_job(config.locales, config.ring_bytes)?;
+            let (t, m) = launch::start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
             (t, Some(m))
         } else {
             (launch::join_job(here)?, None)
         };
+        crate::pgas::install(&transport);
         let engine = Engine::new(transport.clone(), table);
         let driver = Arc::new(CommDriver::new(transport, engine.clone()));
         let mut rt = match Runtime::start_with_driver(config, Some(driver)) {
             Ok(rt) => rt,
             Err(e) => {
+                crate::pgas::uninstall();
                 if let Some(m) = monitor {
                     m.abandon();
                 }
@@ -214,6 +216,7 @@ impl Runtime {
             worker_panicked |= h.join().is_err();
         }
         Registry::uninstall();
+        crate::pgas::uninstall();
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
         }
