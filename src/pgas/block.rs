@@ -10,8 +10,9 @@ use std::ops::Range;
 
 /// A block-distributed array: element `i` lives on locale
 /// `i / block_len()`. Made collectively ([`BlockArray::new`]); each
-/// locale works on its own block in place ([`local_part`]
-/// (BlockArray::local_part), [`forall_local`](BlockArray::forall_local))
+/// locale works on its own block in place
+/// ([`local_part`](BlockArray::local_part),
+/// [`forall_local`](BlockArray::forall_local))
 /// and reaches any element by its global index ([`get`](BlockArray::get),
 /// [`put`](BlockArray::put), [`ptr`](BlockArray::ptr)).
 #[derive(Debug)]

@@ -7,7 +7,7 @@
 //!   [`Builder::heap_bytes`](crate::Builder::heap_bytes) bytes each);
 //! - [`GlobalPtr`] names an element on some locale; `put`/`get` are
 //!   copies within shared memory (seed 003: Duell, "Pthreads or
-//!   Processes", section 4.4), atomics act on it directly;
+//!   Processes", section 4.3.2), atomics act on it directly;
 //! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`] are
 //!   collectives over atomics and scratch areas in the region;
 //! - [`BlockArray`] splits one array into a block per locale.

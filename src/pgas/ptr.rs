@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// [`add`](GlobalPtr::add).
 ///
 /// `put` and `get` are plain copies: a put and a get (or two puts) of the
-/// same element by different locales, not ordered by a [`barrier`]
-/// (super::barrier) or an atomic, race and the values read are
+/// same element by different locales, not ordered by a
+/// [`barrier`](super::barrier) or an atomic, race and the values read are
 /// unspecified. The atomics on `GlobalPtr<u64>` order them: a `store` or
 /// RMW releases the caller's earlier puts to whoever `load`s or RMWs the
 /// value later (Release/Acquire).
