@@ -1,6 +1,6 @@
 //! Put and get between two locales against a plain `memcpy` in the same
 //! process: the latency of 8-byte puts and gets to the other locale and
-//! the bandwidth of 1 MiB ones.
+//! the bandwidth of 1 MiB ones; and a barrier's time.
 //!
 //! ```text
 //! cargo run --release --example putget [ROUNDS]
@@ -72,6 +72,15 @@ impl cantus::Remote for Bench {
             ));
         }
         pgas::barrier();
+        let rounds = 10_000;
+        let t = Instant::now();
+        for _ in 0..rounds {
+            pgas::barrier();
+        }
+        if cantus::here() == 0 {
+            let ns = t.elapsed().as_secs_f64() * 1e9 / rounds as f64;
+            lines.push(format!("barrier of 2 locales {ns:.0} ns"));
+        }
         lines
     }
 }
