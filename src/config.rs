@@ -49,6 +49,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_STATS` | `1` prints statistics at shutdown | off |
 /// | `CANTUS_LOCALES` | a positive integer: processes (locales) in the job | 1 |
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
+/// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     workers: Option<usize>,
@@ -61,11 +62,20 @@ pub struct Builder {
     stats: Option<bool>,
     locales: Option<usize>,
     ring_bytes: Option<usize>,
+    heap_bytes: Option<usize>,
     ignore_env: bool,
 }
 
 /// Default bytes of each shared-memory ring between two locales.
 pub const DEFAULT_RING_BYTES: usize = 128 << 10;
+
+/// Default bytes of each locale's segment of the symmetric heap
+/// ([`pgas`](crate::pgas)); pages take memory only once touched.
+pub const DEFAULT_HEAP_BYTES: usize = 64 << 20;
+/// The smallest heap segment accepted.
+const MIN_HEAP_BYTES: usize = 64 << 10;
+/// The largest heap segment accepted.
+const MAX_HEAP_BYTES: usize = 64 << 30;
 
 /// Set by locale 0 for the locales it starts: which locale a process is.
 pub(crate) const LOCALE_VAR: &str = "CANTUS_LOCALE";
@@ -89,6 +99,8 @@ pub(crate) struct Config {
     pub(crate) here: usize,
     /// Bytes of each shared-memory ring.
     pub(crate) ring_bytes: usize,
+    /// Bytes of each locale's heap segment, a multiple of the page size.
+    pub(crate) heap_bytes: usize,
 }
 
 impl Builder {
@@ -164,6 +176,14 @@ impl Builder {
         self
     }
 
+    /// Bytes of each locale's segment of the symmetric heap, where
+    /// [`pgas::alloc`](crate::pgas::alloc) places global arrays (rounded
+    /// up to whole pages; only touched pages take memory).
+    pub fn heap_bytes(mut self, bytes: usize) -> Builder {
+        self.heap_bytes = Some(bytes);
+        self
+    }
+
     /// Ignore `CANTUS_*` environment variables (for embedding runtimes that
     /// configure cantus themselves).
     pub fn ignore_environment(mut self) -> Builder {
@@ -231,6 +251,19 @@ impl Builder {
                 "ring_bytes",
                 &ring_bytes.to_string(),
                 "a power of two from 4K to 1G (CANTUS_RING_BYTES)",
+            ));
+        }
+        let heap_bytes = match env("CANTUS_HEAP_BYTES") {
+            Some(v) => parse_size_in("CANTUS_HEAP_BYTES", &v, MIN_HEAP_BYTES, MAX_HEAP_BYTES)?,
+            None => self.heap_bytes.unwrap_or(DEFAULT_HEAP_BYTES),
+        };
+        if !(MIN_HEAP_BYTES..=MAX_HEAP_BYTES).contains(&heap_bytes) {
+            // Only the builder gets here: the variable's parser checks the range.
+            return Err(bad_setting(
+                "the heap size",
+                "heap_bytes",
+                &heap_bytes.to_string(),
+                "a size in bytes from 64K (65536) to 64G (CANTUS_HEAP_BYTES)",
             ));
         }
         let cpus = cpu_share(&affinity_cpus(), here, locales);
@@ -340,6 +373,7 @@ impl Builder {
             locales,
             here,
             ring_bytes,
+            heap_bytes: heap_bytes.next_multiple_of(page),
         })
     }
 }
@@ -398,7 +432,17 @@ fn parse_bool(name: &str, v: &str) -> Result<bool, Error> {
 
 /// Parses `4096`, `64K`, `1M`, `1G` (case-insensitive, optional `B`/`iB`).
 pub(crate) fn parse_size(name: &str, v: &str) -> Result<usize, Error> {
-    let accepts = "a size in bytes with an optional K, M or G suffix (e.g. 256K), from 16K to 1G";
+    parse_size_in(name, v, MIN_STACK_SIZE, MAX_STACK_SIZE)
+}
+
+/// As [`parse_size`], accepting `lo..=hi` bytes.
+fn parse_size_in(name: &str, v: &str, lo: usize, hi: usize) -> Result<usize, Error> {
+    let accepts = format!(
+        "a size in bytes with an optional K, M or G suffix (e.g. 256K), from {} to {}",
+        human(lo),
+        human(hi)
+    );
+    let accepts = accepts.as_str();
     let t = v.trim().to_ascii_uppercase();
     let t = t
         .strip_suffix("IB")
@@ -417,10 +461,20 @@ pub(crate) fn parse_size(name: &str, v: &str) -> Result<usize, Error> {
     let bytes = n
         .checked_mul(mult)
         .ok_or_else(|| invalid(name, v, accepts))?;
-    if !(MIN_STACK_SIZE..=MAX_STACK_SIZE).contains(&bytes) {
+    if !(lo..=hi).contains(&bytes) {
         return Err(invalid(name, v, accepts));
     }
     Ok(bytes)
+}
+
+/// `16K`, `1G`: a size as its largest exact suffix.
+fn human(bytes: usize) -> String {
+    for (suffix, unit) in [("G", 1usize << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
+    }
+    bytes.to_string()
 }
 
 pub(crate) fn page_size() -> usize {
@@ -549,6 +603,33 @@ mod tests {
         let e = with_env(&[("CANTUS_WORKERS", "8"), ("CANTUS_MAX_THREADS", "4")]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TooManyThreads);
         assert!(e.to_string().contains("CANTUS_MAX_THREADS"));
+    }
+
+    #[test]
+    fn heap_bytes_default_validate_and_round_to_pages() {
+        assert_eq!(with_env(&[]).unwrap().heap_bytes, DEFAULT_HEAP_BYTES);
+        let c = with_env(&[("CANTUS_HEAP_BYTES", "1G")]).unwrap();
+        assert_eq!(c.heap_bytes, 1 << 30);
+        let e = with_env(&[("CANTUS_HEAP_BYTES", "4K")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("CANTUS_HEAP_BYTES=\"4K\" is not valid")
+                && e.to_string().contains("from 64K to 64G"),
+            "{e}"
+        );
+        let e = Builder::new()
+            .ignore_environment()
+            .heap_bytes(1000)
+            .resolve(&|_| None)
+            .unwrap_err();
+        assert!(e.to_string().contains("Builder::heap_bytes"), "{e}");
+        let c = Builder::new()
+            .ignore_environment()
+            .heap_bytes(100_000)
+            .resolve(&|_| None)
+            .unwrap();
+        assert_eq!(c.heap_bytes % page_size(), 0);
+        assert!(c.heap_bytes >= 100_000);
     }
 
     #[test]

@@ -44,6 +44,13 @@ pub enum ErrorKind {
     /// points at a mismatched binary, an environment inherited from another
     /// job, or shared memory overwritten by a bug.
     SharedMemory,
+    /// The symmetric heap ([`pgas`](crate::pgas)) has no room for an
+    /// allocation; the message says how many bytes were asked for, how
+    /// many are left, and which setting raises the limit.
+    HeapFull,
+    /// A global-memory access ([`GlobalPtr`](crate::pgas::GlobalPtr)) falls
+    /// outside its allocation, its locale's heap segment, or the job.
+    OutOfBounds,
 }
 
 /// An error with a message a user can act on.

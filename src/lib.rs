@@ -37,6 +37,7 @@ pub mod ffi;
 mod fiber;
 mod loom;
 mod par;
+pub mod pgas;
 pub mod query;
 mod runtime;
 mod sched;
@@ -47,8 +48,8 @@ pub use am::{
     Handler, Registered, Remote, RemoteHandle, begin_on, coforall_locales, here, num_locales, on,
 };
 pub use config::{
-    Builder, DEFAULT_DEADLOCK_MS, DEFAULT_MAX_THREADS, DEFAULT_RING_BYTES, DEFAULT_SPIN,
-    DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
+    Builder, DEFAULT_DEADLOCK_MS, DEFAULT_HEAP_BYTES, DEFAULT_MAX_THREADS, DEFAULT_RING_BYTES,
+    DEFAULT_SPIN, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
 };
 pub use error::{Error, ErrorKind};
 pub use par::{

@@ -77,16 +77,18 @@ impl Runtime {
         let table = crate::am::handlers::table()?;
         let here = config.here;
         let (transport, monitor) = if here == 0 {
-            let (t, m) = launch::start_job(config.locales, config.ring_bytes)?;
+            let (t, m) = launch::start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
             (t, Some(m))
         } else {
             (launch::join_job(here)?, None)
         };
+        crate::pgas::install(&transport);
         let engine = Engine::new(transport.clone(), table);
         let driver = Arc::new(CommDriver::new(transport, engine.clone()));
         let mut rt = match Runtime::start_with_driver(config, Some(driver)) {
             Ok(rt) => rt,
             Err(e) => {
+                crate::pgas::uninstall();
                 if let Some(m) = monitor {
                     m.abandon();
                 }
@@ -229,6 +231,7 @@ impl Runtime {
         }
         Registry::uninstall();
         crate::am::chant::at_shutdown(here);
+        crate::pgas::uninstall();
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
         }

@@ -38,8 +38,9 @@ pub(crate) struct Monitor {
 pub(crate) fn start_job(
     locales: usize,
     ring_bytes: usize,
+    heap_bytes: usize,
 ) -> Result<(Arc<ShmTransport>, Monitor), Error> {
-    let transport = Arc::new(ShmTransport::create(locales, ring_bytes)?);
+    let transport = Arc::new(ShmTransport::create(locales, ring_bytes, heap_bytes)?);
     let ending = Arc::new(AtomicBool::new(false));
     let kill = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();

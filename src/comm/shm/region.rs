@@ -33,7 +33,7 @@ pub(crate) const JOB_VAR: &str = "CANTUS_JOB";
 const MAGIC: [u8; 8] = *b"CANTUSHM";
 /// The layout version in the header; a process only attaches to a region
 /// of the version it was built with.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
 /// A cache line, as far as false sharing goes (two 64-byte lines: the
 /// adjacent-line prefetcher pulls pairs on x86).
 pub(crate) const LINE: usize = 128;

@@ -2,10 +2,12 @@
 //! rings in the job's region (one per network), and every locale has a
 //! line with its doorbell (a futex word) and its sleeping flag.
 //! `README.md` beside this file ("The transport") states the layout and
-//! the wake-up protocol.
+//! the wake-up protocol. After the rings come the areas of the global
+//! address space (`pgas/`): its control page, a scratch area per locale
+//! and a heap segment per locale ([`ShmTransport::symmetric`]).
 
 use super::futex::{futex_wait, futex_wake};
-use super::region::{Area, HEADER_SIZE, LINE, Layout, Region};
+use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
 use super::ring::{self, Consumer, Producer};
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
@@ -21,11 +23,31 @@ use std::time::Duration;
 struct JobInfo {
     locales: u64,
     ring_bytes: u64,
+    heap_bytes: u64,
 }
 
-/// Where everything is in the region, for `locales` locales and rings of
-/// `ring_bytes`: a pure function of the two, so every locale computes it
-/// alike.
+/// Bytes of the global address space's control page (allocator and
+/// barrier words; `pgas/README.md` lays it out).
+pub(crate) const PGAS_CONTROL_BYTES: usize = MAX_ALIGN;
+/// Bytes of each locale's collective scratch area (`pgas/README.md`).
+pub(crate) const PGAS_SCRATCH_BYTES: usize = 4 * MAX_ALIGN;
+
+/// This process's addresses of the global address space's areas, valid
+/// while the [`ShmTransport`] that gave them lives.
+pub(crate) struct Symmetric {
+    /// The control page, [`PGAS_CONTROL_BYTES`] long.
+    pub(crate) control: NonNull<u8>,
+    /// Each locale's scratch area, [`PGAS_SCRATCH_BYTES`] long.
+    pub(crate) scratch: Vec<NonNull<u8>>,
+    /// Each locale's heap segment, `heap_bytes` long, page-aligned.
+    pub(crate) heaps: Vec<NonNull<u8>>,
+    /// Bytes of each heap segment.
+    pub(crate) heap_bytes: usize,
+}
+
+/// Where everything is in the region, for `locales` locales, rings of
+/// `ring_bytes` and heap segments of `heap_bytes`: a pure function of the
+/// three, so every locale computes it alike.
 struct Plan {
     layout: Layout,
     info: Area,
@@ -34,10 +56,14 @@ struct Plan {
     /// Ring of (src, dst, net) at `src * locales * 2 + dst * 2 + net`;
     /// `src == dst` has none.
     rings: Vec<Option<Area>>,
+    /// The global address space: control page, scratch areas, heaps.
+    pgas_control: Area,
+    pgas_scratch: Vec<Area>,
+    heaps: Vec<Area>,
 }
 
 impl Plan {
-    fn new(locales: usize, ring_bytes: usize) -> Result<Plan, Error> {
+    fn new(locales: usize, ring_bytes: usize, heap_bytes: usize) -> Result<Plan, Error> {
         let mut layout = Layout::new();
         let info = layout.carve(std::mem::size_of::<JobInfo>(), LINE)?;
         debug_assert_eq!(info.offset(), HEADER_SIZE.next_multiple_of(LINE));
@@ -56,11 +82,21 @@ impl Plan {
                 }
             }
         }
+        let pgas_control = layout.carve(PGAS_CONTROL_BYTES, MAX_ALIGN)?;
+        let pgas_scratch = (0..locales)
+            .map(|_| layout.carve(PGAS_SCRATCH_BYTES, MAX_ALIGN))
+            .collect::<Result<Vec<_>, _>>()?;
+        let heaps = (0..locales)
+            .map(|_| layout.carve(heap_bytes, MAX_ALIGN))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Plan {
             layout,
             info,
             lines,
             rings,
+            pgas_control,
+            pgas_scratch,
+            heaps,
         })
     }
 
@@ -85,6 +121,11 @@ pub(crate) struct ShmTransport {
     inc_bases: Vec<NonNull<u8>>,
     /// Each locale's line (doorbell, sleeping).
     lines: Vec<usize>,
+    /// The global address space's areas.
+    pgas_control: Area,
+    pgas_scratch: Vec<Area>,
+    heaps: Vec<Area>,
+    heap_bytes: usize,
     /// An `unpark` that no `park` consumed yet.
     unpark_token: AtomicBool,
     /// Where the next poll starts, so no source is always served last.
@@ -100,11 +141,15 @@ unsafe impl Sync for ShmTransport {}
 
 impl ShmTransport {
     /// Locale 0: creates the region for `locales` locales with rings of
-    /// `ring_bytes` (a power of two), and initializes every ring. The
-    /// other locales attach with [`ShmTransport::attach`] once started
-    /// with `region.share_with`.
-    pub(crate) fn create(locales: usize, ring_bytes: usize) -> Result<ShmTransport, Error> {
-        let plan = Plan::new(locales, ring_bytes)?;
+    /// `ring_bytes` (a power of two) and heap segments of `heap_bytes`,
+    /// and initializes every ring. The other locales attach with
+    /// [`ShmTransport::attach`] once started with `region.share_with`.
+    pub(crate) fn create(
+        locales: usize,
+        ring_bytes: usize,
+        heap_bytes: usize,
+    ) -> Result<ShmTransport, Error> {
+        let plan = Plan::new(locales, ring_bytes, heap_bytes)?;
         let region = Region::create(plan.layout.len())?;
         // SAFETY: the info area lies within the fresh region, LINE-aligned,
         // and no other process maps the region yet.
@@ -116,6 +161,7 @@ impl ShmTransport {
                 .write(JobInfo {
                     locales: locales as u64,
                     ring_bytes: ring_bytes as u64,
+                    heap_bytes: heap_bytes as u64,
                 })
         };
         for area in plan.rings.iter().flatten() {
@@ -123,17 +169,21 @@ impl ShmTransport {
             // alignment a ring needs; no handle to it exists anywhere yet.
             unsafe { ring::init(region.ptr(*area), ring_bytes)? };
         }
-        ShmTransport::open(region, plan, 0, locales, ring_bytes)
+        ShmTransport::open(region, plan, 0, locales, ring_bytes, heap_bytes)
     }
 
     /// Any locale but 0: attaches to the region inherited from locale 0 as
     /// locale `here`.
     pub(crate) fn attach(region: Region, here: usize) -> Result<ShmTransport, Error> {
-        let info_area = Plan::new(1, ring::MIN_CAPACITY)?.info;
+        let info_area = Plan::new(1, ring::MIN_CAPACITY, 0)?.info;
         // SAFETY: the info area is at the same offset for every plan (the
         // first carve); locale 0 wrote it before starting this process.
         let info = unsafe { region.ptr(info_area).cast::<JobInfo>().as_ptr().read() };
-        let (locales, ring_bytes) = (info.locales as usize, info.ring_bytes as usize);
+        let (locales, ring_bytes, heap_bytes) = (
+            info.locales as usize,
+            info.ring_bytes as usize,
+            info.heap_bytes as usize,
+        );
         if here == 0 || here >= locales {
             return Err(Error::new(
                 ErrorKind::Locale,
@@ -142,18 +192,19 @@ impl ShmTransport {
                 ),
             ));
         }
-        let plan = Plan::new(locales, ring_bytes)?;
+        let plan = Plan::new(locales, ring_bytes, heap_bytes)?;
         if plan.layout.len() > region.len() {
             return Err(Error::new(
                 ErrorKind::SharedMemory,
                 format!(
-                    "cantus: the job's region is {} bytes, but {locales} locales with {ring_bytes}-byte rings need {}",
+                    "cantus: the job's region is {} bytes, but {locales} locales with \
+                     {ring_bytes}-byte rings and {heap_bytes}-byte heaps need {}",
                     region.len(),
                     plan.layout.len()
                 ),
             ));
         }
-        ShmTransport::open(region, plan, here, locales, ring_bytes)
+        ShmTransport::open(region, plan, here, locales, ring_bytes, heap_bytes)
     }
 
     fn open(
@@ -162,6 +213,7 @@ impl ShmTransport {
         here: usize,
         locales: usize,
         ring_bytes: usize,
+        heap_bytes: usize,
     ) -> Result<ShmTransport, Error> {
         let mut out = Vec::with_capacity(locales);
         let mut inc = Vec::with_capacity(locales);
@@ -198,6 +250,10 @@ impl ShmTransport {
             inc,
             inc_bases,
             lines: plan.lines.iter().map(|a| a.offset()).collect(),
+            pgas_control: plan.pgas_control,
+            pgas_scratch: plan.pgas_scratch,
+            heaps: plan.heaps,
+            heap_bytes,
             unpark_token: AtomicBool::new(false),
             next_src: AtomicUsize::new(0),
             region,
@@ -207,6 +263,21 @@ impl ShmTransport {
     /// The region, to share with a locale being started.
     pub(crate) fn region(&self) -> &Region {
         &self.region
+    }
+
+    /// The global address space's areas, as this process maps them
+    /// (`pgas/` reaches the heap through these). Valid while `self` lives.
+    pub(crate) fn symmetric(&self) -> Symmetric {
+        Symmetric {
+            control: self.region.ptr(self.pgas_control),
+            scratch: self
+                .pgas_scratch
+                .iter()
+                .map(|&a| self.region.ptr(a))
+                .collect(),
+            heaps: self.heaps.iter().map(|&a| self.region.ptr(a)).collect(),
+            heap_bytes: self.heap_bytes,
+        }
     }
 
     fn doorbell(&self, locale: usize) -> &AtomicU32 {

@@ -1,0 +1,212 @@
+//! Symmetric allocation: [`alloc`] and the [`GlobalArray`] it returns.
+
+use super::collective::{ALLOC, Collective};
+use super::heap::Heap;
+use super::ptr::GlobalPtr;
+use super::space::{ALLOC as ALLOC_WORDS, ALLOC_RESULT, Space};
+use crate::comm::shm::region::MAX_ALIGN;
+use crate::error::{Error, ErrorKind};
+use bytemuck::Pod;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The allocator over `s`'s control page and locale 0's segment.
+pub(crate) fn heap(s: &Space) -> Heap<'_> {
+    Heap {
+        lock: s.control32(ALLOC_WORDS),
+        top: s.control64(ALLOC_WORDS + 8),
+        last: s.control64(ALLOC_WORDS + 16),
+        high: s.control64(ALLOC_WORDS + 24),
+        meta: s.heap(0),
+        bytes: s.heap_bytes(),
+    }
+}
+
+// Words of the allocation result line (written by locale 0).
+const R_STATUS: usize = 0;
+const R_DATA: usize = 8;
+const R_HEADER: usize = 16;
+const R_DIRTY: usize = 24;
+const R_LEFT: usize = 32;
+const GRANTED: u64 = 1;
+const FULL: u64 = 2;
+
+/// `n` elements of `T` on every locale, at the same offset of each
+/// locale's heap segment, zeroed. Freed when every locale dropped its
+/// handle.
+///
+/// A collective call ([`spmd`](super::spmd)): every locale calls `alloc`
+/// in the same order with the same size, like `shmem_malloc`, and each
+/// gets its own handle to the same block. It returns once every locale
+/// has zeroed its part, so any locale may put into any part at once.
+///
+/// The heap is one stack of blocks for all locales (a bump allocator):
+/// a freed block returns to the heap once every block allocated after it
+/// was freed too.
+///
+/// # Errors
+///
+/// [`ErrorKind::HeapFull`] on every locale if the heap has no room: the
+/// message says how many bytes were asked for, how many are left, and
+/// that `CANTUS_HEAP_BYTES` or [`Builder::heap_bytes`](crate::Builder::heap_bytes)
+/// raises the limit. [`ErrorKind::Locale`] on every locale if the
+/// locales asked for different sizes, or if another task of this locale
+/// is in a collective; [`ErrorKind::NoRuntime`] if no runtime runs.
+pub fn alloc<T: Pod>(n: usize) -> Result<GlobalArray<T>, Error> {
+    let c = Collective::enter("pgas::alloc")?;
+    let s = c.space.clone();
+    let align = align_of::<T>();
+    if align > MAX_ALIGN {
+        return Err(Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "cantus::pgas::alloc: {} is aligned to {align} bytes; global memory \
+                 is aligned to at most {MAX_ALIGN}",
+                std::any::type_name::<T>()
+            ),
+        ));
+    }
+    let bytes = n.saturating_mul(size_of::<T>());
+    c.publish([ALLOC, bytes as u64, align as u64]);
+    c.barrier();
+    let agreed = c.agree("pgas::alloc");
+    let result = |off: usize| s.control64(ALLOC_RESULT + off);
+    if s.here == 0 && agreed.is_ok() {
+        // Relaxed: the barrier below publishes the result.
+        match heap(&s).grant(bytes, align, s.locales as u64) {
+            Ok(b) => {
+                result(R_DATA).store(b.data as u64, Ordering::Relaxed);
+                result(R_HEADER).store(b.header as u64, Ordering::Relaxed);
+                result(R_DIRTY).store(b.dirty as u64, Ordering::Relaxed);
+                result(R_STATUS).store(GRANTED, Ordering::Relaxed);
+            }
+            Err(full) => {
+                result(R_LEFT).store(full.left as u64, Ordering::Relaxed);
+                result(R_STATUS).store(FULL, Ordering::Relaxed);
+            }
+        }
+    }
+    c.barrier();
+    agreed?;
+    // Relaxed: written by locale 0 before the barrier we passed.
+    if result(R_STATUS).load(Ordering::Relaxed) == FULL {
+        let left = result(R_LEFT).load(Ordering::Relaxed);
+        let total = s.heap_bytes();
+        return Err(Error::new(
+            ErrorKind::HeapFull,
+            format!(
+                "cantus::pgas::alloc: the symmetric heap is full: asked for {bytes} bytes \
+                 ({n} x {}) on each locale, but {left} of its {total} bytes per locale are \
+                 left; raise CANTUS_HEAP_BYTES or Builder::heap_bytes (now {total}), or free \
+                 the global arrays allocated last",
+                std::any::type_name::<T>()
+            ),
+        ));
+    }
+    let data = result(R_DATA).load(Ordering::Relaxed) as usize;
+    let header = result(R_HEADER).load(Ordering::Relaxed) as usize;
+    let dirty = result(R_DIRTY).load(Ordering::Relaxed) as usize;
+    // SAFETY: data + dirty <= data + bytes <= heap_bytes (granted); no
+    // other locale touches this part of our segment before the barrier
+    // below (it has no pointer to the new block yet).
+    unsafe { std::ptr::write_bytes(s.heap(s.here).as_ptr().add(data), 0, dirty) };
+    c.barrier();
+    Ok(GlobalArray {
+        space: s,
+        data,
+        header,
+        len: n,
+        _t: PhantomData,
+    })
+}
+
+/// A symmetric allocation: `len` elements of `T` on every locale, at the
+/// same offset; made by [`alloc`]. Each locale holds its own handle; the
+/// block is freed when all of them were dropped.
+pub struct GlobalArray<T> {
+    space: Arc<Space>,
+    /// Byte offset of the data in every segment.
+    data: usize,
+    /// Byte offset of the block's header in locale 0's segment.
+    header: usize,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Pod> GlobalArray<T> {
+    /// Elements on each locale.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether each locale's part is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// A pointer to the first element of `locale`'s part.
+    ///
+    /// # Panics
+    ///
+    /// If `locale` is not a locale of the job.
+    pub fn ptr(&self, locale: usize) -> GlobalPtr<T> {
+        assert!(
+            locale < self.space.locales,
+            "cantus::pgas::GlobalArray::ptr: locale {locale} does not exist (the job has {} \
+             locales)",
+            self.space.locales
+        );
+        GlobalPtr::new(locale, self.data, self.data + self.len * size_of::<T>())
+    }
+
+    /// The first element of this locale's part, in this process.
+    fn base(&self) -> *mut T {
+        // SAFETY: `data` lies within our segment (granted within
+        // heap_bytes), so the result stays inside the mapping.
+        unsafe {
+            self.space
+                .heap(self.space.here)
+                .as_ptr()
+                .add(self.data)
+                .cast::<T>()
+        }
+    }
+
+    /// This locale's part. Other locales may put into it meanwhile; order
+    /// such writes with [`barrier`](super::barrier) or atomics, or the
+    /// values seen are unspecified.
+    pub fn local(&self) -> &[T] {
+        // SAFETY: the part's `len` elements lie in our segment (granted
+        // within heap_bytes), aligned for T (data is aligned to
+        // align_of::<T>()), zeroed or written as T since: valid `T`s
+        // (Pod). The mapping lives as long as `self.space`.
+        unsafe { std::slice::from_raw_parts(self.base(), self.len) }
+    }
+
+    /// This locale's part, mutably (see [`local`](GlobalArray::local)).
+    pub fn local_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `local`; `&mut self` makes this the only borrow
+        // through this handle, and each locale's handle is its own.
+        unsafe { std::slice::from_raw_parts_mut(self.base(), self.len) }
+    }
+}
+
+impl<T> Drop for GlobalArray<T> {
+    fn drop(&mut self) {
+        heap(&self.space).release(self.header);
+    }
+}
+
+impl<T> fmt::Debug for GlobalArray<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "GlobalArray<{}>({} per locale at byte {})",
+            std::any::type_name::<T>(),
+            self.len,
+            self.data
+        )
+    }
+}

@@ -1,0 +1,141 @@
+//! `BlockArray<T>`: one array of `n` elements across the locales, split
+//! into contiguous blocks (locale `l` owns `l * b .. (l + 1) * b`, with
+//! `b = ceil(n / locales)`; the last blocks may be short or empty).
+
+use super::array::{GlobalArray, alloc};
+use super::ptr::GlobalPtr;
+use crate::error::{Error, ErrorKind};
+use bytemuck::Pod;
+use std::ops::Range;
+
+/// A block-distributed array: element `i` lives on locale
+/// `i / block_len()`. Made collectively ([`BlockArray::new`]); each
+/// locale works on its own block in place
+/// ([`local_part`](BlockArray::local_part),
+/// [`forall_local`](BlockArray::forall_local))
+/// and reaches any element by its global index ([`get`](BlockArray::get),
+/// [`put`](BlockArray::put), [`ptr`](BlockArray::ptr)).
+#[derive(Debug)]
+pub struct BlockArray<T> {
+    array: GlobalArray<T>,
+    n: usize,
+    block: usize,
+    here: usize,
+    locales: usize,
+}
+
+impl<T: Pod> BlockArray<T> {
+    /// `n` zeroed elements split across the locales. Collective, like
+    /// [`alloc`](super::alloc): every locale calls it in the same order
+    /// with the same `n`.
+    ///
+    /// # Errors
+    ///
+    /// As [`alloc`](super::alloc).
+    pub fn new(n: usize) -> Result<BlockArray<T>, Error> {
+        let (here, locales) = (crate::here(), crate::num_locales());
+        let block = n.div_ceil(locales);
+        Ok(BlockArray {
+            array: alloc(block)?,
+            n,
+            block,
+            here,
+            locales,
+        })
+    }
+
+    /// Elements in the whole array.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// Elements per block (the last blocks may hold fewer).
+    pub fn block_len(&self) -> usize {
+        self.block
+    }
+
+    /// The locale that owns element `i` (`i < len()`).
+    pub fn owner(&self, i: usize) -> usize {
+        i / self.block.max(1)
+    }
+
+    /// The global indices `locale` owns.
+    pub fn range_of(&self, locale: usize) -> Range<usize> {
+        let lo = (locale * self.block).min(self.n);
+        lo..(lo + self.block).min(self.n)
+    }
+
+    /// The global indices this locale owns.
+    pub fn local_range(&self) -> Range<usize> {
+        self.range_of(self.here)
+    }
+
+    /// This locale's block (see [`GlobalArray::local`] on concurrent puts).
+    pub fn local(&self) -> &[T] {
+        let len = self.local_range().len();
+        &self.array.local()[..len]
+    }
+
+    /// This locale's block, mutably: element `j` is global index
+    /// `local_range().start + j`. (`&mut self`: a mutable slice into
+    /// memory that this handle shares must be unique.)
+    pub fn local_part(&mut self) -> &mut [T] {
+        let len = self.local_range().len();
+        &mut self.array.local_mut()[..len]
+    }
+
+    /// Runs `body(i, &mut element)` for every element this locale owns
+    /// (`i` is the global index), in parallel with [`forall`](crate::forall)
+    /// over the local block.
+    pub fn forall_local<F>(&mut self, body: F)
+    where
+        T: Send,
+        F: Fn(usize, &mut T) + Sync,
+    {
+        let lo = self.local_range().start;
+        crate::forall_mut(self.local_part(), |j, x| body(lo + j, x));
+    }
+
+    /// A pointer to element `i` on its owner.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfBounds`] if `i >= len()`.
+    pub fn ptr(&self, i: usize) -> Result<GlobalPtr<T>, Error> {
+        if i >= self.n {
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "cantus::pgas::BlockArray: index {i} is out of bounds (the array has {} \
+                     elements on {} locales)",
+                    self.n, self.locales
+                ),
+            ));
+        }
+        let owner = self.owner(i);
+        Ok(self.array.ptr(owner).add(i - owner * self.block))
+    }
+
+    /// Element `i`, read from its owner's memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`ptr`](BlockArray::ptr).
+    pub fn get(&self, i: usize) -> Result<T, Error> {
+        self.ptr(i)?.read()
+    }
+
+    /// Writes element `i` into its owner's memory.
+    ///
+    /// # Errors
+    ///
+    /// As [`ptr`](BlockArray::ptr).
+    pub fn put(&self, i: usize, value: T) -> Result<(), Error> {
+        self.ptr(i)?.write(value)
+    }
+}

@@ -1,0 +1,332 @@
+//! Collectives: every locale calls them, in the same order, from one task
+//! each (the SPMD body, see [`spmd`](super::spmd)). The barrier is a
+//! counter and a generation word in the control page; broadcast and
+//! reductions pass data through the locales' scratch areas between
+//! barriers. `README.md` beside this file states the protocol.
+
+use super::space::{BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, Space, space};
+use crate::error::{Error, ErrorKind};
+use bytemuck::Pod;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a waiter spins before it starts sleeping.
+const SPIN_FOR: Duration = Duration::from_micros(20);
+/// The first and the longest sleep of a waiter that stopped spinning.
+const MIN_PAUSE: Duration = Duration::from_micros(5);
+const MAX_PAUSE: Duration = Duration::from_micros(200);
+
+/// Whether a task of this process is inside a collective.
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+
+/// What a collective call was, published by each locale so that all can
+/// check they called the same thing: (kind, two arguments).
+pub(crate) type Signature = [u64; 3];
+pub(crate) const ALLOC: u64 = 1;
+const BROADCAST: u64 = 2;
+const REDUCE: u64 = 3;
+const ALL_REDUCE: u64 = 4;
+
+/// This locale's participation in one collective call.
+pub(crate) struct Collective {
+    pub(crate) space: Arc<Space>,
+}
+
+impl Collective {
+    /// Enters a collective; an error if no runtime runs or another task of
+    /// this locale is inside one.
+    pub(crate) fn enter(call: &str) -> Result<Collective, Error> {
+        let space = space(call)?;
+        // Acquire/Release: only a flag against misuse; it orders nothing else.
+        if ACTIVE.swap(true, Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus::{call}: another task of locale {} is inside a pgas collective: \
+                     collectives are called by one task per locale (the SPMD body), one at a time",
+                    space.here
+                ),
+            ));
+        }
+        Ok(Collective { space })
+    }
+
+    /// Like [`Collective::enter`], panicking with the error's message.
+    #[track_caller]
+    fn enter_or_panic(call: &str) -> Collective {
+        Collective::enter(call).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Publishes this locale's signature (before the first barrier).
+    pub(crate) fn publish(&self, sig: Signature) {
+        for (i, w) in sig.into_iter().enumerate() {
+            // Relaxed: the barrier that follows publishes it.
+            self.space
+                .signature(self.space.here, i)
+                .store(w, Ordering::Relaxed);
+        }
+    }
+
+    /// After the first barrier: whether every locale published the same
+    /// signature. Every locale compares locale 0's with each other's, so
+    /// all reach the same verdict and the same message.
+    pub(crate) fn agree(&self, call: &str) -> Result<(), Error> {
+        let s = &self.space;
+        let sig = |l: usize| -> Signature {
+            // Relaxed: published before the barrier we passed.
+            std::array::from_fn(|i| s.signature(l, i).load(Ordering::Relaxed))
+        };
+        let first = sig(0);
+        for l in 1..s.locales {
+            let theirs = sig(l);
+            if theirs != first {
+                return Err(Error::new(
+                    ErrorKind::Locale,
+                    format!(
+                        "cantus::{call}: the locales' collective calls do not match: locale 0 \
+                         called {} but locale {l} called {}; every locale must make the same \
+                         collective calls in the same order",
+                        describe(first),
+                        describe(theirs)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until every locale arrived at this barrier.
+    pub(crate) fn barrier(&self) {
+        barrier_in(&self.space);
+    }
+}
+
+impl Drop for Collective {
+    fn drop(&mut self) {
+        ACTIVE.store(false, Ordering::Release);
+    }
+}
+
+fn describe(sig: Signature) -> String {
+    match sig {
+        [ALLOC, bytes, align] => format!("alloc of {bytes} bytes aligned to {align}"),
+        [BROADCAST, root, bytes] => format!("broadcast of {bytes} bytes from locale {root}"),
+        [REDUCE, root, size] => format!("reduce of a {size}-byte value to locale {root}"),
+        [ALL_REDUCE, _, size] => format!("all_reduce of a {size}-byte value"),
+        _ => "no known collective".to_string(),
+    }
+}
+
+/// The barrier: a counter of arrivals and a generation number.
+fn barrier_in(s: &Space) {
+    let count = s.control32(BARRIER_COUNT);
+    let generation = s.control32(BARRIER_GEN);
+    // Acquire: we left the previous barrier having seen this generation;
+    // this load cannot see a later one before we arrive.
+    let g = generation.load(Ordering::Acquire);
+    // AcqRel: Release publishes our writes made before the barrier to the
+    // last arriver (the count's modifications form one release sequence);
+    // Acquire, for the last arriver, takes every locale's.
+    if count.fetch_add(1, Ordering::AcqRel) + 1 == s.locales as u32 {
+        // Reset before opening: a locale arrives at the next barrier only
+        // after it saw the new generation (Release below).
+        count.store(0, Ordering::Relaxed);
+        // Release: pairs with the waiters' Acquire load of the generation,
+        // passing on what the last arriver acquired above.
+        generation.store(g.wrapping_add(1), Ordering::Release);
+        return;
+    }
+    // Acquire: pairs with the Release store of the last arriver.
+    wait_until(|| generation.load(Ordering::Acquire) != g);
+}
+
+/// Spins for [`SPIN_FOR`], then sleeps (as a task, so its worker runs
+/// other tasks and serves remote calls; as an outside thread, the OS
+/// thread sleeps) for growing pauses until `done`.
+fn wait_until(done: impl Fn() -> bool) {
+    let start = Instant::now();
+    let mut spins = 0u32;
+    while !done() {
+        std::hint::spin_loop();
+        spins += 1;
+        if spins % 64 == 0 && start.elapsed() > SPIN_FOR {
+            let mut pause = MIN_PAUSE;
+            while !done() {
+                crate::sleep(pause);
+                pause = (pause * 2).min(MAX_PAUSE);
+            }
+            return;
+        }
+    }
+}
+
+/// Waits until every locale called `barrier`. Every locale's writes to
+/// global memory before the barrier (puts, atomics, writes to its local
+/// part) are visible to every locale after it.
+///
+/// Call it from the SPMD body on every locale ([`spmd`](super::spmd));
+/// it panics if no runtime runs or another task of this locale is in a
+/// collective. A waiting task spins for about 20 µs, then sleeps for
+/// growing pauses (up to 200 µs), so its worker runs other tasks and
+/// serves remote calls meanwhile; an outside thread sleeps.
+#[track_caller]
+pub fn barrier() {
+    Collective::enter_or_panic("pgas::barrier").barrier();
+}
+
+/// Copies `buf` from locale `root` into `buf` on every other locale.
+/// Every locale passes a slice of the same length; the data travels
+/// through `root`'s scratch area, in pieces of up to 16 KiB with two
+/// barriers each.
+///
+/// # Panics
+///
+/// If `root` is not a locale, if the locales disagree on `root` or the
+/// length (all locales panic alike), or as [`barrier`] does.
+#[track_caller]
+pub fn broadcast<T: Pod>(root: usize, buf: &mut [T]) {
+    let c = Collective::enter_or_panic("pgas::broadcast");
+    let s = c.space.clone();
+    assert!(
+        root < s.locales,
+        "cantus::pgas::broadcast: locale {root} does not exist (the job has {} locales)",
+        s.locales
+    );
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
+    let len = bytes.len();
+    let piece = SCRATCH_DATA_BYTES;
+    let area = s.scratch_data(root).as_ptr();
+    let fill = |at: usize, bytes: &[u8]| {
+        let n = piece.min(len - at);
+        // SAFETY: `area` is root's scratch data, SCRATCH_DATA_BYTES long,
+        // `n` at most that; between the barriers around this piece only
+        // the root writes it, and no locale reads it.
+        unsafe { std::ptr::copy_nonoverlapping(bytes[at..].as_ptr(), area, n) };
+    };
+    c.publish([BROADCAST, root as u64, len as u64]);
+    if s.here == root {
+        fill(0, bytes);
+    }
+    c.barrier();
+    c.agree("pgas::broadcast").unwrap_or_else(|e| panic!("{e}"));
+    let mut at = 0;
+    loop {
+        let n = piece.min(len - at);
+        if s.here != root {
+            // SAFETY: as in `fill`; the root wrote this piece before the
+            // barrier we passed and will not write again before the next.
+            unsafe { std::ptr::copy_nonoverlapping(area, bytes[at..].as_mut_ptr(), n) };
+        }
+        at += n;
+        c.barrier();
+        if at >= len {
+            break;
+        }
+        if s.here == root {
+            fill(at, bytes);
+        }
+        c.barrier();
+    }
+}
+
+/// Combines every locale's `value` with `op` at locale `root`, in locale
+/// order (`op(op(v0, v1), v2)...`); returns `Some` there and `None`
+/// elsewhere. `op` is typically [`sum`], [`min`] or [`max`].
+///
+/// # Panics
+///
+/// If `root` is not a locale, `T` is larger than 16 KiB minus a line,
+/// the locales disagree on `root` or `T`'s size, or as [`barrier`] does.
+#[track_caller]
+pub fn reduce<T: Pod>(root: usize, value: T, op: impl Fn(T, T) -> T) -> Option<T> {
+    let c = Collective::enter_or_panic("pgas::reduce");
+    assert!(
+        root < c.space.locales,
+        "cantus::pgas::reduce: locale {root} does not exist (the job has {} locales)",
+        c.space.locales
+    );
+    combine(&c, REDUCE, root, value, &op, "pgas::reduce")
+}
+
+/// Combines every locale's `value` with `op`, in locale order, and
+/// returns the result on every locale (the same bits everywhere, floats
+/// included: each locale folds the same values in the same order).
+///
+/// # Panics
+///
+/// As [`reduce`].
+#[track_caller]
+pub fn all_reduce<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let c = Collective::enter_or_panic("pgas::all_reduce");
+    let here = c.space.here;
+    combine(&c, ALL_REDUCE, here, value, &op, "pgas::all_reduce").expect("every locale folds")
+}
+
+/// Each locale writes its value into its scratch area; after a barrier
+/// the locales that want the result (`root`, or all) fold them; a second
+/// barrier frees the scratch areas for the next collective.
+fn combine<T: Pod>(
+    c: &Collective,
+    kind: u64,
+    root: usize,
+    value: T,
+    op: &dyn Fn(T, T) -> T,
+    call: &str,
+) -> Option<T> {
+    let s = &c.space;
+    let size = size_of::<T>();
+    assert!(
+        size <= SCRATCH_DATA_BYTES,
+        "cantus::{call}: a {size}-byte value is larger than the {SCRATCH_DATA_BYTES} bytes a \
+         reduction carries; reduce its parts one by one"
+    );
+    let wants = kind == ALL_REDUCE || s.here == root;
+    c.publish([
+        kind,
+        if kind == REDUCE { root as u64 } else { 0 },
+        size as u64,
+    ]);
+    // SAFETY: our scratch data, at least `size` bytes; only we write it,
+    // and no locale reads it until the barrier below.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            bytemuck::bytes_of(&value).as_ptr(),
+            s.scratch_data(s.here).as_ptr(),
+            size,
+        )
+    };
+    c.barrier();
+    c.agree(call).unwrap_or_else(|e| panic!("{e}"));
+    let result = wants.then(|| {
+        (0..s.locales)
+            .map(|l| {
+                // SAFETY: locale l wrote a `T` (the same size: agreed) at
+                // the start of its scratch data before the barrier we
+                // passed, and writes it again only after the next one. Any
+                // bits are a valid `T` (Pod); the read is unaligned-safe.
+                unsafe { s.scratch_data(l).cast::<T>().as_ptr().read_unaligned() }
+            })
+            .reduce(op)
+            .expect("a job has at least one locale")
+    });
+    c.barrier();
+    result
+}
+
+/// `a + b`: an operation for [`reduce`] and [`all_reduce`].
+pub fn sum<T: std::ops::Add<Output = T>>(a: T, b: T) -> T {
+    a + b
+}
+
+/// The smaller of `a` and `b` (`a` if unordered): for [`reduce`] and
+/// [`all_reduce`].
+pub fn min<T: PartialOrd>(a: T, b: T) -> T {
+    if b < a { b } else { a }
+}
+
+/// The larger of `a` and `b` (`a` if unordered): for [`reduce`] and
+/// [`all_reduce`].
+pub fn max<T: PartialOrd>(a: T, b: T) -> T {
+    if b > a { b } else { a }
+}

@@ -1,0 +1,83 @@
+//! A global address space over the locales of one machine: a symmetric
+//! heap in the job's shared region, typed global pointers with put, get
+//! and remote atomics, collectives, and block-distributed arrays.
+//!
+//! - [`alloc`] places a [`GlobalArray`] at the same offset of every
+//!   locale's heap segment (`CANTUS_HEAP_BYTES` /
+//!   [`Builder::heap_bytes`](crate::Builder::heap_bytes) bytes each);
+//! - [`GlobalPtr`] names an element on some locale; `put`/`get` are
+//!   copies within shared memory (seed 003: Duell, "Pthreads or
+//!   Processes", section 4.3.2), atomics act on it directly;
+//! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`] are
+//!   collectives over atomics and scratch areas in the region;
+//! - [`BlockArray`] splits one array into a block per locale.
+//!
+//! # The SPMD model
+//!
+//! Locale 0 runs `main`; the other locales serve remote calls. Code that
+//! calls collectives ([`alloc`], [`barrier`], ...) runs as one task on
+//! every locale at once: a [`Remote`](crate::Remote) call started on all
+//! locales by [`spmd`] (or [`coforall_locales`](crate::coforall_locales),
+//! which is the same). Inside it every locale makes the same collective
+//! calls in the same order; between them, each does its own part of the
+//! work and may spawn tasks, run `forall`s, put, get and make remote
+//! calls. A mismatch (one locale allocates while another reduces, or two
+//! ask for different sizes) is detected by `alloc`, `broadcast`,
+//! `reduce` and `all_reduce` and reported on every locale alike; a
+//! `barrier` against another collective is not detected.
+//!
+//! ```
+//! use cantus::pgas;
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// Each locale writes its number into its right neighbour's slot.
+//! #[derive(Clone, Serialize, Deserialize)]
+//! struct Ring;
+//!
+//! impl cantus::Remote for Ring {
+//!     type Output = u64;
+//!     fn run(self) -> u64 {
+//!         let (me, n) = (cantus::here(), cantus::num_locales());
+//!         let slots = pgas::alloc::<u64>(1).unwrap();
+//!         slots.ptr((me + 1) % n).write(me as u64).unwrap();
+//!         pgas::barrier();
+//!         let left = slots.local()[0];
+//!         pgas::all_reduce(left, pgas::sum)
+//!     }
+//! }
+//! cantus::remote!(Ring);
+//!
+//! let sums = cantus::run(|| pgas::spmd(Ring).unwrap()).unwrap();
+//! let n = sums.len() as u64;
+//! assert!(sums.iter().all(|&s| s == n * (n - 1) / 2));
+//! ```
+//!
+//! With `CANTUS_LOCALES=4` the same program runs on four processes.
+//! `README.md` beside this file states the heap layout, the allocation
+//! rule, the atomics' orderings and the barrier protocol.
+
+mod array;
+mod block;
+mod collective;
+mod heap;
+mod ptr;
+mod space;
+
+pub use array::{GlobalArray, alloc};
+pub use block::BlockArray;
+pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
+pub use ptr::GlobalPtr;
+pub(crate) use space::{install, uninstall};
+
+use crate::am::Registered;
+use crate::error::Error;
+
+/// Runs `work` on every locale at once, as one task each (a clone per
+/// locale, sent as a remote call), and returns the results in locale
+/// order: the SPMD body from which collectives are called. The first
+/// failure (a panic on some locale) is returned once all finished.
+///
+/// Call it from `main` (on locale 0), as in the [module](self) example.
+pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
+    crate::coforall_locales(|_| work.clone())
+}

@@ -1,0 +1,292 @@
+//! `GlobalPtr<T>`: a typed place in some locale's heap segment, named by
+//! (locale, offset) and the bounds of its allocation, never by an
+//! address. Puts and gets are copies in shared memory; atomics act on
+//! the shared memory directly.
+
+use super::space::{Space, with_space};
+use crate::error::{Error, ErrorKind};
+use bytemuck::Pod;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A pointer into global memory: element `i` of an allocation on locale
+/// `l`. It is plain data (`Copy`, serializable): pass it in remote calls
+/// or through global memory. Every access checks it against its
+/// allocation and its locale's heap segment, so a stale or forged
+/// pointer can reach only the symmetric heap, never other memory.
+///
+/// Get one from [`GlobalArray::ptr`](super::GlobalArray::ptr) or
+/// [`BlockArray::ptr`](super::BlockArray::ptr); move it with
+/// [`add`](GlobalPtr::add).
+///
+/// `put` and `get` are plain copies: a put and a get (or two puts) of the
+/// same element by different locales, not ordered by a
+/// [`barrier`](super::barrier) or an atomic, race and the values read are
+/// unspecified. The atomics on `GlobalPtr<u64>` order them: a `store` or
+/// RMW releases the caller's earlier puts to whoever `load`s or RMWs the
+/// value later (Release/Acquire).
+#[derive(Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct GlobalPtr<T> {
+    locale: u32,
+    /// Bytes from the start of the segment.
+    offset: u64,
+    /// The allocation: `start..end` bytes of the segment.
+    start: u64,
+    end: u64,
+    #[serde(skip)]
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> Clone for GlobalPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for GlobalPtr<T> {}
+
+impl<T> PartialEq for GlobalPtr<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.locale, self.offset, self.start, self.end)
+            == (other.locale, other.offset, other.start, other.end)
+    }
+}
+impl<T> Eq for GlobalPtr<T> {}
+
+impl<T> fmt::Debug for GlobalPtr<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "GlobalPtr<{}>(locale {}, byte {} of {}..{})",
+            std::any::type_name::<T>(),
+            self.locale,
+            self.offset,
+            self.start,
+            self.end
+        )
+    }
+}
+
+impl<T: Pod> GlobalPtr<T> {
+    /// The first element of the allocation `start..end` (bytes) on
+    /// `locale`.
+    pub(crate) fn new(locale: usize, start: usize, end: usize) -> GlobalPtr<T> {
+        GlobalPtr {
+            locale: locale as u32,
+            offset: start as u64,
+            start: start as u64,
+            end: end as u64,
+            _t: PhantomData,
+        }
+    }
+
+    /// The locale whose memory this points into.
+    pub fn locale(&self) -> usize {
+        self.locale as usize
+    }
+
+    /// The pointer `i` elements further. Going past the allocation is
+    /// allowed here; accessing there is an error.
+    #[must_use]
+    #[allow(clippy::should_implement_trait)] // named as raw pointers' `add`
+    pub fn add(self, i: usize) -> GlobalPtr<T> {
+        let step = (i as u64).saturating_mul(size_of::<T>() as u64);
+        GlobalPtr {
+            offset: self.offset.saturating_add(step),
+            ..self
+        }
+    }
+
+    /// Elements from here to the end of the allocation (0 if past it).
+    pub fn remaining(&self) -> usize {
+        match size_of::<T>() {
+            0 => 0,
+            size => (self.end.saturating_sub(self.offset) / size as u64) as usize,
+        }
+    }
+
+    /// This process's address of `n` elements from here, after checking
+    /// them against the allocation, the segment and the job.
+    fn locate(&self, s: &Space, n: usize, what: &str) -> Result<*mut u8, Error> {
+        let size = size_of::<T>() as u64;
+        let elem = |b: u64| b.saturating_sub(self.start) / size.max(1);
+        let out = |why: String| {
+            Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!("cantus::pgas: {what} {why}"),
+            ))
+        };
+        if self.locale() >= s.locales {
+            return out(format!(
+                "on locale {} but the job has {} locales",
+                self.locale, s.locales
+            ));
+        }
+        let bytes = (n as u64).saturating_mul(size);
+        let end = self.offset.saturating_add(bytes);
+        if self.offset < self.start || end > self.end {
+            return out(format!(
+                "of {n} element(s) at element {} of a {}-element allocation on locale {} \
+                 runs outside it",
+                if self.offset < self.start {
+                    "before 0".to_string()
+                } else {
+                    elem(self.offset).to_string()
+                },
+                elem(self.end),
+                self.locale
+            ));
+        }
+        if self.end > s.heap_bytes() as u64 {
+            return out(format!(
+                "at byte {} of locale {}'s heap segment runs outside it ({} bytes): the \
+                 pointer does not come from this job",
+                self.offset,
+                self.locale,
+                s.heap_bytes()
+            ));
+        }
+        // SAFETY: offset + bytes <= end <= heap_bytes (checked above), so
+        // the address lies within the locale's segment.
+        Ok(unsafe { s.heap(self.locale()).as_ptr().add(self.offset as usize) })
+    }
+
+    /// Copies `src` to global memory starting here. Checks the whole
+    /// range first: on error nothing is written.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfBounds`] if the elements run outside the
+    /// allocation (or the pointer names no locale of this job);
+    /// [`ErrorKind::NoRuntime`] if no runtime runs.
+    pub fn put(&self, src: &[T]) -> Result<(), Error> {
+        with_space("pgas::GlobalPtr::put", |s| {
+            let dst = self.locate(s, src.len(), "a put")?;
+            // SAFETY: `dst` is valid for `size_of_val(src)` bytes (checked
+            // by `locate`) in the shared mapping, which cannot overlap
+            // `src`, a Rust slice outside it... unless `src` was borrowed
+            // from global memory itself: `copy` allows the overlap.
+            unsafe {
+                std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src));
+            }
+            Ok(())
+        })?
+    }
+
+    /// Copies global memory starting here into `dst`. Checks the whole
+    /// range first: on error `dst` is left as it was.
+    ///
+    /// # Errors
+    ///
+    /// As [`put`](GlobalPtr::put).
+    pub fn get(&self, dst: &mut [T]) -> Result<(), Error> {
+        with_space("pgas::GlobalPtr::get", |s| {
+            let src = self.locate(s, dst.len(), "a get")?;
+            // SAFETY: `src` is valid for the bytes of `dst` (checked by
+            // `locate`); `dst` is a unique borrow. Any bytes are a valid
+            // `T` (Pod). `copy` allows `dst` to lie in global memory.
+            unsafe {
+                std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst));
+            }
+            Ok(())
+        })?
+    }
+
+    /// The element here (a one-element [`get`](GlobalPtr::get)).
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](GlobalPtr::get).
+    pub fn read(&self) -> Result<T, Error> {
+        let mut v = [T::zeroed()];
+        self.get(&mut v)?;
+        Ok(v[0])
+    }
+
+    /// Writes the element here (a one-element [`put`](GlobalPtr::put)).
+    ///
+    /// # Errors
+    ///
+    /// As [`put`](GlobalPtr::put).
+    pub fn write(&self, value: T) -> Result<(), Error> {
+        self.put(&[value])
+    }
+}
+
+/// Remote atomics: operations on the 64-bit word in shared memory, as
+/// atomic as between threads, from any locale. Read-modify-writes are
+/// `AcqRel`, loads `Acquire`, stores `Release`: a locale's puts before a
+/// `store` or RMW are visible to a locale whose `load` or RMW sees that
+/// value (or a later one in its modification order).
+impl GlobalPtr<u64> {
+    fn atomic<R>(&self, what: &str, f: impl FnOnce(&AtomicU64) -> R) -> Result<R, Error> {
+        with_space("pgas::GlobalPtr atomics", |s| {
+            let p = self.locate(s, 1, what)?;
+            if p as usize % align_of::<AtomicU64>() != 0 {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "cantus::pgas: {what} at byte {} is not 8-byte aligned",
+                        self.offset
+                    ),
+                ));
+            }
+            // SAFETY: `p` is in bounds (checked by `locate`) and aligned
+            // (checked above), in the shared mapping that lives while the
+            // space does (we hold it). Any bits are a valid AtomicU64.
+            // Other locales may access the word non-atomically with put or
+            // get: that is the race `GlobalPtr`'s docs describe.
+            Ok(f(unsafe { &*p.cast::<AtomicU64>() }))
+        })?
+    }
+
+    /// Adds `v` (wrapping) and returns the previous value.
+    ///
+    /// # Errors
+    ///
+    /// As [`put`](GlobalPtr::put), or a word that is not 8-byte aligned.
+    pub fn fetch_add(&self, v: u64) -> Result<u64, Error> {
+        self.atomic("a fetch_add", |a| a.fetch_add(v, Ordering::AcqRel))
+    }
+
+    /// Stores `new` if the word holds `current`: `Ok(current)` if it did,
+    /// `Err(actual)` if not (the outer `Result` is the access's).
+    ///
+    /// # Errors
+    ///
+    /// As [`fetch_add`](GlobalPtr::fetch_add).
+    pub fn compare_exchange(&self, current: u64, new: u64) -> Result<Result<u64, u64>, Error> {
+        self.atomic("a compare_exchange", |a| {
+            a.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
+        })
+    }
+
+    /// Stores `v` and returns the previous value.
+    ///
+    /// # Errors
+    ///
+    /// As [`fetch_add`](GlobalPtr::fetch_add).
+    pub fn swap(&self, v: u64) -> Result<u64, Error> {
+        self.atomic("a swap", |a| a.swap(v, Ordering::AcqRel))
+    }
+
+    /// Loads the word (Acquire).
+    ///
+    /// # Errors
+    ///
+    /// As [`fetch_add`](GlobalPtr::fetch_add).
+    pub fn load(&self) -> Result<u64, Error> {
+        self.atomic("a load", |a| a.load(Ordering::Acquire))
+    }
+
+    /// Stores `v` (Release).
+    ///
+    /// # Errors
+    ///
+    /// As [`fetch_add`](GlobalPtr::fetch_add).
+    pub fn store(&self, v: u64) -> Result<(), Error> {
+        self.atomic("a store", |a| a.store(v, Ordering::Release))
+    }
+}
