@@ -37,6 +37,7 @@ pub mod ffi;
 mod fiber;
 mod loom;
 mod par;
+#[cfg(not(loom))]
 pub mod pgas;
 pub mod query;
 mod runtime;

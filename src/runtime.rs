@@ -231,6 +231,7 @@ impl Runtime {
         }
         Registry::uninstall();
         crate::am::chant::at_shutdown(here);
+        #[cfg(not(loom))]
         crate::pgas::uninstall();
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
