@@ -299,7 +299,21 @@ impl cantus::Remote for Limits {
     }
 }
 
+/// Panics on the last locale before the barrier the others wait in.
+#[derive(Clone, Serialize, Deserialize)]
+struct PanicsBeforeBarrier;
+impl cantus::Remote for PanicsBeforeBarrier {
+    type Output = ();
+    fn run(self) {
+        if cantus::here() + 1 == cantus::num_locales() {
+            panic!("the last locale gives up");
+        }
+        pgas::barrier();
+    }
+}
+
 cantus::remote!(
+    PanicsBeforeBarrier,
     RoundTrip,
     Contend,
     BarrierOrder,
@@ -307,6 +321,23 @@ cantus::remote!(
     Blocks,
     Limits
 );
+
+#[test]
+fn a_panicking_spmd_body_ends_the_others_barriers() {
+    in_jobs(
+        "a_panicking_spmd_body_ends_the_others_barriers",
+        &[2, 3],
+        |n| {
+            let e = pgas::spmd(PanicsBeforeBarrier).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::RemotePanic);
+            let msg = e.to_string();
+            let last = format!("locale {}", n - 1);
+            assert!(msg.contains(&last), "{msg}");
+            // The next SPMD body runs normally.
+            pgas::spmd(BarrierOrder(3)).unwrap();
+        },
+    );
+}
 
 #[test]
 fn put_and_get_round_trip_with_bounds_checks() {

@@ -139,7 +139,10 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
                 R::NAME
             )),
         },
-        Err(p) => Outcome::Panicked(panic_message(&*p)),
+        Err(p) => {
+            super::handler_panicked(R::ID);
+            Outcome::Panicked(panic_message(&*p))
+        }
     }
 }
 

@@ -25,7 +25,7 @@ use crate::sync::SyncVar;
 use engine::{Engine, Reply};
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use wire::Status;
 
 /// Registers remote calls: `cantus::remote!(Square, Histogram);`. Each type
@@ -94,6 +94,23 @@ macro_rules! __remote_output {
     ($ret:ty) => {
         $ret
     };
+}
+
+/// Called with a handler's id when a remote call panics on this locale
+/// (set once, by `pgas`, so that a panicking SPMD body ends the
+/// collectives that other locales wait in).
+static PANIC_HOOK: OnceLock<fn(u64)> = OnceLock::new();
+
+/// Installs the hook called when a remote call panics here.
+pub(crate) fn on_handler_panic(hook: fn(u64)) {
+    let _ = PANIC_HOOK.set(hook);
+}
+
+/// A remote call (handler `id`) panicked on this locale.
+pub(crate) fn handler_panicked(id: u64) {
+    if let Some(hook) = PANIC_HOOK.get() {
+        hook(id);
+    }
 }
 
 /// The engine of this process's locale, while a multi-locale runtime runs.
@@ -248,6 +265,7 @@ pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
             let s = slot.clone();
             crate::begin(move || {
                 let r = panic::catch_unwind(AssertUnwindSafe(|| call.run())).map_err(|p| {
+                    handler_panicked(R::ID);
                     Error::new(
                         ErrorKind::RemotePanic,
                         format!(

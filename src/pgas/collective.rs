@@ -4,7 +4,7 @@
 //! reductions pass data through the locales' scratch areas between
 //! barriers. `README.md` beside this file states the protocol.
 
-use super::space::{BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, Space, space};
+use super::space::{BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD, Space, space};
 use crate::error::{Error, ErrorKind};
 use bytemuck::Pod;
 use std::sync::Arc;
@@ -138,7 +138,55 @@ fn barrier_in(s: &Space) {
         return;
     }
     // Acquire: pairs with the Release store of the last arriver.
-    wait_until(|| generation.load(Ordering::Acquire) != g);
+    wait_until(|| generation.load(Ordering::Acquire) != g || poisoned(s) != 0);
+    if generation.load(Ordering::Acquire) == g {
+        let p = poisoned(s);
+        panic!(
+            "cantus: locale {} panicked in the SPMD body, so this barrier can never \
+             complete (see that locale's error)",
+            p - 1
+        );
+    }
+}
+
+/// 0, or 1 + the locale whose SPMD body panicked.
+fn poisoned(s: &Space) -> u64 {
+    // Acquire: pairs with the Release CAS in `poison_if_spmd`.
+    s.control64(SPMD + 8).load(Ordering::Acquire)
+}
+
+/// The panic hook (`am::on_handler_panic`): a remote call panicked on this
+/// locale; if it is the running SPMD body, poison the collectives, so the
+/// other locales' waits end (with a panic naming this locale) instead of
+/// waiting forever for a locale that will never arrive.
+pub(crate) fn poison_if_spmd(id: u64) {
+    if let Ok(s) = space("spmd") {
+        if s.control64(SPMD).load(Ordering::Acquire) == id {
+            // Release: pairs with `poisoned`'s Acquire load.
+            let _ = s.control64(SPMD + 8).compare_exchange(
+                0,
+                s.here as u64 + 1,
+                Ordering::Release,
+                Ordering::Relaxed,
+            );
+        }
+    }
+}
+
+/// Locale 0, before an SPMD body starts anywhere: records which handler it
+/// is and clears a poison left by an earlier body (with the barrier's
+/// count, which a poisoned barrier may have left part-way).
+pub(crate) fn begin_spmd(id: u64) -> Result<(), Error> {
+    crate::am::on_handler_panic(poison_if_spmd);
+    let s = space("spmd")?;
+    if s.control64(SPMD + 8).load(Ordering::Acquire) != 0 {
+        s.control32(BARRIER_COUNT).store(0, Ordering::Relaxed);
+    }
+    s.control64(SPMD).store(id, Ordering::Relaxed);
+    // Release: the remote calls that start the bodies are sent after this
+    // and carry it (the transport's Release/Acquire on the ring).
+    s.control64(SPMD + 8).store(0, Ordering::Release);
+    Ok(())
 }
 
 /// Spins for [`SPIN_FOR`], then sleeps (as a task, so its worker runs

@@ -78,6 +78,11 @@ use crate::error::Error;
 /// failure (a panic on some locale) is returned once all finished.
 ///
 /// Call it from `main` (on locale 0), as in the [module](self) example.
+///
+/// If the body panics on one locale, the collectives the others wait in
+/// end with a panic naming that locale, so `spmd` returns an error rather
+/// than waiting forever.
 pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
+    collective::begin_spmd(W::ID)?;
     crate::coforall_locales(|_| work.clone())
 }

@@ -22,7 +22,10 @@ pub(crate) const BARRIER_GEN: usize = LINE;
 pub(crate) const ALLOC: usize = 2 * LINE;
 /// The result of the current collective allocation, written by locale 0.
 pub(crate) const ALLOC_RESULT: usize = 3 * LINE;
-const _: () = assert!(ALLOC_RESULT + LINE <= PGAS_CONTROL_BYTES);
+/// The current SPMD body: its handler id (u64) at +0, and at +8 the
+/// poison word (u64): 0, or 1 + the locale whose body panicked.
+pub(crate) const SPMD: usize = 4 * LINE;
+const _: () = assert!(SPMD + LINE <= PGAS_CONTROL_BYTES);
 
 /// In each scratch area: the collective signature (three u64) at 0, data
 /// from `SCRATCH_DATA` on.
@@ -110,6 +113,7 @@ static SPACE: RwLock<Option<Arc<Space>>> = RwLock::new(None);
 
 /// A job of several locales: this locale's view of the job's region.
 pub(crate) fn install(transport: &Arc<ShmTransport>) {
+    crate::am::on_handler_panic(super::collective::poison_if_spmd);
     *SPACE.write().unwrap() = Some(Arc::new(Space::new(transport.clone())));
 }
 
