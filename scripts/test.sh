@@ -18,6 +18,12 @@ cargo build --release --examples
 ./target/release/examples/tree 1000000
 ./target/release/examples/pingpong 20000
 ./target/release/examples/random_access 14 2
+./target/release/examples/chant_polling 200
+./target/release/examples/token_ring 200
+./target/release/examples/chant_pingpong 1000
+./target/release/examples/histogram 100000 2
+./target/release/examples/stream_ep 1000000 2
+./target/release/examples/putget 1000
 
 echo "== benchmark smoke runs (every benchmark checks its own result)"
 cargo run --release -q -p cantus-bench -- all --quick
