@@ -46,7 +46,8 @@ mod sync;
 
 pub use am::chant::{self, TaskId};
 pub use am::{
-    Handler, Registered, Remote, RemoteHandle, begin_on, coforall_locales, here, num_locales, on,
+    Handler, Registered, RegisteredPod, Remote, RemoteHandle, RemotePod, begin_on, begin_on_pod,
+    coforall_locales, here, num_locales, on, on_pod,
 };
 pub use config::{
     Builder, DEFAULT_DEADLOCK_MS, DEFAULT_HEAP_BYTES, DEFAULT_MAX_THREADS, DEFAULT_RING_BYTES,

@@ -139,6 +139,33 @@ cantus::remote!(
     Garbage
 );
 
+/// A plain-data call: travels as its bytes.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct Axpy {
+    a: f64,
+    x: f64,
+    y: f64,
+}
+impl cantus::RemotePod for Axpy {
+    type Output = [u64; 2];
+    fn run(self) -> [u64; 2] {
+        [(self.a * self.x + self.y) as u64, cantus::here() as u64]
+    }
+}
+
+/// A plain-data detached call: bumps the counter.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct PodBump(u64);
+impl cantus::RemotePod for PodBump {
+    type Output = ();
+    fn run(self) {
+        COUNTER.fetch_add(self.0, Ordering::Relaxed);
+    }
+}
+cantus::remote_pod!(Axpy, PodBump);
+
 cantus::remote_fn! {
     /// A plain function as a remote call.
     fn scaled_sum(xs: Vec<u64>, by: u64) -> (u64, usize) {
@@ -191,6 +218,18 @@ fn every_locale_answers_remote_calls() {
                     );
                     let sum = cantus::on(l, scaled_sum(vec![1, 2, 3], 2)).join().unwrap();
                     assert_eq!(sum, (12, l), "a remote_fn runs on locale {l}");
+                    let call = Axpy {
+                        a: 2.0,
+                        x: 20.0,
+                        y: l as f64,
+                    };
+                    let got = cantus::on_pod(l, call).join().unwrap();
+                    assert_eq!(
+                        got,
+                        [40 + l as u64, l as u64],
+                        "a plain-data call runs on locale {l}"
+                    );
+                    cantus::begin_on_pod(l, PodBump(0)).unwrap();
                 }
                 who.iter().map(|w| w.2).collect::<Vec<_>>()
             });

@@ -53,6 +53,18 @@ impl cantus::Remote for Arrived {
 
 cantus::remote!(Ping, Tick, Arrived);
 
+/// `Ping` as plain data: no encoding on either side.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct PodPing(u64);
+impl cantus::RemotePod for PodPing {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0 + 1
+    }
+}
+cantus::remote_pod!(PodPing);
+
 const WINDOW: u64 = 64;
 
 /// Where build.rs put the MPI peer (empty if mpicc was missing).
@@ -73,14 +85,22 @@ pub(crate) fn run(opts: &Options) {
         "comm: 2 locales, 1 worker each, {rounds} calls per repetition, {reps} reps"
     ));
     let mut rt_s = Samples::new();
+    let mut rt_pod = Samples::new();
     let mut piped = Samples::new();
     let mut stream = Samples::new();
     let mut raw = Samples::new();
     section("comm", || {
         for _ in 0..reps {
-            let (a, p, s) =
-                rt.block_on(|| (round_trip(rounds), pipelined(rounds), streamed(rounds)));
+            let (a, pod, p, s) = rt.block_on(|| {
+                (
+                    round_trip(rounds),
+                    round_trip_pod(rounds),
+                    pipelined(rounds),
+                    streamed(rounds),
+                )
+            });
             rt_s.push(a);
+            rt_pod.push(pod);
             piped.push(p);
             stream.push(s);
             let d = cantus::__bench::raw_ring_round_trip(rounds, (0, 1)).expect("raw rings");
@@ -89,10 +109,12 @@ pub(crate) fn run(opts: &Options) {
     });
     rt.shutdown();
     let a = figure("am_round_trip", &rt_s, "us");
+    let pod = figure("am_round_trip_pod", &rt_pod, "us");
     let p = figure("am_pipelined", &piped, "us");
     let s = figure("am_stream", &stream, "us");
     let r = figure("am_round_trip.raw_ring", &raw, "us");
     ratio("am_round_trip", "raw_ring", a, r);
+    ratio("am_round_trip_pod", "raw_ring", pod, r);
     ratio("am_pipelined", "am_round_trip", p, a);
     match mpi(rounds) {
         Ok((m_rt, m_piped)) => {
@@ -118,6 +140,21 @@ fn round_trip(rounds: u64) -> f64 {
     let start = Instant::now();
     for _ in 0..rounds {
         v = cantus::on(1, Ping(v)).join().expect("ping");
+    }
+    let took = start.elapsed();
+    assert_eq!(v, rounds + rounds / 10, "every ping added one");
+    us_per(took, rounds)
+}
+
+/// Microseconds per `on_pod(1, PodPing).join()`.
+fn round_trip_pod(rounds: u64) -> f64 {
+    let mut v = 0;
+    for _ in 0..rounds / 10 {
+        v = cantus::on_pod(1, PodPing(v)).join().expect("ping");
+    }
+    let start = Instant::now();
+    for _ in 0..rounds {
+        v = cantus::on_pod(1, PodPing(v)).join().expect("ping");
     }
     let took = start.elapsed();
     assert_eq!(v, rounds + rounds / 10, "every ping added one");

@@ -65,6 +65,46 @@ pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
     fn run(self) -> Self::Output;
 }
 
+/// A remote call of plain data: the call and its result are
+/// `bytemuck::Pod`, so they travel as their bytes, copied into the ring
+/// and out of it, with no encoding (a fixed-size call with no pointers).
+/// Register it with [`remote_pod!`](crate::remote_pod), run it with
+/// [`on_pod`](crate::on_pod) or [`begin_on_pod`](crate::begin_on_pod).
+///
+/// ```
+/// #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+/// #[repr(C)]
+/// struct Axpy { a: f64, x: f64, y: f64 }
+///
+/// impl cantus::RemotePod for Axpy {
+///     type Output = f64;
+///     fn run(self) -> f64 {
+///         self.a * self.x + self.y
+///     }
+/// }
+/// cantus::remote_pod!(Axpy);
+///
+/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+/// let call = Axpy { a: 2.0, x: 3.0, y: 1.0 };
+/// assert_eq!(rt.block_on(|| cantus::on_pod(cantus::here(), call).join()).unwrap(), 7.0);
+/// ```
+pub trait RemotePod: bytemuck::Pod + Send {
+    /// What the call returns to its caller.
+    type Output: bytemuck::Pod + Send;
+    /// The body, run as a task on the target locale.
+    fn run(self) -> Self::Output;
+}
+
+/// A registered plain-data call (implemented by
+/// [`remote_pod!`](crate::remote_pod)).
+#[doc(hidden)]
+pub trait RegisteredPod: RemotePod {
+    /// As [`Registered::NAME`].
+    const NAME: &'static str;
+    /// As [`Registered::ID`].
+    const ID: u64 = id_of(Self::NAME);
+}
+
 /// A registered remote call (implemented by [`remote!`](crate::remote)).
 #[doc(hidden)]
 pub trait Registered: Remote {
@@ -118,7 +158,38 @@ impl Handler {
     }
 }
 
+impl Handler {
+    /// The handler of the plain-data call `R`.
+    pub const fn of_pod<R: RegisteredPod>() -> Handler {
+        Handler {
+            name: R::NAME,
+            id: R::ID,
+            run: run_pod::<R>,
+        }
+    }
+}
+
 inventory::collect!(Handler);
+
+/// Reads `R` from its bytes, runs it, returns its output's bytes.
+fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
+    if args.len() != std::mem::size_of::<R>() {
+        return Outcome::Rejected(format!(
+            "the arguments of {} are {} bytes, not the {} of the call",
+            R::NAME,
+            args.len(),
+            std::mem::size_of::<R>()
+        ));
+    }
+    let call: R = bytemuck::pod_read_unaligned(args);
+    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
+        Ok(out) => Outcome::Done(bytemuck::bytes_of(&out).to_vec()),
+        Err(p) => {
+            super::handler_panicked(R::ID);
+            Outcome::Panicked(panic_message(&*p))
+        }
+    }
+}
 
 /// Decodes `R`, runs it, encodes its output.
 fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {

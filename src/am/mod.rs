@@ -18,7 +18,7 @@ pub(crate) mod engine;
 pub(crate) mod handlers;
 pub(crate) mod wire;
 
-pub use handlers::{Handler, Registered, Remote};
+pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 
 use crate::error::{Error, ErrorKind};
 use crate::sync::SyncVar;
@@ -41,6 +41,23 @@ macro_rules! remote {
             }
             $crate::__private::inventory::submit! {
                 $crate::Handler::of::<$t>()
+            }
+        )+
+    };
+}
+
+/// Registers plain-data remote calls (types implementing [`RemotePod`]):
+/// `cantus::remote_pod!(Bump, Read);`. Run them with [`on_pod`] or
+/// [`begin_on_pod`].
+#[macro_export]
+macro_rules! remote_pod {
+    ($($t:ty),+ $(,)?) => {
+        $(
+            impl $crate::RegisteredPod for $t {
+                const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
+            }
+            $crate::__private::inventory::submit! {
+                $crate::Handler::of_pod::<$t>()
             }
         )+
     };
@@ -160,6 +177,9 @@ pub struct RemoteHandle<T> {
     inner: Pending<T>,
     locale: usize,
     name: &'static str,
+    /// How the result travels: postcard for `Remote` calls, plain bytes
+    /// for `RemotePod` calls.
+    decode: fn(&[u8]) -> Result<T, String>,
 }
 
 enum Pending<T> {
@@ -171,7 +191,7 @@ enum Pending<T> {
     Failed(Error),
 }
 
-impl<T: serde::de::DeserializeOwned + Send + 'static> RemoteHandle<T> {
+impl<T: Send + 'static> RemoteHandle<T> {
     /// Waits for the call to finish and returns its result; a panic in
     /// the call, or a locale that refused it, is an `Err` saying which
     /// call, where, and why.
@@ -184,7 +204,7 @@ impl<T: serde::de::DeserializeOwned + Send + 'static> RemoteHandle<T> {
                 let (status, payload) = slot.read_fe();
                 let text = || String::from_utf8_lossy(&payload).into_owned();
                 match status {
-                    Status::Done => postcard::from_bytes(&payload).map_err(|e| {
+                    Status::Done => (self.decode)(&payload).map_err(|e| {
                         Error::new(
                             ErrorKind::Locale,
                             format!(
@@ -235,55 +255,128 @@ fn await_reply(slot: &SyncVar<Reply>) {
     }
 }
 
+/// The engine, if `locale` is another locale of a running job (else the
+/// call runs here, as a local task). Panics naming `call` if the locale
+/// does not exist.
+#[track_caller]
+fn engine_for(call: &str, locale: usize) -> Option<Arc<Engine>> {
+    let e = engine();
+    let n = e.as_ref().map_or(1, |e| e.locales());
+    assert!(
+        locale < n,
+        "cantus::{call}: locale {locale} does not exist (the job has {n} locales)"
+    );
+    e.filter(|e| e.here() != locale)
+}
+
+/// The error for arguments that could not be encoded.
+fn unencodable(name: &str, err: impl std::fmt::Display) -> Error {
+    Error::new(
+        ErrorKind::RemoteRejected,
+        format!("cantus: the arguments of {name} could not be encoded: {err}"),
+    )
+}
+
+/// Sends a request whose reply `decode` will read.
+fn send_request<T>(
+    e: &Engine,
+    (locale, id, name): (usize, u64, &'static str),
+    args: Result<&[u8], Error>,
+    decode: fn(&[u8]) -> Result<T, String>,
+) -> RemoteHandle<T> {
+    let inner = match args.and_then(|a| e.request(locale, id, a, true)) {
+        Ok(slot) => Pending::Remote(slot.expect("a slot was asked for"), PhantomData),
+        Err(err) => Pending::Failed(err),
+    };
+    RemoteHandle {
+        inner,
+        locale,
+        name,
+        decode,
+    }
+}
+
+/// Runs `body` as a task here, as a remote call to this locale would.
+fn run_here<T: Send + 'static>(
+    (locale, id, name): (usize, u64, &'static str),
+    body: impl FnOnce() -> T + Send + 'static,
+    decode: fn(&[u8]) -> Result<T, String>,
+) -> RemoteHandle<T> {
+    let slot = Arc::new(SyncVar::new());
+    let s = slot.clone();
+    crate::begin(move || {
+        let r = panic::catch_unwind(AssertUnwindSafe(body)).map_err(|p| {
+            handler_panicked(id);
+            Error::new(
+                ErrorKind::RemotePanic,
+                format!(
+                    "cantus: remote call {name} panicked on locale {locale}: {}",
+                    handlers::panic_message(&*p)
+                ),
+            )
+        });
+        s.write_ef(r);
+    });
+    RemoteHandle {
+        inner: Pending::Local(slot),
+        locale,
+        name,
+        decode,
+    }
+}
+
+fn decode_serde<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    postcard::from_bytes(bytes).map_err(|e| e.to_string())
+}
+
+fn decode_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Result<T, String> {
+    if bytes.len() != std::mem::size_of::<T>() {
+        return Err(format!(
+            "{} bytes where a {}-byte value was expected",
+            bytes.len(),
+            std::mem::size_of::<T>()
+        ));
+    }
+    Ok(bytemuck::pod_read_unaligned(bytes))
+}
+
 /// Runs `call` as a task on `locale` and returns a handle to its result.
 /// Blocks only while the transport has no room (and then it polls).
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
 pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
-    let n = num_locales();
-    assert!(
-        locale < n,
-        "cantus::on: locale {locale} does not exist (the job has {n} locales)"
-    );
-    let inner = match engine() {
-        Some(e) if locale != e.here() => match postcard::to_allocvec(&call) {
-            Ok(args) => match e.request(locale, R::ID, &args, true) {
-                Ok(slot) => Pending::Remote(slot.expect("a slot was asked for"), PhantomData),
-                Err(err) => Pending::Failed(err),
-            },
-            Err(err) => Pending::Failed(Error::new(
-                ErrorKind::RemoteRejected,
-                format!(
-                    "cantus: the arguments of {} could not be encoded: {err}",
-                    R::NAME
-                ),
-            )),
-        },
-        _ => {
-            let slot = Arc::new(SyncVar::new());
-            let s = slot.clone();
-            crate::begin(move || {
-                let r = panic::catch_unwind(AssertUnwindSafe(|| call.run())).map_err(|p| {
-                    handler_panicked(R::ID);
-                    Error::new(
-                        ErrorKind::RemotePanic,
-                        format!(
-                            "cantus: remote call {} panicked on locale {locale}: {}",
-                            R::NAME,
-                            handlers::panic_message(&*p)
-                        ),
-                    )
-                });
-                s.write_ef(r);
-            });
-            Pending::Local(slot)
+    let who = (locale, R::ID, R::NAME);
+    match engine_for("on", locale) {
+        Some(e) => {
+            let args = postcard::to_allocvec(&call).map_err(|err| unencodable(R::NAME, err));
+            send_request(
+                &e,
+                who,
+                args.as_deref().map_err(Clone::clone),
+                decode_serde::<R::Output>,
+            )
         }
-    };
-    RemoteHandle {
-        inner,
-        locale,
-        name: R::NAME,
+        None => run_here(who, move || call.run(), decode_serde::<R::Output>),
+    }
+}
+
+/// Runs a plain-data call as a task on `locale`: like [`on`], but the
+/// call and its result travel as their bytes (`bytemuck::Pod`), copied
+/// into the transport's ring and out of it, with no encoding.
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
+#[track_caller]
+pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Output> {
+    let who = (locale, R::ID, R::NAME);
+    match engine_for("on_pod", locale) {
+        Some(e) => send_request(
+            &e,
+            who,
+            Ok(bytemuck::bytes_of(&call)),
+            decode_pod::<R::Output>,
+        ),
+        None => run_here(who, move || call.run(), decode_pod::<R::Output>),
     }
 }
 
@@ -294,25 +387,28 @@ pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
 /// Returns an error if the request could not be sent (the locale is gone).
 #[track_caller]
 pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
-    let n = num_locales();
-    assert!(
-        locale < n,
-        "cantus::begin_on: locale {locale} does not exist (the job has {n} locales)"
-    );
-    match engine() {
-        Some(e) if locale != e.here() => {
-            let args = postcard::to_allocvec(&call).map_err(|err| {
-                Error::new(
-                    ErrorKind::RemoteRejected,
-                    format!(
-                        "cantus: the arguments of {} could not be encoded: {err}",
-                        R::NAME
-                    ),
-                )
-            })?;
+    match engine_for("begin_on", locale) {
+        Some(e) => {
+            let args = postcard::to_allocvec(&call).map_err(|err| unencodable(R::NAME, err))?;
             e.request(locale, R::ID, &args, false).map(|_| ())
         }
-        _ => {
+        None => {
+            crate::begin(move || {
+                call.run();
+            });
+            Ok(())
+        }
+    }
+}
+
+/// [`begin_on`] for a plain-data call (see [`on_pod`]).
+#[track_caller]
+pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Error> {
+    match engine_for("begin_on_pod", locale) {
+        Some(e) => e
+            .request(locale, R::ID, bytemuck::bytes_of(&call), false)
+            .map(|_| ()),
+        None => {
             crate::begin(move || {
                 call.run();
             });
