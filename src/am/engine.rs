@@ -52,6 +52,8 @@ pub(crate) struct Engine {
     /// Control frames (and rejections) that found no room in a poll:
     /// retried at the start of the next poll, never waited for there.
     outbox: Mutex<VecDeque<(usize, Network, Vec<u8>)>>,
+    /// `outbox.len()`, readable without the lock: every poll checks it.
+    outbox_len: AtomicUsize,
     /// Locale 0's view of start-up, termination waves and shutdown.
     control: Mutex<ControlState>,
     control_changed: Condvar,
@@ -85,6 +87,7 @@ impl Engine {
             received: AtomicU64::new(0),
             handlers: AtomicUsize::new(0),
             outbox: Mutex::new(VecDeque::new()),
+            outbox_len: AtomicUsize::new(0),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
         })
@@ -223,11 +226,21 @@ impl Engine {
     fn send_from_poll(&self, dest: usize, net: Network, header: Header, payload: &[u8]) {
         let mut frame = header.encode(payload.len()).to_vec();
         frame.extend_from_slice(payload);
-        self.outbox.lock().unwrap().push_back((dest, net, frame));
+        {
+            let mut outbox = self.outbox.lock().unwrap();
+            outbox.push_back((dest, net, frame));
+            self.outbox_len.store(outbox.len(), Ordering::Release);
+        }
         self.flush_outbox();
     }
 
     fn flush_outbox(&self) {
+        // Acquire: pairs with the Release stores under the lock. A frame
+        // queued by another thread that this load misses is flushed by
+        // that thread's own call, or by the next poll.
+        if self.outbox_len.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let mut outbox = self.outbox.lock().unwrap();
         while let Some((dest, net, frame)) = outbox.front() {
             match self.transport.try_send(*dest, *net, &[frame]) {
@@ -235,14 +248,13 @@ impl Engine {
                     if frame[0] != Kind::Control as u8 {
                         self.sent.fetch_add(1, Ordering::Relaxed);
                     }
-                    outbox.pop_front();
                 }
                 Err(SendError::Full) => return,
-                Err(SendError::Failed(e)) => {
-                    eprintln!("cantus: locale {}: {e}", self.here);
-                    outbox.pop_front();
-                }
+                Err(SendError::Failed(e)) => eprintln!("cantus: locale {}: {e}", self.here),
             }
+            outbox.pop_front();
+            // Release: after the send (and the `sent` count) it reports.
+            self.outbox_len.store(outbox.len(), Ordering::Release);
         }
     }
 
@@ -560,6 +572,6 @@ impl Engine {
     }
 
     fn outbox_len(&self) -> u64 {
-        self.outbox.lock().map(|o| o.len() as u64).unwrap_or(0)
+        self.outbox_len.load(Ordering::Acquire) as u64
     }
 }
