@@ -79,6 +79,17 @@ pub(crate) fn may_spin_before_blocking() -> bool {
     WorkerLocal::current().is_some_and(|l| l.in_task() && l.nothing_else_here())
 }
 
+/// From a task that spins before it blocks: polls the runtime's driver
+/// (under its poll token), since the task's worker cannot poll while the
+/// task spins. Returns the items handled (0 without a driver).
+#[inline]
+pub(crate) fn poll_driver_from_task() -> usize {
+    match WorkerLocal::current() {
+        Some(l) if l.registry.driver.is_some() => driver::poll(&l.registry),
+        _ => 0,
+    }
+}
+
 /// Iterations a task spins on a variable before it blocks, when
 /// [`may_spin_before_blocking`] allows.
 pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;
