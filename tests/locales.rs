@@ -442,6 +442,47 @@ fn bad_frames_are_rejected_naming_their_source() {
 }
 
 #[test]
+fn two_jobs_at_once_do_not_collide() {
+    if is_child() {
+        let rt = job(2);
+        rt.block_on(|| {
+            for i in 0..2000u64 {
+                let (_, _, pid) = cantus::on(1, WhoAmI).join().unwrap();
+                // Our locale 1 is our own child, not the other job's.
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+                let ppid: u32 = stat
+                    .rsplit(") ")
+                    .next()
+                    .unwrap()
+                    .split(' ')
+                    .nth(1)
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                assert_eq!(ppid, std::process::id(), "locale 1 belongs to this job");
+                assert_eq!(cantus::on(1, Add(i, 1)).join().unwrap(), i + 1);
+            }
+        });
+        rt.shutdown();
+        return;
+    }
+    let jobs: Vec<_> = (0..2)
+        .map(|_| {
+            std::thread::spawn(|| {
+                run_child(
+                    "two_jobs_at_once_do_not_collide",
+                    &[("CANTUS_LOCALES", "2")],
+                )
+            })
+        })
+        .collect();
+    for j in jobs {
+        let (status, stderr) = j.join().unwrap();
+        assert!(status.success(), "a job failed beside another:\n{stderr}");
+    }
+}
+
+#[test]
 fn jobs_leave_nothing_in_dev_shm() {
     let before: Vec<_> = shm_entries();
     in_job("jobs_leave_nothing_in_dev_shm", 2, || {
