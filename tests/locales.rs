@@ -173,6 +173,30 @@ cantus::remote_fn! {
     }
 }
 
+static LOCAL_GATE: std::sync::LazyLock<cantus::SyncVar<u64>> =
+    std::sync::LazyLock::new(cantus::SyncVar::new);
+
+/// Sleeps, then fills locale 0's gate with a call back.
+#[derive(Serialize, Deserialize)]
+struct CallBackLater(u64);
+impl Remote for CallBackLater {
+    type Output = ();
+    fn run(self) {
+        cantus::sleep(Duration::from_millis(self.0));
+        cantus::on(0, OpenLocalGate(self.0)).join().unwrap();
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct OpenLocalGate(u64);
+impl Remote for OpenLocalGate {
+    type Output = ();
+    fn run(self) {
+        LOCAL_GATE.write_ef(self.0)
+    }
+}
+cantus::remote!(CallBackLater, OpenLocalGate);
+
 /// Runs `body` in a child process whose job has `locales` locales;
 /// returns the child's stderr after asserting it succeeded.
 fn in_job(test: &str, locales: usize, body: impl FnOnce()) -> Option<String> {
@@ -480,6 +504,26 @@ fn two_jobs_at_once_do_not_collide() {
         let (status, stderr) = j.join().unwrap();
         assert!(status.success(), "a job failed beside another:\n{stderr}");
     }
+}
+
+#[test]
+fn waiting_for_another_locale_is_not_a_deadlock() {
+    in_job("waiting_for_another_locale_is_not_a_deadlock", 2, || {
+        // Deadlock detection on, with a grace period far shorter than the
+        // time locale 1 takes to call back.
+        let rt = cantus::Runtime::builder()
+            .locales(2)
+            .workers(1)
+            .deadlock_detection(Some(Duration::from_millis(200)))
+            .build()
+            .expect("a job starts");
+        let got = rt.block_on(|| {
+            cantus::begin_on(1, CallBackLater(1500)).unwrap();
+            LOCAL_GATE.read_fe()
+        });
+        assert_eq!(got, 1500);
+        rt.shutdown();
+    });
 }
 
 #[test]

@@ -87,6 +87,14 @@ impl Driver for CommDriver {
         self.dispatch.in_flight()
     }
 
+    /// Other locales may always send: a locale cannot see whether the
+    /// others are busy, so the deadlock check stays off in a job of several
+    /// locales (a global check, like termination's waves, would be needed
+    /// to tell a deadlock from a locale waiting for another).
+    fn others_may_send(&self) -> bool {
+        self.transport.locales() > 1
+    }
+
     fn can_park(&self) -> bool {
         true
     }

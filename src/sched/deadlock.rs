@@ -23,6 +23,7 @@ pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
     let quiet = reg.outside.active.load(Ordering::SeqCst) == 0
         && super::driver::in_flight(reg) == 0
         && !super::driver::ready(reg)
+        && !super::driver::others_may_send(reg)
         && reg.sleeping_tasks() == 0
         && reg.injector.is_empty()
         && reg.roots.is_empty()

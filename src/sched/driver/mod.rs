@@ -45,6 +45,16 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// Work held by the driver that will still become runtime work.
     fn in_flight(&self) -> u64;
 
+    /// Whether something outside this process may still send work that
+    /// this runtime cannot see coming (another locale of the job, busy or
+    /// waiting on a timer). While it is true, the deadlock check never
+    /// concludes: this process alone cannot tell a deadlock from waiting
+    /// for another locale. A driver that knows the whole job to be idle
+    /// (no locale busy, no message in flight) may return false.
+    fn others_may_send(&self) -> bool {
+        false
+    }
+
     /// Whether this driver can block the last idle worker (`park`).
     fn can_park(&self) -> bool {
         false
@@ -167,6 +177,13 @@ pub(crate) fn poll_with(reg: &Registry, f: impl FnOnce(&DriverContext<'_>) -> us
 #[inline]
 pub(crate) fn ready(reg: &Registry) -> bool {
     reg.driver.as_ref().is_some_and(|d| d.ready())
+}
+
+/// Whether the driver says another process may still send work (false
+/// without a driver).
+#[inline]
+pub(crate) fn others_may_send(reg: &Registry) -> bool {
+    reg.driver.as_ref().is_some_and(|d| d.others_may_send())
 }
 
 /// Work the driver holds (0 without a driver).
