@@ -117,3 +117,12 @@ impl fmt::Debug for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The text of a panic payload (`panic!` with a literal or a format
+/// string), if it has one.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}

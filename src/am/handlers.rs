@@ -217,15 +217,11 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
     }
 }
 
-/// The text of a panic payload.
+/// The text of a panic payload, for a remote caller.
 pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic with a non-string payload".to_string()
-    }
+    crate::error::panic_text(p)
+        .unwrap_or("a panic with a non-string payload")
+        .to_string()
 }
 
 /// The handlers of this program, by id.

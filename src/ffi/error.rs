@@ -127,14 +127,8 @@ pub(crate) fn guarded<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     }
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_string()
-    }
+fn panic_message(p: &(dyn std::any::Any + Send)) -> &str {
+    crate::error::panic_text(p).unwrap_or("(no message)")
 }
 
 /// The static description of a code.
