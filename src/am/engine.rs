@@ -127,15 +127,16 @@ impl Engine {
         let mut parts = Vec::with_capacity(payload.len() + 1);
         parts.push(&h[..]);
         parts.extend_from_slice(payload);
+        self.send_frame(dest, net, &parts)
+    }
+
+    /// Sends the frame made of `parts` (header first), polling while there
+    /// is no room.
+    fn send_frame(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), Error> {
         let mut tries = 0u32;
         loop {
-            match self.transport.try_send(dest, net, &parts) {
-                Ok(()) => {
-                    if header.kind != Kind::Control {
-                        self.sent.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Ok(());
-                }
+            match self.offer(dest, net, parts) {
+                Ok(()) => return Ok(()),
                 Err(SendError::Failed(e)) => return Err(e),
                 Err(SendError::Full) => {
                     tries += 1;
@@ -148,31 +149,42 @@ impl Engine {
         }
     }
 
+    /// Offers the frame made of `parts` to the transport once. A frame it
+    /// takes counts as a program message (termination detection) unless
+    /// its kind byte says control, as the receiver counts it.
+    fn offer(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        self.transport.try_send(dest, net, parts)?;
+        if parts.first().and_then(|p| p.first()) != Some(&(Kind::Control as u8)) {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
     /// Polls on behalf of a sender that found no room: replies only when
     /// it is sending a reply (handling requests then would only make more
     /// replies to send). Chant's `TaskPolls` waiters call it with
     /// `Network::Request` (both networks).
     pub(crate) fn poll_while_blocked(&self, sending: Network) {
-        let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
-            return;
-        };
-        let nets = match sending {
+        self.poll_nets(match sending {
             Network::Request => Nets::Both,
             Network::Reply => Nets::Replies,
-        };
-        poll_with(&reg, |cx| poll_transport(&*self.transport, self, nets, cx));
+        });
     }
 
     /// Polls the transport now, under the driver's poll token if it is
     /// free (from a task waiting for a reply: its worker would not poll
     /// while the task spins). Returns how many frames it handled.
     pub(crate) fn poll_now(&self) -> usize {
+        self.poll_nets(Nets::Both)
+    }
+
+    /// One poll of `nets` under the driver's poll token (0 if another
+    /// thread holds it, or the runtime is gone).
+    fn poll_nets(&self, nets: Nets) -> usize {
         let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
             return 0;
         };
-        poll_with(&reg, |cx| {
-            poll_transport(&*self.transport, self, Nets::Both, cx)
-        })
+        poll_with(&reg, |cx| poll_transport(&*self.transport, self, nets, cx))
     }
 
     /// Sends a request for handler `id` with encoded arguments; returns
@@ -207,18 +219,7 @@ impl Engine {
     /// faulty peer). Counted as a program message, as the receiver
     /// counts whatever non-control frame it gets.
     pub(crate) fn send_raw(&self, dest: usize, net: Network, frame: &[u8]) -> Result<(), Error> {
-        loop {
-            match self.transport.try_send(dest, net, &[frame]) {
-                Ok(()) => {
-                    if frame.first() != Some(&(Kind::Control as u8)) {
-                        self.sent.fetch_add(1, Ordering::Relaxed);
-                    }
-                    return Ok(());
-                }
-                Err(SendError::Failed(e)) => return Err(e),
-                Err(SendError::Full) => self.poll_while_blocked(net),
-            }
-        }
+        self.send_frame(dest, net, &[frame])
     }
 
     /// Sends `frame` now if there is room, else leaves it for the next
@@ -243,12 +244,8 @@ impl Engine {
         }
         let mut outbox = self.outbox.lock().unwrap();
         while let Some((dest, net, frame)) = outbox.front() {
-            match self.transport.try_send(*dest, *net, &[frame]) {
-                Ok(()) => {
-                    if frame[0] != Kind::Control as u8 {
-                        self.sent.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
+            match self.offer(*dest, *net, &[frame]) {
+                Ok(()) => {}
                 Err(SendError::Full) => return,
                 Err(SendError::Failed(e)) => eprintln!("cantus: locale {}: {e}", self.here),
             }
