@@ -131,34 +131,32 @@ pub(crate) fn run(opts: &Options) {
     }
 }
 
-/// Microseconds per `on(1, Ping).join()`.
-fn round_trip(rounds: u64) -> f64 {
+/// Microseconds per round trip of `ping` (a call to locale 1 that
+/// returns its argument plus one), after `rounds / 10` to warm up.
+fn round_trips(rounds: u64, ping: impl Fn(u64) -> u64) -> f64 {
     let mut v = 0;
     for _ in 0..rounds / 10 {
-        v = cantus::on(1, Ping(v)).join().expect("ping");
+        v = ping(v);
     }
     let start = Instant::now();
     for _ in 0..rounds {
-        v = cantus::on(1, Ping(v)).join().expect("ping");
+        v = ping(v);
     }
     let took = start.elapsed();
     assert_eq!(v, rounds + rounds / 10, "every ping added one");
     us_per(took, rounds)
 }
 
+/// Microseconds per `on(1, Ping).join()`.
+fn round_trip(rounds: u64) -> f64 {
+    round_trips(rounds, |v| cantus::on(1, Ping(v)).join().expect("ping"))
+}
+
 /// Microseconds per `on_pod(1, PodPing).join()`.
 fn round_trip_pod(rounds: u64) -> f64 {
-    let mut v = 0;
-    for _ in 0..rounds / 10 {
-        v = cantus::on_pod(1, PodPing(v)).join().expect("ping");
-    }
-    let start = Instant::now();
-    for _ in 0..rounds {
-        v = cantus::on_pod(1, PodPing(v)).join().expect("ping");
-    }
-    let took = start.elapsed();
-    assert_eq!(v, rounds + rounds / 10, "every ping added one");
-    us_per(took, rounds)
+    round_trips(rounds, |v| {
+        cantus::on_pod(1, PodPing(v)).join().expect("ping")
+    })
 }
 
 /// Microseconds per call with `WINDOW` calls in flight.
