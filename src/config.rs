@@ -79,6 +79,9 @@ const MAX_HEAP_BYTES: usize = 64 << 30;
 
 /// Set by locale 0 for the locales it starts: which locale a process is.
 pub(crate) const LOCALE_VAR: &str = "CANTUS_LOCALE";
+/// The number of locales (users set it on locale 0; locale 0 sets it for
+/// the locales it starts).
+pub(crate) const LOCALES_VAR: &str = "CANTUS_LOCALES";
 
 /// A validated configuration.
 #[derive(Clone, Debug)]
@@ -212,9 +215,9 @@ impl Builder {
                 )
             })?,
         };
-        let locales = match (here, env("CANTUS_LOCALES")) {
-            (h, _) if h > 0 => match std::env::var("CANTUS_LOCALES") {
-                Ok(v) => parse_count("CANTUS_LOCALES", &v)?,
+        let locales = match (here, env(LOCALES_VAR)) {
+            (h, _) if h > 0 => match std::env::var(LOCALES_VAR) {
+                Ok(v) => parse_count(LOCALES_VAR, &v)?,
                 Err(_) => {
                     return Err(invalid(
                         LOCALE_VAR,
@@ -223,7 +226,7 @@ impl Builder {
                     ));
                 }
             },
-            (_, Some(v)) => parse_count("CANTUS_LOCALES", &v)?,
+            (_, Some(v)) => parse_count(LOCALES_VAR, &v)?,
             (_, None) => self.locales.unwrap_or(1),
         };
         if locales == 0 {

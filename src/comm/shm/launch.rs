@@ -14,10 +14,7 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::LOCALE_VAR;
-
-/// The number of locales (locale 0 sets it for the others).
-const LOCALES_VAR: &str = "CANTUS_LOCALES";
+use crate::config::{LOCALE_VAR, LOCALES_VAR};
 
 /// How often the monitor looks at the other locales.
 const WATCH_EVERY: Duration = Duration::from_millis(10);
