@@ -587,13 +587,7 @@ fn lcals(sweep: &mut Sweep, kernel: Kernel) {
         checksum = Some(sum);
     }
     let serial_s = sweep.serial(&bench, US_PER_TRIAL, &serial);
-    let args: Vec<String> = vec![
-        "lcals".into(),
-        kernel.name().into(),
-        n.to_string(),
-        trials.to_string(),
-        "1".into(),
-    ];
+    let args = kernel.peer_args(n, trials);
     let grain = cantus::DEFAULT_GRAIN;
     for w in sweep.counts.clone() {
         sweep.progress(&format!("{bench}: {w} workers, {} reps", sweep.reps));

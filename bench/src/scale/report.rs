@@ -5,7 +5,7 @@
 
 use super::{CANTUS, OPENMP, RAYON, SERIAL, Unit};
 use crate::suite::median;
-use crate::suite::report::{PALETTE, fmt, ratio_label, svg_open};
+use crate::suite::report::{PALETTE, fmt, log2_span, ratio_label, svg_open};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -199,18 +199,7 @@ fn svg(bench: &str, rows: &[&Row]) -> String {
         .filter(|v| v.is_finite() && *v > 0.0)
         .collect();
     // Powers of two around every speedup and the ideal, at least 1/2..2.
-    let lo = speedups
-        .iter()
-        .fold(0.5f64, |m, &v| m.min(v))
-        .log2()
-        .floor()
-        .max(-8.0);
-    let hi = speedups
-        .iter()
-        .fold((top_w as f64).max(2.0), |m, &v| m.max(v))
-        .log2()
-        .ceil()
-        .min(12.0);
+    let (lo, hi) = log2_span(&speedups, (0.5, (top_w as f64).max(2.0)), (-8.0, 12.0));
     let (pw, ph) = (WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM);
     let x_span = (top_w as f64).log2().max(1.0);
     let x_of = |w: usize| LEFT + pw * (w as f64).log2() / x_span;

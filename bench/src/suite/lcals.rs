@@ -123,6 +123,18 @@ impl Kernel {
         }
     }
 
+    /// The OpenMP peer's arguments for `trials` trials on `n` elements,
+    /// one repetition per run (`suite_omp lcals <name> <n> <trials> 1`).
+    pub(crate) fn peer_args(self, n: usize, trials: u64) -> Vec<String> {
+        vec![
+            "lcals".into(),
+            self.name().into(),
+            n.to_string(),
+            trials.to_string(),
+            "1".into(),
+        ]
+    }
+
     fn inputs(self) -> usize {
         match self {
             Kernel::MulAddSub | Kernel::Init3 => 2,
@@ -367,13 +379,7 @@ fn bench(ctx: &mut Ctx, kernel: Kernel, size: Size, base: &str) {
             data.trial(scheds[0]);
         }
     });
-    let args: Vec<String> = vec![
-        "lcals".into(),
-        kernel.name().into(),
-        n.to_string(),
-        trials.to_string(),
-        "1".into(),
-    ];
+    let args = kernel.peer_args(n, trials);
     let mut omp = Vec::new();
     let mut omp_checksum = None;
     let mut cantus: Vec<Vec<f64>> = vec![Vec::new(); scheds.len()];

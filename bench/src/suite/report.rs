@@ -248,6 +248,23 @@ pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathB
     Ok(written)
 }
 
+/// The exponents `(lo, hi)` of the powers of two that span `values` and
+/// at least `at_least` (as values), clamped to `clamp` (as exponents): a
+/// logarithmic axis around every value plotted.
+pub(crate) fn log2_span(values: &[f64], at_least: (f64, f64), clamp: (f64, f64)) -> (f64, f64) {
+    let lo = values
+        .iter()
+        .fold(at_least.0, |m, &v| m.min(v))
+        .log2()
+        .floor();
+    let hi = values
+        .iter()
+        .fold(at_least.1, |m, &v| m.max(v))
+        .log2()
+        .ceil();
+    (lo.max(clamp.0), hi.min(clamp.1))
+}
+
 /// Opens an SVG document of `width` x `height` pixels on a white
 /// background (this chart and `cantus-bench scale`'s); the caller closes
 /// it with `</svg>`.
@@ -290,18 +307,7 @@ pub(crate) fn svg(rows: &[Row]) -> String {
     }
     let ratios: Vec<f64> = rows.iter().filter_map(Row::ratio).collect();
     // The axis: powers of two around every ratio, at least 1/4..4.
-    let lo = ratios
-        .iter()
-        .fold(0.25f64, |m, &r| m.min(r))
-        .log2()
-        .floor()
-        .max(-6.0);
-    let hi = ratios
-        .iter()
-        .fold(4.0f64, |m, &r| m.max(r))
-        .log2()
-        .ceil()
-        .min(6.0);
+    let (lo, hi) = log2_span(&ratios, (0.25, 4.0), (-6.0, 6.0));
     let plot_h = PANEL_H - 40.0;
     let y_of = |ratio: f64, top: f64| {
         let l = ratio.log2().clamp(lo, hi);
