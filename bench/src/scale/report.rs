@@ -5,7 +5,7 @@
 
 use super::{CANTUS, OPENMP, RAYON, SERIAL, Unit};
 use crate::suite::median;
-use crate::suite::report::{PALETTE, fmt, log2_span, ratio_label, svg_open};
+use crate::suite::report::{PALETTE, fmt, log2_span, ratio_label, save, svg_open};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -147,7 +147,6 @@ pub(crate) fn table(rows: &[Row]) {
 
 /// Writes `scale.csv`, `scale.md` and `scale-<benchmark>.svg` into `dir`.
 pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
     let mut files = vec![
         ("scale.csv".to_string(), csv(rows)),
         ("scale.md".to_string(), markdown(rows)),
@@ -156,13 +155,7 @@ pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathB
         let mine: Vec<&Row> = rows.iter().filter(|r| r.benchmark == b).collect();
         files.push((format!("scale-{b}.svg"), svg(b, &mine)));
     }
-    let mut written = Vec::new();
-    for (name, text) in files {
-        let path = dir.join(name);
-        std::fs::write(&path, text)?;
-        written.push(path);
-    }
-    Ok(written)
+    save(dir, files)
 }
 
 /// Line colour of a peer.

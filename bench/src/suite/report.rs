@@ -233,12 +233,23 @@ fn csv(rows: &[Row]) -> String {
 
 /// Writes `suite.csv`, `suite.md` and `suite.svg` into `dir`.
 pub(crate) fn write_files(dir: &Path, rows: &[Row]) -> std::io::Result<Vec<PathBuf>> {
+    save(
+        dir,
+        [
+            ("suite.csv", csv(rows)),
+            ("suite.md", markdown(rows)),
+            ("suite.svg", svg(rows)),
+        ],
+    )
+}
+
+/// Writes each `(name, text)` into `dir` (created if missing); returns
+/// the paths written.
+pub(crate) fn save<N: AsRef<Path>>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (N, String)>,
+) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
-    let files = [
-        ("suite.csv", csv(rows)),
-        ("suite.md", markdown(rows)),
-        ("suite.svg", svg(rows)),
-    ];
     let mut written = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
