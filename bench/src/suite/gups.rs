@@ -274,8 +274,14 @@ mod tests {
 
     #[test]
     fn updates_verify_under_every_schedule() {
+        // Updates race (a relaxed read-xor-write, as HPCC allows), so the
+        // table must be large enough for the lost ones to stay under
+        // HPCC's 1%. Measured here with 2 workers, run alone: 2^12 words
+        // failed 8 runs in 10 (before this session's changes too), 2^16
+        // 6 in 30 (about 1.0-1.6% of words lost), 2^20 none in 30. With
+        // atomic updates instead, 2^16 verified exactly in 15 runs of 15.
         for s in Sched::ALL {
-            let t = Table::new(12);
+            let t = Table::new(20);
             rt().block_on(|| {
                 t.reset(s);
                 t.update(s)
@@ -286,7 +292,8 @@ mod tests {
                     .enumerate()
                     .any(|(i, w)| w.load(Ordering::Relaxed) != i as u64)
             );
-            assert!(t.verify().is_ok(), "{s:?}");
+            let v = t.verify();
+            assert!(v.is_ok(), "{s:?}: {v:?}");
         }
     }
 
