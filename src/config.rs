@@ -68,6 +68,10 @@ pub struct Builder {
 
 /// Default bytes of each shared-memory ring between two locales.
 pub const DEFAULT_RING_BYTES: usize = 128 << 10;
+/// The smallest ring a job may have (`CANTUS_RING_BYTES`, `Builder::ring_bytes`).
+const MIN_RING_BYTES: usize = 4 << 10;
+/// The largest ring a job may have.
+const MAX_RING_BYTES: usize = 1 << 30;
 
 /// Default bytes of each locale's segment of the symmetric heap
 /// ([`pgas`](crate::pgas)); pages take memory only once touched.
@@ -245,10 +249,23 @@ impl Builder {
             ));
         }
         let ring_bytes = match env("CANTUS_RING_BYTES") {
-            Some(v) => parse_size("CANTUS_RING_BYTES", &v)?,
+            Some(v) => {
+                let bytes = parse_size_in("CANTUS_RING_BYTES", &v, MIN_RING_BYTES, MAX_RING_BYTES)?;
+                if !bytes.is_power_of_two() {
+                    return Err(invalid(
+                        "CANTUS_RING_BYTES",
+                        &v,
+                        "a power of two from 4K to 1G (e.g. 128K, 1M)",
+                    ));
+                }
+                bytes
+            }
             None => self.ring_bytes.unwrap_or(DEFAULT_RING_BYTES),
         };
-        if !ring_bytes.is_power_of_two() || !(4096..=1 << 30).contains(&ring_bytes) {
+        if !ring_bytes.is_power_of_two()
+            || !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&ring_bytes)
+        {
+            // Only the builder gets here: the variable's value was checked above.
             return Err(bad_setting(
                 "the ring size",
                 "ring_bytes",
@@ -633,6 +650,28 @@ mod tests {
             .unwrap();
         assert_eq!(c.heap_bytes % page_size(), 0);
         assert!(c.heap_bytes >= 100_000);
+    }
+
+    #[test]
+    fn ring_bytes_accept_4k_to_1g_and_blame_the_setting_given() {
+        assert_eq!(with_env(&[("CANTUS_RING_BYTES", "4K")]).unwrap().ring_bytes, 4096);
+        assert_eq!(with_env(&[("CANTUS_RING_BYTES", "1G")]).unwrap().ring_bytes, 1 << 30);
+        for bad in ["3000", "2K", "96K", "2G"] {
+            let e = with_env(&[("CANTUS_RING_BYTES", bad)]).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("CANTUS_RING_BYTES=\"{bad}\" is not valid"))
+                    && e.contains("4K")
+                    && !e.contains("Builder::"),
+                "{e}"
+            );
+        }
+        let e = Builder::new()
+            .ignore_environment()
+            .ring_bytes(3 << 10)
+            .resolve(&|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("Builder::ring_bytes") && e.contains("from 4K to 1G"), "{e}");
     }
 
     #[test]
