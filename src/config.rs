@@ -262,8 +262,7 @@ impl Builder {
             }
             None => self.ring_bytes.unwrap_or(DEFAULT_RING_BYTES),
         };
-        if !ring_bytes.is_power_of_two()
-            || !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&ring_bytes)
+        if !ring_bytes.is_power_of_two() || !(MIN_RING_BYTES..=MAX_RING_BYTES).contains(&ring_bytes)
         {
             // Only the builder gets here: the variable's value was checked above.
             return Err(bad_setting(
@@ -654,10 +653,18 @@ mod tests {
 
     #[test]
     fn ring_bytes_accept_4k_to_1g_and_blame_the_setting_given() {
-        assert_eq!(with_env(&[("CANTUS_RING_BYTES", "4K")]).unwrap().ring_bytes, 4096);
-        assert_eq!(with_env(&[("CANTUS_RING_BYTES", "1G")]).unwrap().ring_bytes, 1 << 30);
+        assert_eq!(
+            with_env(&[("CANTUS_RING_BYTES", "4K")]).unwrap().ring_bytes,
+            4096
+        );
+        assert_eq!(
+            with_env(&[("CANTUS_RING_BYTES", "1G")]).unwrap().ring_bytes,
+            1 << 30
+        );
         for bad in ["3000", "2K", "96K", "2G"] {
-            let e = with_env(&[("CANTUS_RING_BYTES", bad)]).unwrap_err().to_string();
+            let e = with_env(&[("CANTUS_RING_BYTES", bad)])
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.starts_with(&format!("CANTUS_RING_BYTES=\"{bad}\" is not valid"))
                     && e.contains("4K")
@@ -671,7 +678,10 @@ mod tests {
             .resolve(&|_| None)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("Builder::ring_bytes") && e.contains("from 4K to 1G"), "{e}");
+        assert!(
+            e.contains("Builder::ring_bytes") && e.contains("from 4K to 1G"),
+            "{e}"
+        );
     }
 
     #[test]

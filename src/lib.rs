@@ -88,7 +88,7 @@ pub mod __fuzz {
 /// Hooks for tests that play a faulty peer; not part of the API.
 #[doc(hidden)]
 pub mod __test {
-    pub use crate::am::send_raw_frame;
+    pub use crate::am::{limit_message_bytes, send_raw_frame};
 }
 
 /// Re-exports for the expansion of [`remote!`]; not part of the API.

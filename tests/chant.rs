@@ -494,20 +494,24 @@ fn errors_name_what_went_wrong() {
         .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Message);
         assert!(e.to_string().contains("never existed"), "{e}");
-        // Too long for a frame between locales (65 500 bytes with the
-        // default ring).
-        assert_eq!(chant::max_message_len(), 65_500);
-        let big = vec![0u8; chant::max_message_len() + 1];
-        let e = chant::send(TaskId { locale: 1, task: 1 }, 1, &big).unwrap_err();
-        assert!(e.to_string().contains("longer than"), "{e}");
-        // 16 KiB is fine, and locally anything is.
+        // Messages between locales go up to 4 GiB, in fragments past a
+        // frame (half a ring); a longer one (here: past a lowered limit)
+        // is an error saying so, and loses nothing.
+        assert_eq!(chant::max_message_len(), u32::MAX as usize - 4);
+        let big = vec![0u8; 65_501];
         let ids = agents(1, |_, index| Echo { boss: me, index });
+        cantus::__test::limit_message_bytes(1000);
+        let e = chant::send(ids[1], 1, &[1u8; 1001]).unwrap_err();
+        assert!(e.to_string().contains("larger than the 1000 bytes"), "{e}");
+        cantus::__test::limit_message_bytes(usize::MAX);
         let kib16 = vec![7u8; 16 << 10];
-        chant::send(ids[1], 1, &kib16).unwrap();
-        assert_eq!(
-            chant::recv(Source::Task(ids[1]), Tag::Is(1)).bytes(),
-            &kib16[..]
-        );
+        for m in [&kib16, &big] {
+            chant::send(ids[1], 1, m).unwrap();
+            assert_eq!(
+                chant::recv(Source::Task(ids[1]), Tag::Is(1)).bytes(),
+                &m[..]
+            );
+        }
         chant::send(ids[0], 1, &big).unwrap();
         assert_eq!(
             chant::recv(Source::Task(ids[0]), Tag::Is(1)).bytes().len(),

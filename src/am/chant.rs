@@ -45,16 +45,16 @@
 //!   is an error: [`send`] returns it for a task of its own locale; a
 //!   remote locale reports it on its standard error, naming the sending
 //!   locale and task, and drops the message.
-//! - **Size.** A remote message carries at most
-//!   [`max_message_len`] bytes (the transport's frame limit, half a ring,
-//!   less the headers and the tag: 65 500 with the default 128 KiB ring,
-//!   `CANTUS_RING_BYTES`); a longer one is an error from [`send`] (no
-//!   fragmentation). Local messages have no limit.
+//! - **Size.** A remote message carries up to [`max_message_len`] bytes
+//!   (4 GiB less the 4-byte tag); one larger than the transport's frames
+//!   (half a ring, `CANTUS_RING_BYTES`) travels in fragments and arrives
+//!   whole. Local messages have no limit.
 //!
 //! `README.md` beside this file describes the message frame and the
 //! mailbox rules (how receives count as work in flight).
 
-use super::wire::{Header, TAG_LEN};
+use super::engine::Body;
+use super::wire::{Header, MAX_PAYLOAD, TAG_LEN};
 use crate::comm::transport::Network;
 use crate::error::{Error, ErrorKind};
 use crate::sched::Registry;
@@ -221,7 +221,11 @@ pub fn try_me() -> Option<TaskId> {
 /// The longest message [`send`] can send to another locale (local
 /// messages have no limit).
 pub fn max_message_len() -> usize {
-    super::engine().map_or(usize::MAX, |e| e.max_payload() - TAG_LEN)
+    if super::engine().is_some() {
+        MAX_PAYLOAD - TAG_LEN
+    } else {
+        usize::MAX
+    }
 }
 
 /// Sends `bytes` with `tag` to task `to`. Returns once the message is
@@ -243,14 +247,14 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
     );
     match super::engine() {
         Some(e) if to.locale != e.here() => {
-            let max = e.max_payload() - TAG_LEN;
+            let max = max_message_len();
             if bytes.len() > max {
                 return Err(Error::new(
                     ErrorKind::Message,
                     format!(
                         "cantus::chant::send: a {}-byte message (tag {tag}, to {to}) is longer than \
-                         the {max} bytes a message between locales can carry; split it, or give \
-                         the job larger rings (CANTUS_RING_BYTES)",
+                         the {max} bytes (4 GiB less the tag) a message between locales can carry; \
+                         split it",
                         bytes.len()
                     ),
                 ));
@@ -511,9 +515,7 @@ fn issued(id: u64) -> bool {
 /// A message frame from locale `src`, inside a driver poll (never waits).
 /// The header was checked by `Header::decode` (ids non-zero, room for the
 /// tag).
-pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, payload: &[u8]) {
-    let (tag, bytes) = payload.split_at(TAG_LEN);
-    let tag = u32::from_le_bytes(tag.try_into().expect("TAG_LEN is 4"));
+pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, tag: u32, bytes: Body<'_>) {
     let from = TaskId {
         locale: src,
         task: h.token,
@@ -522,7 +524,7 @@ pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, payload: &[u8])
         eprintln!(
             "cantus: locale {src} sent a message (tag {tag}, {} bytes, from its task {}) to task {} \
              on locale {here}, which never existed; dropped",
-            bytes.len(),
+            bytes.as_slice().len(),
             h.token,
             h.word
         );
@@ -533,7 +535,7 @@ pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, payload: &[u8])
         Message {
             from,
             tag,
-            bytes: bytes.to_vec(),
+            bytes: bytes.into_vec(),
         },
     );
 }

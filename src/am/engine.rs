@@ -3,8 +3,11 @@
 //! the caller's slot, control frames drive start-up and termination), and
 //! keeps the counts that termination detection needs.
 
+use super::fragment::{HEAD_MAX, Reassembly, StreamLocks, Whole};
 use super::handlers::{Outcome, Table};
-use super::wire::{self, Control, HEADER_LEN, Header, Kind, Status};
+use super::wire::{
+    self, Control, FRAGMENT_PREFIX, HEADER_LEN, Header, Kind, MAX_PAYLOAD, Status, TAG_LEN,
+};
 use crate::comm::driver::{Dispatch, poll_transport};
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
@@ -27,6 +30,32 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A reply as it arrives: how the request ended, and the payload.
 pub(crate) type Reply = (Status, Vec<u8>);
+
+/// A frame's payload as the engine hands it on: still in the transport's
+/// buffer (copied once, where it is kept), or already the engine's own (a
+/// frame reassembled from fragments: moved, never copied again).
+pub(crate) enum Body<'a> {
+    /// Valid during the poll that delivered it.
+    Borrowed(&'a [u8]),
+    /// Reassembled.
+    Owned(Vec<u8>),
+}
+
+impl Body<'_> {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Body::Borrowed(b) => b,
+            Body::Owned(v) => v,
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Body::Borrowed(b) => b.to_vec(),
+            Body::Owned(v) => v,
+        }
+    }
+}
 
 /// One locale's engine.
 pub(crate) struct Engine {
@@ -54,6 +83,16 @@ pub(crate) struct Engine {
     outbox: Mutex<VecDeque<(usize, Network, Vec<u8>)>>,
     /// `outbox.len()`, readable without the lock: every poll checks it.
     outbox_len: AtomicUsize,
+    /// Frames larger than the transport carries go as streams of
+    /// fragments (`fragment.rs`): one stream at a time per destination
+    /// and network, ids from `next_stream`, partial frames received.
+    streams: StreamLocks,
+    next_stream: AtomicU64,
+    reassembly: Reassembly,
+    /// The largest payload this engine sends: [`MAX_PAYLOAD`], lowered
+    /// only by tests (`__test::limit_message_bytes`) to reach the paths
+    /// taken when a payload is too large.
+    max_message: AtomicUsize,
     /// Locale 0's view of start-up, termination waves and shutdown.
     control: Mutex<ControlState>,
     control_changed: Condvar,
@@ -73,10 +112,11 @@ struct ControlState {
 
 impl Engine {
     pub(crate) fn new(transport: Arc<dyn Transport>, table: &'static Table) -> Arc<Engine> {
+        let locales = transport.locales();
         Arc::new_cyclic(|me| Engine {
             me: me.clone(),
             here: transport.here(),
-            locales: transport.locales(),
+            locales,
             transport,
             table,
             registry: OnceLock::new(),
@@ -88,6 +128,10 @@ impl Engine {
             handlers: AtomicUsize::new(0),
             outbox: Mutex::new(VecDeque::new()),
             outbox_len: AtomicUsize::new(0),
+            streams: StreamLocks::new(locales),
+            next_stream: AtomicU64::new(1),
+            reassembly: Reassembly::new(locales),
+            max_message: AtomicUsize::new(MAX_PAYLOAD),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
         })
@@ -115,7 +159,9 @@ impl Engine {
     }
 
     /// [`send`](Self::send) with the payload in pieces (sent as one frame,
-    /// without copying them together).
+    /// without copying them together). A payload of any size up to
+    /// [`MAX_PAYLOAD`] goes: one too large for the transport travels in
+    /// fragments.
     pub(crate) fn send_parts(
         &self,
         dest: usize,
@@ -123,7 +169,18 @@ impl Engine {
         header: Header,
         payload: &[&[u8]],
     ) -> Result<(), Error> {
-        let h = header.encode(payload.iter().map(|p| p.len()).sum());
+        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let max = self.max_message.load(Ordering::Relaxed);
+        if len > max {
+            return Err(Error::new(
+                ErrorKind::Message,
+                format!(
+                    "cantus: a {len}-byte payload for locale {dest} is larger than the \
+                     {max} bytes one message between locales can carry"
+                ),
+            ));
+        }
+        let h = header.encode(len);
         let mut parts = Vec::with_capacity(payload.len() + 1);
         parts.push(&h[..]);
         parts.extend_from_slice(payload);
@@ -131,30 +188,83 @@ impl Engine {
     }
 
     /// Sends the frame made of `parts` (header first), polling while there
-    /// is no room.
+    /// is no room; one larger than the transport's frames, in fragments.
     fn send_frame(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), Error> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.transport.max_frame() {
+            return self.send_fragments(dest, net, parts, len);
+        }
+        self.send_until_taken(dest, net, parts)
+    }
+
+    /// Offers a frame until the transport takes it, polling (and, after a
+    /// while, yielding) while there is no room.
+    fn send_until_taken(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), Error> {
         let mut tries = 0u32;
         loop {
             match self.offer(dest, net, parts) {
                 Ok(()) => return Ok(()),
                 Err(SendError::Failed(e)) => return Err(e),
-                Err(SendError::Full) => {
-                    tries += 1;
-                    self.poll_while_blocked(net);
-                    if tries > 16 {
-                        back_off();
-                    }
-                }
+                Err(SendError::Full) => self.wait_for_room(net, &mut tries),
             }
         }
     }
 
+    /// One step of waiting to send on `net`: polls (seed 003), and after
+    /// 16 tries also lets other tasks or threads run.
+    fn wait_for_room(&self, net: Network, tries: &mut u32) {
+        *tries += 1;
+        self.poll_while_blocked(net);
+        if *tries > 16 {
+            back_off();
+        }
+    }
+
+    /// Sends the `len`-byte frame made of `parts` as a stream of
+    /// fragments (`fragment.rs`): holds the stream lock for `dest` and
+    /// `net` throughout, so no other stream interleaves on that ring.
+    fn send_fragments(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+        len: usize,
+    ) -> Result<(), Error> {
+        if dest >= self.locales {
+            // As the transport would say for a whole frame.
+            return self.send_until_taken(dest, net, parts);
+        }
+        let mut tries = 0u32;
+        let _stream = loop {
+            match self.streams.try_lock(dest, net) {
+                Some(g) => break g,
+                None => self.wait_for_room(net, &mut tries),
+            }
+        };
+        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let piece = self.transport.max_frame() - HEADER_LEN - FRAGMENT_PREFIX;
+        let total = (len as u64).to_le_bytes();
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            let h = Header::fragment(stream, at as u64).encode(FRAGMENT_PREFIX + n);
+            let mut frame: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
+            frame.push(&h);
+            frame.push(&total);
+            super::fragment::slices(parts, at, n, &mut frame);
+            self.send_until_taken(dest, net, &frame)?;
+            at += n;
+        }
+        Ok(())
+    }
+
     /// Offers the frame made of `parts` to the transport once. A frame it
     /// takes counts as a program message (termination detection) unless
-    /// its kind byte says control, as the receiver counts it.
+    /// its kind byte says control, as the receiver counts it; each
+    /// fragment of a stream counts, as a frame of its own.
     fn offer(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
         self.transport.try_send(dest, net, parts)?;
-        if parts.first().and_then(|p| p.first()) != Some(&(Kind::Control as u8)) {
+        if counted(parts) {
             self.sent.fetch_add(1, Ordering::Relaxed);
         }
         Ok(())
@@ -219,12 +329,27 @@ impl Engine {
     /// faulty peer). Counted as a program message, as the receiver
     /// counts whatever non-control frame it gets.
     pub(crate) fn send_raw(&self, dest: usize, net: Network, frame: &[u8]) -> Result<(), Error> {
-        self.send_frame(dest, net, &[frame])
+        self.send_until_taken(dest, net, &[frame])
     }
 
     /// Sends `frame` now if there is room, else leaves it for the next
-    /// poll: for frames sent from inside a poll, which must not wait.
+    /// poll: for frames sent from inside a poll, which must not wait. They
+    /// are short (control frames, rejections): a payload longer than one
+    /// frame carries is cut, with a note saying so.
     fn send_from_poll(&self, dest: usize, net: Network, header: Header, payload: &[u8]) {
+        let max = self.max_payload();
+        let payload = if payload.len() > max {
+            eprintln!(
+                "cantus: locale {}: a {}-byte {:?} frame for locale {dest}, sent from a poll, \
+                 was cut to {max} bytes",
+                self.here,
+                payload.len(),
+                header.kind
+            );
+            &payload[..max]
+        } else {
+            payload
+        };
         let mut frame = header.encode(payload.len()).to_vec();
         frame.extend_from_slice(payload);
         {
@@ -257,7 +382,7 @@ impl Engine {
 
     // ---- receiving ----
 
-    fn deliver_request(&self, src: usize, h: Header, args: &[u8], cx: &DriverContext<'_>) {
+    fn deliver_request(&self, src: usize, h: Header, args: Body<'_>, cx: &DriverContext<'_>) {
         let Some(handler) = self.table.get(h.word) else {
             let why = format!(
                 "locale {} has no remote handler with id {:#x} (sent by locale {src})",
@@ -275,7 +400,7 @@ impl Engine {
             }
             return;
         };
-        let args = args.to_vec();
+        let args = args.into_vec();
         let me = self
             .me
             .upgrade()
@@ -283,38 +408,69 @@ impl Engine {
         self.handlers.fetch_add(1, Ordering::Relaxed);
         cx.spawn(move || {
             let outcome = (handler.run)(&args);
-            if h.token != 0 {
-                let (status, payload) = match outcome {
-                    Outcome::Done(bytes) => (Status::Done, bytes),
-                    Outcome::Panicked(msg) => (Status::Panicked, msg.into_bytes()),
-                    Outcome::Rejected(msg) => (Status::Rejected, msg.into_bytes()),
-                };
-                if let Err(e) = me.send(
-                    src,
-                    Network::Reply,
-                    Header::reply(h.token, status),
-                    &payload,
-                ) {
-                    eprintln!(
-                        "cantus: locale {}: the reply to locale {src} was lost: {e}",
-                        me.here
-                    );
-                }
-            } else if let Outcome::Panicked(msg) | Outcome::Rejected(msg) = outcome {
-                eprintln!(
-                    "cantus: a remote call ({}) from locale {src} failed on locale {}: {msg}",
+            drop(args);
+            match &outcome {
+                Outcome::Panicked(msg) => eprintln!(
+                    "cantus: remote call {} from locale {src} panicked on locale {}: {msg}",
                     handler.name, me.here
-                );
+                ),
+                Outcome::Rejected(msg) if h.token == 0 => eprintln!(
+                    "cantus: locale {} refused remote call {} from locale {src}: {msg}",
+                    me.here, handler.name
+                ),
+                _ => {}
+            }
+            if h.token != 0 {
+                me.reply(src, h.token, handler.name, outcome);
             }
             me.handlers.fetch_sub(1, Ordering::Relaxed);
         });
     }
 
-    fn deliver_reply(&self, src: usize, h: Header, payload: &[u8]) {
+    /// Sends the reply to request `token` from `src`. No accepted call is
+    /// left without an answer: if the reply cannot be sent (its payload is
+    /// too large for any message), a short `Lost` reply saying why takes
+    /// its place, and only if that fails too (`src` is gone, and the job
+    /// with it) is the failure just reported here.
+    fn reply(&self, src: usize, token: u64, name: &str, outcome: Outcome) {
+        let (status, payload) = match outcome {
+            Outcome::Done(bytes) => (Status::Done, bytes),
+            Outcome::Panicked(msg) => (Status::Panicked, msg.into_bytes()),
+            Outcome::Rejected(msg) => (Status::Rejected, msg.into_bytes()),
+        };
+        let Err(e) = self.send(src, Network::Reply, Header::reply(token, status), &payload) else {
+            return;
+        };
+        let why = format!(
+            "its {}-byte {} could not be sent back from locale {} to locale {src}: {e}",
+            payload.len(),
+            if status == Status::Done {
+                "result"
+            } else {
+                "error"
+            },
+            self.here
+        );
+        drop(payload);
+        if let Err(e2) = self.send(
+            src,
+            Network::Reply,
+            Header::reply(token, Status::Lost),
+            why.as_bytes(),
+        ) {
+            eprintln!(
+                "cantus: remote call {name} from locale {src} ran on locale {}, but {why}; \
+                 nor could that be reported: {e2}",
+                self.here
+            );
+        }
+    }
+
+    fn deliver_reply(&self, src: usize, h: Header, payload: Body<'_>) {
         let slot = self.pending.lock().unwrap().remove(&h.token);
         match slot {
             Some(slot) => {
-                slot.write_ef((h.status, payload.to_vec()));
+                slot.write_ef((h.status, payload.into_vec()));
                 // Release, after the write: `in_flight` reaching 0 is seen
                 // only once the waiter can see its reply (T1).
                 self.pending_count.fetch_sub(1, Ordering::Release);
@@ -500,6 +656,12 @@ impl Engine {
     }
 }
 
+/// Whether the frame made of `parts` counts as a program message: every
+/// kind but control frames (the receiver counts the same way).
+fn counted(parts: &[&[u8]]) -> bool {
+    parts.iter().find(|p| !p.is_empty()).and_then(|p| p.first()) != Some(&(Kind::Control as u8))
+}
+
 /// Lets other tasks (or threads) run while a send waits for room.
 fn back_off() {
     if WorkerLocal::current().is_some_and(|l| l.in_task()) {
@@ -512,34 +674,31 @@ fn back_off() {
 /// The engine as the driver's dispatcher.
 impl Dispatch for Engine {
     fn deliver(&self, frame: Arrival<'_>, cx: &DriverContext<'_>) {
-        let e = self;
         let (h, payload) = match Header::decode(frame.bytes) {
             Ok(v) => v,
             Err(err) => {
-                e.received.fetch_add(1, Ordering::Relaxed);
+                self.received.fetch_add(1, Ordering::Relaxed);
                 eprintln!(
                     "cantus: locale {} rejected a malformed frame from locale {}: {err}",
-                    e.here, frame.src
+                    self.here, frame.src
                 );
                 return;
             }
         };
-        match h.kind {
-            Kind::Request => {
-                e.received.fetch_add(1, Ordering::Relaxed);
-                e.deliver_request(frame.src, h, payload, cx);
-            }
-            Kind::Reply => {
-                e.received.fetch_add(1, Ordering::Relaxed);
-                e.deliver_reply(frame.src, h, payload);
-            }
-            Kind::Control => e.deliver_control(frame.src, h, payload, cx),
-            Kind::Message => {
-                e.received.fetch_add(1, Ordering::Relaxed);
-                super::chant::deliver_remote(frame.src, e.here, h, payload);
-            }
+        // Every frame the transport carries counts once (fragments too),
+        // as its sender counted it; a frame reassembled from fragments is
+        // not counted again.
+        if h.kind != Kind::Control {
+            self.received.fetch_add(1, Ordering::Relaxed);
         }
-        debug_assert!(HEADER_LEN <= frame.bytes.len());
+        match h.kind {
+            Kind::Fragment => self.take_fragment(frame.src, frame.net, h, payload, cx),
+            Kind::Message => {
+                let (tag, bytes) = payload.split_at(TAG_LEN);
+                self.hand_on(frame.src, h, tag, Body::Borrowed(bytes), cx);
+            }
+            _ => self.hand_on(frame.src, h, &[], Body::Borrowed(payload), cx),
+        }
     }
 
     fn before_poll(&self) {
@@ -557,13 +716,88 @@ impl Dispatch for Engine {
     fn in_flight(&self) -> u64 {
         // Acquire: pairs with the Release decrement after a reply was
         // written (see `deliver_reply`).
-        self.pending_count.load(Ordering::Acquire) + self.outbox_len() + super::chant::in_flight()
+        self.pending_count.load(Ordering::Acquire)
+            + self.outbox_len()
+            + self.reassembly.open()
+            + super::chant::in_flight()
     }
 }
 
 impl Engine {
-    /// The largest payload a frame can carry (the transport's limit less
-    /// the header).
+    /// Hands on a whole frame (as it came, or reassembled) from `src` by
+    /// its kind; `tag` is a message's tag (empty for other kinds), `body`
+    /// the rest of the payload.
+    fn hand_on(&self, src: usize, h: Header, tag: &[u8], body: Body<'_>, cx: &DriverContext<'_>) {
+        match h.kind {
+            Kind::Request => self.deliver_request(src, h, body, cx),
+            Kind::Reply => self.deliver_reply(src, h, body),
+            Kind::Control => self.deliver_control(src, h, body.as_slice(), cx),
+            Kind::Message => {
+                let tag = u32::from_le_bytes(tag.try_into().expect("a message has its tag"));
+                super::chant::deliver_remote(src, self.here, h, tag, body);
+            }
+            Kind::Fragment => {
+                // Only a reassembled frame can get here: its sender cut a
+                // fragment into fragments, which no engine does.
+                eprintln!(
+                    "cantus: locale {} rejected a reassembled frame from locale {src}: it is \
+                     itself a fragment",
+                    self.here
+                );
+            }
+        }
+    }
+
+    /// A fragment from `src` (`fragment.rs`): adds it to the partial frame
+    /// of its ring, and hands the frame on once it is whole.
+    fn take_fragment(
+        &self,
+        src: usize,
+        net: Network,
+        h: Header,
+        payload: &[u8],
+        cx: &DriverContext<'_>,
+    ) {
+        let taken = self.reassembly.take(src, net, h, payload);
+        if let Some(b) = taken.broken {
+            eprintln!(
+                "cantus: locale {} dropped a frame that locale {src} sent in fragments: {}",
+                self.here, b.why
+            );
+        }
+        if let Some(Whole { head, body }) = taken.whole {
+            let total = HEADER_LEN + body.len();
+            let tag_len = if head[0] == Kind::Message as u8 {
+                HEAD_MAX - HEADER_LEN
+            } else {
+                0
+            };
+            match Header::check(&head[..HEADER_LEN], total + tag_len - HEADER_LEN) {
+                Ok(inner) => {
+                    let tag = &head[HEADER_LEN..HEADER_LEN + tag_len];
+                    self.hand_on(src, inner, tag, Body::Owned(body), cx);
+                }
+                Err(err) => {
+                    eprintln!(
+                        "cantus: locale {} rejected a malformed frame that locale {src} sent in \
+                         fragments: {err}",
+                        self.here
+                    );
+                }
+            }
+            // After the frame became work (rule 4).
+            self.reassembly.closed();
+        }
+    }
+
+    /// Lowers the largest payload this engine sends (tests).
+    pub(crate) fn limit_message_bytes(&self, max: usize) {
+        self.max_message
+            .store(max.min(MAX_PAYLOAD), Ordering::Relaxed);
+    }
+
+    /// The largest payload one frame of the transport carries (the
+    /// transport's limit less the header); larger ones go in fragments.
     pub(crate) fn max_payload(&self) -> usize {
         self.transport.max_frame() - HEADER_LEN
     }

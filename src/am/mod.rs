@@ -15,6 +15,7 @@
 
 pub mod chant;
 pub(crate) mod engine;
+pub(crate) mod fragment;
 pub(crate) mod handlers;
 pub(crate) mod wire;
 
@@ -159,6 +160,15 @@ pub fn send_raw_frame(dest: usize, reply: bool, frame: &[u8]) -> Result<(), Erro
     e.send_raw(dest, net, frame)
 }
 
+/// Lowers the largest payload this locale sends to `max` bytes (tests of
+/// what happens to a message too large to send; the real limit is 4 GiB).
+#[doc(hidden)]
+pub fn limit_message_bytes(max: usize) {
+    if let Some(e) = engine() {
+        e.limit_message_bytes(max);
+    }
+}
+
 /// The locale this task (or thread) runs on: `0..num_locales()`.
 pub fn here() -> usize {
     engine().map_or(0, |e| e.here())
@@ -228,6 +238,15 @@ impl<T: Send + 'static> RemoteHandle<T> {
                             "cantus: locale {} refused remote call {}: {}",
                             self.locale,
                             self.name,
+                            text()
+                        ),
+                    )),
+                    Status::Lost => Err(Error::new(
+                        ErrorKind::Locale,
+                        format!(
+                            "cantus: remote call {} ran on locale {}, but {}",
+                            self.name,
+                            self.locale,
                             text()
                         ),
                     )),

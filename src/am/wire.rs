@@ -28,7 +28,20 @@ pub(crate) enum Kind {
     /// destination task id, `token` the source task id (both never 0); the
     /// payload starts with the tag ([`TAG_LEN`] bytes).
     Message = 4,
+    /// A piece of a frame too large for the transport (`fragment.rs`):
+    /// `word` is the stream id (never 0), `token` the offset of this
+    /// piece in the whole frame; the payload is the whole frame's length
+    /// ([`FRAGMENT_PREFIX`] bytes), then the piece.
+    Fragment = 5,
 }
+
+/// Bytes before the piece in a [`Kind::Fragment`] payload: the whole
+/// frame's length (u64).
+pub(crate) const FRAGMENT_PREFIX: usize = 8;
+
+/// The largest payload one frame (whole, or reassembled from fragments)
+/// may announce: its length travels as a u32.
+pub(crate) const MAX_PAYLOAD: usize = u32::MAX as usize;
 
 /// Bytes of the tag at the start of a [`Kind::Message`] payload.
 pub(crate) const TAG_LEN: usize = 4;
@@ -44,6 +57,9 @@ pub(crate) enum Status {
     /// The request was rejected (unknown handler, undecodable arguments);
     /// the payload says why (UTF-8).
     Rejected = 2,
+    /// The handler ran, but its result (or its error) could not be sent
+    /// back; the payload says why (UTF-8).
+    Lost = 3,
 }
 
 /// Control operations.
@@ -118,6 +134,16 @@ impl Header {
         }
     }
 
+    /// Piece `offset` of stream `stream` (a frame sent in fragments).
+    pub(crate) fn fragment(stream: u64, offset: u64) -> Header {
+        Header {
+            kind: Kind::Fragment,
+            status: Status::Done,
+            word: stream,
+            token: offset,
+        }
+    }
+
     /// A control frame.
     pub(crate) fn control(op: Control, token: u64) -> Header {
         Header {
@@ -128,9 +154,10 @@ impl Header {
         }
     }
 
-    /// The header's bytes, for a payload of `payload_len` bytes.
+    /// The header's bytes, for a payload of `payload_len` bytes (at most
+    /// [`MAX_PAYLOAD`]: senders check it first).
     pub(crate) fn encode(&self, payload_len: usize) -> [u8; HEADER_LEN] {
-        let len = u32::try_from(payload_len).expect("payloads are smaller than 4 GiB");
+        let len = u32::try_from(payload_len).expect("senders check MAX_PAYLOAD");
         let mut b = [0u8; HEADER_LEN];
         b[0] = self.kind as u8;
         b[1] = self.status as u8;
@@ -148,17 +175,29 @@ impl Header {
                 frame.len()
             )));
         }
+        let (head, payload) = frame.split_at(HEADER_LEN);
+        let h = Header::check(head, payload.len())?;
+        Ok((h, payload))
+    }
+
+    /// Checks the header `head` (its first [`HEADER_LEN`] bytes) of a
+    /// frame whose payload is `payload_len` bytes long: every field, as
+    /// [`decode`](Self::decode) does. A reassembled frame is checked so.
+    pub(crate) fn check(head: &[u8], payload_len: usize) -> Result<Header, WireError> {
+        let frame = head;
         let kind = match frame[0] {
             1 => Kind::Request,
             2 => Kind::Reply,
             3 => Kind::Control,
             4 => Kind::Message,
+            5 => Kind::Fragment,
             k => return Err(WireError(format!("unknown frame kind {k}"))),
         };
         let status = match frame[1] {
             0 => Status::Done,
             1 if kind == Kind::Reply => Status::Panicked,
             2 if kind == Kind::Reply => Status::Rejected,
+            3 if kind == Kind::Reply => Status::Lost,
             s => {
                 return Err(WireError(format!(
                     "status {s} is invalid for a {kind:?} frame"
@@ -171,11 +210,9 @@ impl Header {
         let mut l = [0u8; 4];
         l.copy_from_slice(&frame[4..8]);
         let len = u32::from_le_bytes(l) as usize;
-        let payload = &frame[HEADER_LEN..];
-        if len != payload.len() {
+        if len != payload_len {
             return Err(WireError(format!(
-                "the header announces {len} payload bytes but the frame carries {}",
-                payload.len()
+                "the header announces {len} payload bytes but the frame carries {payload_len}"
             )));
         }
         let word = u64_at(frame, 8);
@@ -191,23 +228,28 @@ impl Header {
             Kind::Message if word == 0 || token == 0 => {
                 return Err(WireError("a message names task 0".into()));
             }
-            Kind::Message if payload.len() < TAG_LEN => {
+            Kind::Message if payload_len < TAG_LEN => {
                 return Err(WireError(format!(
-                    "a message of {} bytes has no room for its {TAG_LEN}-byte tag",
-                    payload.len()
+                    "a message of {payload_len} bytes has no room for its {TAG_LEN}-byte tag"
+                )));
+            }
+            Kind::Fragment if word == 0 => {
+                return Err(WireError("a fragment names stream 0".into()));
+            }
+            Kind::Fragment if payload_len <= FRAGMENT_PREFIX => {
+                return Err(WireError(format!(
+                    "a fragment of {payload_len} bytes carries no piece after its \
+                     {FRAGMENT_PREFIX}-byte length"
                 )));
             }
             _ => {}
         }
-        Ok((
-            Header {
-                kind,
-                status,
-                word,
-                token,
-            },
-            payload,
-        ))
+        Ok(Header {
+            kind,
+            status,
+            word,
+            token,
+        })
     }
 
     /// The control operation of a control frame (checked by `decode`).
@@ -269,8 +311,10 @@ mod tests {
             (Header::request(7, 99), &b"args"[..]),
             (Header::reply(99, Status::Panicked), &b"boom"[..]),
             (Header::reply(5, Status::Rejected), &b"why"[..]),
+            (Header::reply(6, Status::Lost), &b"too big"[..]),
             (Header::control(Control::Probe, 3), &b""[..]),
             (Header::message(17, 9), &b"\x07\0\0\0hello"[..]),
+            (Header::fragment(3, 65_000), &b"\x10\0\0\0\0\0\0\0piece"[..]),
         ] {
             let f = frame(h, p);
             let (d, payload) = Header::decode(&f).unwrap();
@@ -323,6 +367,11 @@ mod tests {
             (
                 frame(Header::message(5, 9), b"ta"),
                 "no room for its 4-byte tag",
+            ),
+            (frame(Header::fragment(0, 0), b"12345678p"), "stream 0"),
+            (
+                frame(Header::fragment(4, 0), b"12345678"),
+                "carries no piece",
             ),
         ];
         for (f, want) in cases {
