@@ -5,6 +5,11 @@
 //! - `am_pipelined`: windows of 64 `on` calls in flight, then joined: time
 //!   per call (request and reply);
 //! - `am_stream`: detached `begin_on` calls back to back: time per call;
+//! - `transfer_*`: bandwidth of large payloads, 64 KiB and 1 MiB: a
+//!   Chant message (ping-pong with an echoing task on locale 1: one way is
+//!   half the round trip) and a remote call's `Vec<u8>` argument (a call
+//!   carrying it there and 8 bytes back, encoded with postcard), next to
+//!   `memcpy` of the same bytes in this process;
 //! - peers: the raw ring round trip (the same shared-memory rings, two
 //!   spinning threads, no active-message layer) and Open MPI's ping-pong
 //!   and pipelined stream between two ranks (its shared-memory transport),
@@ -51,7 +56,37 @@ impl cantus::Remote for Arrived {
     }
 }
 
-cantus::remote!(Ping, Tick, Arrived);
+/// Takes a large argument, answers its length.
+#[derive(Serialize, Deserialize)]
+struct Sink(Vec<u8>);
+impl cantus::Remote for Sink {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+/// Echoes Chant messages to their sender until tag 0.
+#[derive(Serialize, Deserialize)]
+struct Echo {
+    boss: cantus::chant::TaskId,
+}
+impl cantus::Remote for Echo {
+    type Output = ();
+    fn run(self) {
+        use cantus::chant::{self, Source, Tag};
+        chant::send(self.boss, 1, &[]).expect("hello");
+        loop {
+            let m = chant::recv(Source::Task(self.boss), Tag::Any);
+            if m.tag() == 0 {
+                return;
+            }
+            chant::send(self.boss, m.tag(), m.bytes()).expect("echo");
+        }
+    }
+}
+
+cantus::remote!(Ping, Tick, Arrived, Sink, Echo);
 
 /// `Ping` as plain data: no encoding on either side.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -107,6 +142,7 @@ pub(crate) fn run(opts: &Options) {
             raw.push(d.as_secs_f64() * 1e6 / rounds as f64);
         }
     });
+    transfers(&rt, reps, opts.quick);
     rt.shutdown();
     let a = figure("am_round_trip", &rt_s, "us");
     let pod = figure("am_round_trip_pod", &rt_pod, "us");
@@ -188,6 +224,93 @@ fn streamed(rounds: u64) -> f64 {
         cantus::yield_now();
     }
     us_per(start.elapsed(), rounds)
+}
+
+/// Sizes of the transfer rows.
+const TRANSFER_SIZES: [(usize, &str); 2] = [(64 << 10, "64k"), (1 << 20, "1m")];
+
+/// The transfer rows: GB/s of Chant messages and remote-call arguments
+/// of each size, with memcpy of the same size measured in the same run.
+fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
+    for (size, name) in TRANSFER_SIZES {
+        let rounds: u64 = if quick { 20 } else { (256 << 20) as u64 / size as u64 };
+        let mut chant_bw = Samples::new();
+        let mut arg_bw = Samples::new();
+        let mut copy_bw = Samples::new();
+        section(&format!("transfer {name}"), || {
+            for _ in 0..reps {
+                let (c, a) = rt.block_on(|| (chant_one_way(size, rounds), call_arg(size, rounds)));
+                chant_bw.push(gb_per_s(size, c));
+                arg_bw.push(gb_per_s(size, a));
+                copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
+            }
+        });
+        let c = figure(&format!("transfer_chant_{name}"), &chant_bw, "GB/s");
+        let a = figure(&format!("transfer_arg_{name}"), &arg_bw, "GB/s");
+        let m = figure(&format!("transfer_{name}.memcpy"), &copy_bw, "GB/s");
+        ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
+        ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
+    }
+}
+
+fn gb_per_s(bytes: usize, d: Duration) -> f64 {
+    bytes as f64 / d.as_secs_f64() / 1e9
+}
+
+/// One-way time of a `size`-byte Chant message to a task on locale 1:
+/// half the round trip to a task that echoes it.
+fn chant_one_way(size: usize, rounds: u64) -> Duration {
+    use cantus::chant::{self, Source, Tag};
+    cantus::begin_on(1, Echo { boss: chant::me() }).expect("echo");
+    let echo = chant::recv(Source::Any, Tag::Is(1)).source();
+    let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let ping = || {
+        chant::send(echo, 2, &msg).expect("send");
+        let back = chant::recv(Source::Task(echo), Tag::Is(2));
+        assert_eq!(back.bytes().len(), size, "the echo is whole");
+    };
+    for _ in 0..rounds.div_ceil(10) {
+        ping();
+    }
+    let start = Instant::now();
+    for _ in 0..rounds {
+        ping();
+    }
+    let took = start.elapsed();
+    chant::send(echo, 0, &[]).expect("stop");
+    took / (2 * rounds as u32)
+}
+
+/// Time of a call carrying a `size`-byte `Vec<u8>` argument to locale 1
+/// and 8 bytes back (the argument built anew for each call, as a caller
+/// would).
+fn call_arg(size: usize, rounds: u64) -> Duration {
+    let arg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let call = || {
+        let n = cantus::on(1, Sink(arg.clone())).join().expect("sink");
+        assert_eq!(n, size as u64);
+    };
+    for _ in 0..rounds.div_ceil(10) {
+        call();
+    }
+    let start = Instant::now();
+    for _ in 0..rounds {
+        call();
+    }
+    start.elapsed() / rounds as u32
+}
+
+/// Time of copying `size` bytes from one buffer to another (both warm).
+fn memcpy(size: usize, rounds: u64) -> Duration {
+    let src: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let mut dst = vec![0u8; size];
+    let rounds = rounds * 10;
+    let start = Instant::now();
+    for i in 0..rounds {
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst)[i as usize % size] ^= 1;
+    }
+    start.elapsed() / rounds as u32
 }
 
 fn us_per(d: Duration, n: u64) -> f64 {
