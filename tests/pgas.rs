@@ -31,7 +31,7 @@ fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
         let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &n.to_string())]);
         assert!(
             status.success(),
-            "{test} with {n} locales failed: {status}\n{stderr}"
+            "{test} with CANTUS_LOCALES={n} failed: {status}\n{stderr}"
         );
     }
 }

@@ -20,7 +20,7 @@ pub(crate) mod wire;
 
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use crate::sync::SyncVar;
 use engine::{Engine, Reply};
 use std::marker::PhantomData;
@@ -255,18 +255,47 @@ fn await_reply(slot: &SyncVar<Reply>) {
     }
 }
 
+/// How to start a job of several locales, for messages.
+const SEVERAL_LOCALES: &str = "start a job of several locales with cantus::Runtime::builder().locales(n) \
+     or CANTUS_LOCALES=n";
+
 /// The engine, if `locale` is another locale of a running job (else the
-/// call runs here, as a local task). Panics naming `call` if the locale
-/// does not exist.
+/// call runs here, as a local task). Panics naming `call` if no runtime
+/// runs or the locale does not exist.
 #[track_caller]
 fn engine_for(call: &str, locale: usize) -> Option<Arc<Engine>> {
     let e = engine();
+    if e.is_none() {
+        require_runtime(call, locale);
+    }
     let n = e.as_ref().map_or(1, |e| e.locales());
-    assert!(
-        locale < n,
-        "cantus::{call}: locale {locale} does not exist (the job has {n} locales)"
-    );
+    if locale >= n {
+        let hint = if n == 1 {
+            format!("; {SEVERAL_LOCALES}")
+        } else {
+            String::new()
+        };
+        panic!(
+            "cantus::{call}: locale {locale} does not exist (the job has {}){hint}",
+            Locales(n)
+        );
+    }
     e.filter(|e| e.here() != locale)
+}
+
+/// Panics, naming `call` and how to start a runtime, if none runs (a call
+/// to `locale` could not run anywhere).
+#[track_caller]
+fn require_runtime(call: &str, locale: usize) {
+    if crate::sched::Registry::current().is_some() {
+        return;
+    }
+    let hint = if locale > 0 {
+        format!(" (locale {locale} exists only in a job of several locales: {SEVERAL_LOCALES})")
+    } else {
+        String::new()
+    };
+    panic!("{}{hint}", Error::no_runtime(call));
 }
 
 /// The error for arguments that could not be encoded.
@@ -385,6 +414,8 @@ pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Outpu
 /// does not end before it ran.
 ///
 /// Returns an error if the request could not be sent (the locale is gone).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
 pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
@@ -402,6 +433,8 @@ pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
 }
 
 /// [`begin_on`] for a plain-data call (see [`on_pod`]).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
 pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on_pod", locale) {
@@ -420,7 +453,13 @@ pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Erro
 /// Runs `make(l)` on every locale `l` at once and returns the results in
 /// locale order; the first failure (a panic there) is returned as the
 /// error once all have finished.
+///
+/// Panics if no runtime runs.
+#[track_caller]
 pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<R::Output>, Error> {
+    if engine().is_none() {
+        require_runtime("coforall_locales", 0);
+    }
     let handles: Vec<_> = (0..num_locales()).map(|l| on(l, make(l))).collect();
     let mut out = Vec::with_capacity(handles.len());
     let mut first_err = None;
