@@ -453,20 +453,7 @@ fn a_locale_that_exits_early_ends_the_job() {
 #[test]
 fn a_remote_call_with_no_runtime_says_to_start_one() {
     in_job("a_remote_call_with_no_runtime_says_to_start_one", 1, || {
-        let calls: [(&str, Box<dyn FnOnce()>); 5] = [
-            ("on", Box::new(|| drop(cantus::on(1, Add(1, 1))))),
-            ("begin_on", Box::new(|| drop(cantus::begin_on(1, Bump(1))))),
-            ("on_pod", Box::new(|| drop(cantus::on_pod(1, PodBump(1))))),
-            (
-                "begin_on_pod",
-                Box::new(|| drop(cantus::begin_on_pod(1, PodBump(1)))),
-            ),
-            (
-                "coforall_locales",
-                Box::new(|| drop(cantus::coforall_locales(|_| WhoAmI))),
-            ),
-        ];
-        for (call, run) in calls {
+        let says_no_runtime = |call: &str, run: &dyn Fn()| {
             let msg = panic_text(run);
             assert!(
                 msg.contains(&format!("cantus::{call} called with no runtime running"))
@@ -474,7 +461,16 @@ fn a_remote_call_with_no_runtime_says_to_start_one() {
                     && !msg.contains("does not exist"),
                 "{msg}"
             );
-        }
+        };
+        says_no_runtime("on", &|| drop(cantus::on(1, Add(1, 1))));
+        says_no_runtime("begin_on", &|| drop(cantus::begin_on(1, Bump(1))));
+        says_no_runtime("on_pod", &|| drop(cantus::on_pod(1, PodBump(1))));
+        says_no_runtime("begin_on_pod", &|| {
+            drop(cantus::begin_on_pod(1, PodBump(1)))
+        });
+        says_no_runtime("coforall_locales", &|| {
+            drop(cantus::coforall_locales(|_| WhoAmI))
+        });
         let msg = panic_text(|| drop(cantus::on(1, Add(1, 1))));
         assert!(
             msg.contains("locale 1 exists only in a job of several locales")

@@ -339,6 +339,25 @@ fn a_panicking_spmd_body_ends_the_others_barriers() {
     );
 }
 
+cantus::remote_fn! {
+    /// An SPMD body written as a plain function: every locale adds its
+    /// number times `k` and its own vector's length.
+    fn weighted_sum(k: u64, xs: Vec<u64>) -> (usize, u64) {
+        let mine = k * cantus::here() as u64 + xs.len() as u64;
+        (cantus::here(), pgas::all_reduce(mine, pgas::sum))
+    }
+}
+
+#[test]
+fn a_remote_fn_call_is_an_spmd_body() {
+    in_jobs("a_remote_fn_call_is_an_spmd_body", &[2], |n| {
+        let got = pgas::spmd(weighted_sum(3, vec![7; 5])).unwrap();
+        let want = (0..n as u64).map(|l| 3 * l + 5).sum::<u64>();
+        let expect: Vec<_> = (0..n).map(|l| (l, want)).collect();
+        assert_eq!(got, expect, "each locale ran the body with the arguments");
+    });
+}
+
 #[test]
 fn put_and_get_round_trip_with_bounds_checks() {
     in_jobs("put_and_get_round_trip_with_bounds_checks", ALL, |_| {

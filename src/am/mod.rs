@@ -67,8 +67,14 @@ macro_rules! remote_pod {
 /// `fn name(args) -> R { body }` into a registered call type `name`
 /// whose fields are the arguments, so `cantus::on(locale, name(a, b))`
 /// runs the body there (and `name(a, b).run()` runs it here). The
-/// arguments and the result must be serde types, and the calling crate
-/// needs `serde` (with `derive`) among its dependencies.
+/// arguments and the result must be serde types (`Serialize +
+/// DeserializeOwned + Send + 'static`), and the calling crate needs
+/// `serde` (with `derive`) among its dependencies.
+///
+/// The call type is `Clone` (so that [`pgas::spmd`](crate::pgas::spmd)
+/// can send a copy to every locale), so the arguments must be `Clone`
+/// too; for an argument that is not, write the call type by hand and
+/// implement [`Remote`] for it.
 ///
 /// ```
 /// cantus::remote_fn! {
@@ -81,12 +87,35 @@ macro_rules! remote_pod {
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
 /// assert_eq!(rt.block_on(|| cantus::on(cantus::here(), mul(6, 7)).join()).unwrap(), 42);
 /// ```
+///
+/// Such a call is also an SPMD body: `pgas::spmd(step(3))` runs
+/// `step(3)` on every locale at once (the example is in
+/// [`pgas::spmd`](crate::pgas::spmd)).
+///
+/// An argument that cannot travel is a compile-time error that says so
+/// (``` `Rc<u64>` cannot be an argument or the result of a remote call```):
+///
+/// ```compile_fail
+/// cantus::remote_fn! {
+///     fn shared(x: std::rc::Rc<u64>) -> u64 {
+///         *x
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! remote_fn {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        // Names an argument or result that cannot travel, with what to do
+        // (first, so that the compiler reports it first).
+        const _: fn() = || {
+            fn travels<T: $crate::__private::RemoteData>() {}
+            $(travels::<$ty>();)*
+            $(travels::<$ret>();)?
+        };
+
         $(#[$meta])*
         #[allow(non_camel_case_types)]
-        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, ::serde::Serialize, ::serde::Deserialize)]
         $vis struct $name($(pub $ty),*);
 
         impl $crate::Remote for $name {
