@@ -53,6 +53,18 @@ pub enum ErrorKind {
     OutOfBounds,
 }
 
+/// A count of locales as a message says it: "1 locale", "3 locales".
+pub(crate) struct Locales(pub(crate) usize);
+
+impl fmt::Display for Locales {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            1 => f.write_str("1 locale"),
+            n => write!(f, "{n} locales"),
+        }
+    }
+}
+
 /// An error with a message a user can act on.
 ///
 /// `{}` (Display) prints the message, a sentence saying what went wrong

@@ -94,6 +94,7 @@ pub mod __test {
 /// Re-exports for the expansion of [`remote!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::am::handlers::RemoteData;
     pub use inventory;
 }
 

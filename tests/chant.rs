@@ -150,7 +150,7 @@ fn in_jobs(test: &str, locales: &[usize], body: impl FnOnce(usize)) -> Vec<Strin
             );
             assert!(
                 status.success(),
-                "{test} with {n} locales, policy {policy}, failed: {status}\n{stderr}"
+                "{test} with CANTUS_LOCALES={n}, policy {policy}, failed: {status}\n{stderr}"
             );
             out.push(stderr);
         }

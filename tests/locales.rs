@@ -207,7 +207,7 @@ fn in_job(test: &str, locales: usize, body: impl FnOnce()) -> Option<String> {
     let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
     assert!(
         status.success(),
-        "{test} with {locales} locales failed: {status}\n{stderr}"
+        "{test} with CANTUS_LOCALES={locales} failed: {status}\n{stderr}"
     );
     Some(stderr)
 }
@@ -411,7 +411,11 @@ fn a_killed_locale_ends_the_job_with_a_message() {
         "a_killed_locale_ends_the_job_with_a_message",
         &[("CANTUS_LOCALES", "2")],
     );
-    assert!(!status.success(), "{stderr}");
+    assert_eq!(
+        status.code(),
+        Some(128 + 9),
+        "the job exits with 128 + the signal, as shells do:\n{stderr}"
+    );
     assert!(
         stderr.contains("locale 1") && stderr.contains("signal 9"),
         "the message names the locale and why:\n{stderr}"
@@ -435,11 +439,81 @@ fn a_locale_that_exits_early_ends_the_job() {
         "a_locale_that_exits_early_ends_the_job",
         &[("CANTUS_LOCALES", "3")],
     );
-    assert!(!status.success(), "{stderr}");
+    assert_eq!(
+        status.code(),
+        Some(3),
+        "the job exits with the locale's status:\n{stderr}"
+    );
     assert!(
         stderr.contains("locale 2") && stderr.contains("exited with status 3"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_remote_call_with_no_runtime_says_to_start_one() {
+    in_job("a_remote_call_with_no_runtime_says_to_start_one", 1, || {
+        let says_no_runtime = |call: &str, run: &dyn Fn()| {
+            let msg = panic_text(run);
+            assert!(
+                msg.contains(&format!("cantus::{call} called with no runtime running"))
+                    && msg.contains("cantus::run(|| ...)")
+                    && !msg.contains("does not exist"),
+                "{msg}"
+            );
+        };
+        says_no_runtime("on", &|| drop(cantus::on(1, Add(1, 1))));
+        says_no_runtime("begin_on", &|| drop(cantus::begin_on(1, Bump(1))));
+        says_no_runtime("on_pod", &|| drop(cantus::on_pod(1, PodBump(1))));
+        says_no_runtime("begin_on_pod", &|| {
+            drop(cantus::begin_on_pod(1, PodBump(1)))
+        });
+        says_no_runtime("coforall_locales", &|| {
+            drop(cantus::coforall_locales(|_| WhoAmI))
+        });
+        let msg = panic_text(|| drop(cantus::on(1, Add(1, 1))));
+        assert!(
+            msg.contains("locale 1 exists only in a job of several locales")
+                && msg.contains("cantus::Runtime::builder().locales(n)"),
+            "{msg}"
+        );
+        // With a runtime of one locale, locale 1 does not exist.
+        let rt = job(1);
+        let msg = rt.block_on(|| panic_text(|| drop(cantus::on(1, Add(1, 1)))));
+        assert!(
+            msg.contains("cantus::on: locale 1 does not exist (the job has 1 locale)")
+                && msg.contains("Runtime::builder().locales(n)"),
+            "{msg}"
+        );
+        rt.shutdown();
+    });
+}
+
+#[test]
+fn other_locales_show_program_and_locale_in_ps() {
+    in_job("other_locales_show_program_and_locale_in_ps", 3, || {
+        let rt = job(3);
+        let who = rt.block_on(|| cantus::coforall_locales(|_| WhoAmI).unwrap());
+        for (l, &(_, _, pid)) in who.iter().enumerate().skip(1) {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+            let comm = comm.trim_end();
+            // The test binary is `locales-<hash>`.
+            assert!(
+                comm.starts_with("locales-") && comm.ends_with(&format!("-loc{l}")),
+                "locale {l} (pid {pid}) is named {comm:?}"
+            );
+        }
+        rt.shutdown();
+    });
+}
+
+/// The message of the panic that `f` raises.
+fn panic_text(f: impl FnOnce()) -> String {
+    let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("it panics");
+    match p.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p.downcast_ref::<&str>().expect("a text panic").to_string(),
+    }
 }
 
 #[test]

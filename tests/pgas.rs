@@ -31,7 +31,7 @@ fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
         let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &n.to_string())]);
         assert!(
             status.success(),
-            "{test} with {n} locales failed: {status}\n{stderr}"
+            "{test} with CANTUS_LOCALES={n} failed: {status}\n{stderr}"
         );
     }
 }
@@ -337,6 +337,25 @@ fn a_panicking_spmd_body_ends_the_others_barriers() {
             pgas::spmd(BarrierOrder(3)).unwrap();
         },
     );
+}
+
+cantus::remote_fn! {
+    /// An SPMD body written as a plain function: every locale adds its
+    /// number times `k` and its own vector's length.
+    fn weighted_sum(k: u64, xs: Vec<u64>) -> (usize, u64) {
+        let mine = k * cantus::here() as u64 + xs.len() as u64;
+        (cantus::here(), pgas::all_reduce(mine, pgas::sum))
+    }
+}
+
+#[test]
+fn a_remote_fn_call_is_an_spmd_body() {
+    in_jobs("a_remote_fn_call_is_an_spmd_body", &[2], |n| {
+        let got = pgas::spmd(weighted_sum(3, vec![7; 5])).unwrap();
+        let want = (0..n as u64).map(|l| 3 * l + 5).sum::<u64>();
+        let expect: Vec<_> = (0..n).map(|l| (l, want)).collect();
+        assert_eq!(got, expect, "each locale ran the body with the arguments");
+    });
 }
 
 #[test]

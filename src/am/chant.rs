@@ -56,7 +56,7 @@
 use super::engine::Body;
 use super::wire::{Header, MAX_PAYLOAD, TAG_LEN};
 use crate::comm::transport::Network;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use crate::sched::Registry;
 use crate::sync::SyncVar;
 use serde::{Deserialize, Serialize};
@@ -242,8 +242,9 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
     let n = super::num_locales();
     assert!(
         to.locale < n,
-        "cantus::chant::send: locale {} does not exist (the job has {n} locales)",
-        to.locale
+        "cantus::chant::send: locale {} does not exist (the job has {})",
+        to.locale,
+        Locales(n)
     );
     match super::engine() {
         Some(e) if to.locale != e.here() => {

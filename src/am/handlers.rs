@@ -57,6 +57,21 @@ use std::sync::OnceLock;
 /// }
 /// let _ = cantus::on(0, Unregistered).join();
 /// ```
+///
+/// So is a closure: its code and what it captures cannot travel to
+/// another locale (use [`remote_fn!`](crate::remote_fn) instead):
+///
+/// ```compile_fail
+/// let _ = cantus::on(1, || 6 * 7).join();
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a remote call: it does not implement `cantus::Remote`",
+    label = "not a remote call",
+    note = "define the call with `cantus::remote_fn!`, or implement `cantus::Remote` for a serde \
+            type (its fields are the arguments) and register it with `cantus::remote!`",
+    note = "a closure cannot be a remote call: its code and what it captures cannot travel to \
+            another locale"
+)]
 pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
     /// What the call returns to its caller.
     type Output: Serialize + DeserializeOwned + Send + 'static;
@@ -64,6 +79,24 @@ pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
     /// variables, spawn tasks, and make remote calls of its own).
     fn run(self) -> Self::Output;
 }
+
+/// What the arguments and the result of a remote call must be: values
+/// that travel to another locale encoded (serde) and are used by a task
+/// there (`Send + 'static`). Every such type has it; `remote_fn!` asks
+/// for it of each argument and of the result, so that a type that is not
+/// one is named with what to do.
+#[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be an argument or the result of a remote call: it is not \
+               `Serialize + DeserializeOwned + Send + 'static`",
+    label = "cannot travel to another locale",
+    note = "derive `serde::Serialize` and `serde::Deserialize` for it (the calling crate needs \
+            `serde` with its `derive` feature), or pass a serde type that carries what it holds: \
+            a remote call's arguments and result travel encoded to the locale that runs it"
+)]
+pub trait RemoteData: Serialize + DeserializeOwned + Send + 'static {}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> RemoteData for T {}
 
 /// A remote call of plain data: the call and its result are
 /// `bytemuck::Pod`, so they travel as their bytes, copied into the ring
@@ -88,6 +121,13 @@ pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
 /// let call = Axpy { a: 2.0, x: 3.0, y: 1.0 };
 /// assert_eq!(rt.block_on(|| cantus::on_pod(cantus::here(), call).join()).unwrap(), 7.0);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a plain-data remote call: it does not implement `cantus::RemotePod`",
+    label = "not a plain-data remote call",
+    note = "implement `cantus::RemotePod` for a `bytemuck::Pod` type and register it with \
+            `cantus::remote_pod!`; for a call whose arguments are serde types, use \
+            `cantus::on` with `cantus::remote_fn!`"
+)]
 pub trait RemotePod: bytemuck::Pod + Send {
     /// What the call returns to its caller.
     type Output: bytemuck::Pod + Send;
@@ -98,6 +138,12 @@ pub trait RemotePod: bytemuck::Pod + Send {
 /// A registered plain-data call (implemented by
 /// [`remote_pod!`](crate::remote_pod)).
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a registered plain-data remote call",
+    label = "not registered",
+    note = "register it with `cantus::remote_pod!`, at module level, after implementing \
+            `cantus::RemotePod` for it"
+)]
 pub trait RegisteredPod: RemotePod {
     /// As [`Registered::NAME`].
     const NAME: &'static str;
@@ -107,6 +153,13 @@ pub trait RegisteredPod: RemotePod {
 
 /// A registered remote call (implemented by [`remote!`](crate::remote)).
 #[doc(hidden)]
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a registered remote call",
+    label = "not registered",
+    note = "register with `cantus::remote!`, or define the call with `cantus::remote_fn!`",
+    note = "a closure cannot be a remote call: its code and what it captures cannot travel to \
+            another locale"
+)]
 pub trait Registered: Remote {
     /// The handler's name: the module where it was registered, and the
     /// type as written there.

@@ -21,7 +21,7 @@ pub(crate) mod wire;
 
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use crate::sync::SyncVar;
 use engine::{Engine, Reply};
 use std::marker::PhantomData;
@@ -68,8 +68,14 @@ macro_rules! remote_pod {
 /// `fn name(args) -> R { body }` into a registered call type `name`
 /// whose fields are the arguments, so `cantus::on(locale, name(a, b))`
 /// runs the body there (and `name(a, b).run()` runs it here). The
-/// arguments and the result must be serde types, and the calling crate
-/// needs `serde` (with `derive`) among its dependencies.
+/// arguments and the result must be serde types (`Serialize +
+/// DeserializeOwned + Send + 'static`), and the calling crate needs
+/// `serde` (with `derive`) among its dependencies.
+///
+/// The call type is `Clone` (so that [`pgas::spmd`](crate::pgas::spmd)
+/// can send a copy to every locale), so the arguments must be `Clone`
+/// too; for an argument that is not, write the call type by hand and
+/// implement [`Remote`] for it.
 ///
 /// ```
 /// cantus::remote_fn! {
@@ -82,12 +88,35 @@ macro_rules! remote_pod {
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
 /// assert_eq!(rt.block_on(|| cantus::on(cantus::here(), mul(6, 7)).join()).unwrap(), 42);
 /// ```
+///
+/// Such a call is also an SPMD body: `pgas::spmd(step(3))` runs
+/// `step(3)` on every locale at once (the example is in
+/// [`pgas::spmd`](crate::pgas::spmd)).
+///
+/// An argument that cannot travel is a compile-time error that says so
+/// (``` `Rc<u64>` cannot be an argument or the result of a remote call```):
+///
+/// ```compile_fail
+/// cantus::remote_fn! {
+///     fn shared(x: std::rc::Rc<u64>) -> u64 {
+///         *x
+///     }
+/// }
+/// ```
 #[macro_export]
 macro_rules! remote_fn {
     ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
+        // Names an argument or result that cannot travel, with what to do
+        // (first, so that the compiler reports it first).
+        const _: fn() = || {
+            fn travels<T: $crate::__private::RemoteData>() {}
+            $(travels::<$ty>();)*
+            $(travels::<$ret>();)?
+        };
+
         $(#[$meta])*
         #[allow(non_camel_case_types)]
-        #[derive(::serde::Serialize, ::serde::Deserialize)]
+        #[derive(Clone, ::serde::Serialize, ::serde::Deserialize)]
         $vis struct $name($(pub $ty),*);
 
         impl $crate::Remote for $name {
@@ -274,18 +303,47 @@ fn await_reply(slot: &SyncVar<Reply>) {
     }
 }
 
+/// How to start a job of several locales, for messages.
+const SEVERAL_LOCALES: &str = "start a job of several locales with cantus::Runtime::builder().locales(n) \
+     or CANTUS_LOCALES=n";
+
 /// The engine, if `locale` is another locale of a running job (else the
-/// call runs here, as a local task). Panics naming `call` if the locale
-/// does not exist.
+/// call runs here, as a local task). Panics naming `call` if no runtime
+/// runs or the locale does not exist.
 #[track_caller]
 fn engine_for(call: &str, locale: usize) -> Option<Arc<Engine>> {
     let e = engine();
+    if e.is_none() {
+        require_runtime(call, locale);
+    }
     let n = e.as_ref().map_or(1, |e| e.locales());
-    assert!(
-        locale < n,
-        "cantus::{call}: locale {locale} does not exist (the job has {n} locales)"
-    );
+    if locale >= n {
+        let hint = if n == 1 {
+            format!("; {SEVERAL_LOCALES}")
+        } else {
+            String::new()
+        };
+        panic!(
+            "cantus::{call}: locale {locale} does not exist (the job has {}){hint}",
+            Locales(n)
+        );
+    }
     e.filter(|e| e.here() != locale)
+}
+
+/// Panics, naming `call` and how to start a runtime, if none runs (a call
+/// to `locale` could not run anywhere).
+#[track_caller]
+fn require_runtime(call: &str, locale: usize) {
+    if crate::sched::Registry::current().is_some() {
+        return;
+    }
+    let hint = if locale > 0 {
+        format!(" (locale {locale} exists only in a job of several locales: {SEVERAL_LOCALES})")
+    } else {
+        String::new()
+    };
+    panic!("{}{hint}", Error::no_runtime(call));
 }
 
 /// The error for arguments that could not be encoded.
@@ -404,6 +462,8 @@ pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Outpu
 /// does not end before it ran.
 ///
 /// Returns an error if the request could not be sent (the locale is gone).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
 pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
@@ -421,6 +481,8 @@ pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
 }
 
 /// [`begin_on`] for a plain-data call (see [`on_pod`]).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
 pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on_pod", locale) {
@@ -439,7 +501,13 @@ pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Erro
 /// Runs `make(l)` on every locale `l` at once and returns the results in
 /// locale order; the first failure (a panic there) is returned as the
 /// error once all have finished.
+///
+/// Panics if no runtime runs.
+#[track_caller]
 pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<R::Output>, Error> {
+    if engine().is_none() {
+        require_runtime("coforall_locales", 0);
+    }
     let handles: Vec<_> = (0..num_locales()).map(|l| on(l, make(l))).collect();
     let mut out = Vec::with_capacity(handles.len());
     let mut first_err = None;

@@ -5,7 +5,7 @@ use super::heap::Heap;
 use super::ptr::GlobalPtr;
 use super::space::{ALLOC as ALLOC_WORDS, ALLOC_RESULT, Space};
 use crate::comm::shm::region::MAX_ALIGN;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use std::fmt;
 use std::marker::PhantomData;
@@ -154,9 +154,8 @@ impl<T: Pod> GlobalArray<T> {
     pub fn ptr(&self, locale: usize) -> GlobalPtr<T> {
         assert!(
             locale < self.space.locales,
-            "cantus::pgas::GlobalArray::ptr: locale {locale} does not exist (the job has {} \
-             locales)",
-            self.space.locales
+            "cantus::pgas::GlobalArray::ptr: locale {locale} does not exist (the job has {})",
+            Locales(self.space.locales)
         );
         GlobalPtr::new(locale, self.data, self.data + self.len * size_of::<T>())
     }

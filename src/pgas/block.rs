@@ -4,7 +4,7 @@
 
 use super::array::{GlobalArray, alloc};
 use super::ptr::GlobalPtr;
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use std::ops::Range;
 
@@ -112,8 +112,9 @@ impl<T: Pod> BlockArray<T> {
                 ErrorKind::OutOfBounds,
                 format!(
                     "cantus::pgas::BlockArray: index {i} is out of bounds (the array has {} \
-                     elements on {} locales)",
-                    self.n, self.locales
+                     elements on {})",
+                    self.n,
+                    Locales(self.locales)
                 ),
             ));
         }

@@ -5,7 +5,7 @@
 //! barriers. `README.md` beside this file states the protocol.
 
 use super::space::{BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD, Space, space};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -238,8 +238,8 @@ pub fn broadcast<T: Pod>(root: usize, buf: &mut [T]) {
     let s = c.space.clone();
     assert!(
         root < s.locales,
-        "cantus::pgas::broadcast: locale {root} does not exist (the job has {} locales)",
-        s.locales
+        "cantus::pgas::broadcast: locale {root} does not exist (the job has {})",
+        Locales(s.locales)
     );
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(buf);
     let len = bytes.len();
@@ -291,8 +291,8 @@ pub fn reduce<T: Pod>(root: usize, value: T, op: impl Fn(T, T) -> T) -> Option<T
     let c = Collective::enter_or_panic("pgas::reduce");
     assert!(
         root < c.space.locales,
-        "cantus::pgas::reduce: locale {root} does not exist (the job has {} locales)",
-        c.space.locales
+        "cantus::pgas::reduce: locale {root} does not exist (the job has {})",
+        Locales(c.space.locales)
     );
     combine(&c, REDUCE, root, value, &op, "pgas::reduce")
 }

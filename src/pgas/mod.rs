@@ -82,6 +82,24 @@ use crate::error::Error;
 /// If the body panics on one locale, the collectives the others wait in
 /// end with a panic naming that locale, so `spmd` returns an error rather
 /// than waiting forever.
+///
+/// A plain function made a remote call with
+/// [`remote_fn!`](crate::remote_fn) is a body too, with its arguments:
+///
+/// ```
+/// use cantus::pgas;
+///
+/// cantus::remote_fn! {
+///     /// Sums `k * here()` over the locales.
+///     fn step(k: u64) -> u64 {
+///         pgas::all_reduce(k * cantus::here() as u64, pgas::sum)
+///     }
+/// }
+///
+/// let sums = cantus::run(|| pgas::spmd(step(3)).unwrap()).unwrap();
+/// let n = sums.len() as u64;
+/// assert!(sums.iter().all(|&s| s == 3 * n * (n - 1) / 2));
+/// ```
 pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
     collective::begin_spmd(W::ID)?;
     crate::coforall_locales(|_| work.clone())

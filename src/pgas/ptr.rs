@@ -4,7 +4,7 @@
 //! the shared memory directly.
 
 use super::space::{Space, with_space};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -120,8 +120,9 @@ impl<T: Pod> GlobalPtr<T> {
         };
         if self.locale() >= s.locales {
             return out(format!(
-                "on locale {} but the job has {} locales",
-                self.locale, s.locales
+                "on locale {} but the job has {}",
+                self.locale,
+                Locales(s.locales)
             ));
         }
         let bytes = (n as u64).saturating_mul(size);

@@ -4,6 +4,11 @@
 //! one of them dies; each of them dies with locale 0 (`PR_SET_PDEATHSIG`).
 //! Nothing outlives the job: the region is an anonymous memfd (no name
 //! in /dev/shm), and no locale survives locale 0.
+//!
+//! A locale that dies ends the job with a status that says how
+//! ([`job_status`]): its own exit status, or 128 + the signal that killed
+//! it, as shells report. Locales 1..N name their process after the
+//! program and their number (`myprog-loc2` in `ps` and `top`).
 
 use super::region::Region;
 use super::transport::ShmTransport;
@@ -104,6 +109,7 @@ pub(crate) fn join_job(here: usize) -> Result<Arc<ShmTransport>, Error> {
     if unsafe { libc::getppid() } as u32 != region.job().creator() {
         std::process::exit(1);
     }
+    name_process(here);
     Ok(Arc::new(ShmTransport::attach(region, here)?))
 }
 
@@ -180,7 +186,8 @@ fn kill_all(children: Started) {
 
 /// Watches the locales until they all exited. One that exits before
 /// shutdown was ordered takes the job down: a message naming it and how
-/// it ended, the others killed, and this process exits with status 1.
+/// it ended, the others killed, and this process exits with the status
+/// [`job_status`] gives.
 fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
     let mut deadline: Option<Instant> = None;
     while !children.is_empty() {
@@ -201,12 +208,14 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                     let (locale, pid) = (*locale, child.id());
                     children.swap_remove(i);
                     if !(ok && ending.load(Ordering::Acquire)) {
+                        let code = job_status(status);
                         eprintln!(
-                            "cantus: locale {locale} (pid {pid}) {} before the job ended; ending the job",
+                            "cantus: locale {locale} (pid {pid}) {} before the job ended; \
+                             ending the job with status {code}",
                             describe(status)
                         );
                         kill_all(children);
-                        std::process::exit(1);
+                        std::process::exit(code);
                     }
                 }
                 Ok(None) => i += 1,
@@ -228,6 +237,39 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
         }
         std::thread::sleep(WATCH_EVERY);
     }
+}
+
+/// The status the job exits with when a locale ended with `status`
+/// before the job did: the locale's own status if it is not 0, 128 + the
+/// signal if a signal killed it (as shells report it), else 1 (a locale
+/// that exits with 0 before the job ended still failed it).
+fn job_status(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) if code != 0 => code,
+        (None, Some(sig)) => 128 + sig,
+        _ => 1,
+    }
+}
+
+/// Names this process (its main thread, which `ps` and `top` show) after
+/// the program and the locale: `myprog-loc2`, the program's name cut so
+/// that the whole fits the kernel's 15 bytes. Without it every locale
+/// would show as `exe` (they are started through /proc/self/exe). A name
+/// is a convenience: failing to set one is ignored.
+fn name_process(here: usize) {
+    const COMM_MAX: usize = 15;
+    let suffix = format!("-loc{here}");
+    let program = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.as_encoded_bytes().to_vec()))
+        .unwrap_or_default();
+    let mut name = program;
+    name.truncate(COMM_MAX.saturating_sub(suffix.len()));
+    name.extend_from_slice(suffix.as_bytes());
+    name.truncate(COMM_MAX);
+    // /proc/self/comm is the main thread's name, whichever thread writes it.
+    let _ = std::fs::write("/proc/self/comm", name);
 }
 
 /// "exited with status 3", "was killed by signal 9 (SIGKILL)".

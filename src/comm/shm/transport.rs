@@ -10,7 +10,7 @@ use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
 use super::ring::{self, Consumer, Producer};
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
-use crate::error::{Error, ErrorKind};
+use crate::error::{Error, ErrorKind, Locales};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering, fence};
@@ -188,7 +188,8 @@ impl ShmTransport {
             return Err(Error::new(
                 ErrorKind::Locale,
                 format!(
-                    "cantus: this process was started as locale {here}, but the job has {locales} locales"
+                    "cantus: this process was started as locale {here}, but the job has {}",
+                    Locales(locales)
                 ),
             ));
         }
