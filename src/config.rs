@@ -177,7 +177,7 @@ impl Builder {
     }
 
     /// Bytes of each shared-memory ring between two locales (a power of
-    /// two); the largest message is half a ring.
+    /// two, 4K to 1G); messages larger than half a ring travel in pieces.
     pub fn ring_bytes(mut self, bytes: usize) -> Builder {
         self.ring_bytes = Some(bytes);
         self
