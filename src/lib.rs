@@ -79,6 +79,11 @@ pub mod __fuzz {
         crate::am::wire::fuzz_frame(bytes)
     }
 
+    /// Feeds arbitrary fragments to a locale's reassembly.
+    pub fn am_fragments(bytes: &[u8]) {
+        crate::am::fragment::fuzz_fragments(bytes)
+    }
+
     /// Reads a shared-memory ring whose indices and data are `bytes`.
     pub fn ring_frames(bytes: &[u8]) {
         crate::comm::shm::ring::fuzz_consumer(bytes)

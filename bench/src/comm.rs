@@ -8,8 +8,10 @@
 //! - `transfer_*`: bandwidth of large payloads, 64 KiB and 1 MiB: a
 //!   Chant message (ping-pong with an echoing task on locale 1: one way is
 //!   half the round trip) and a remote call's `Vec<u8>` argument (a call
-//!   carrying it there and 8 bytes back, encoded with postcard), next to
-//!   `memcpy` of the same bytes in this process;
+//!   carrying it there and 8 bytes back, encoded with postcard), the same
+//!   with the argument a `serde_bytes::ByteBuf` (one byte string instead
+//!   of serde's element-by-element sequence), next to `memcpy` of the
+//!   same bytes in this process;
 //! - peers: the raw ring round trip (the same shared-memory rings, two
 //!   spinning threads, no active-message layer) and Open MPI's ping-pong
 //!   and pipelined stream between two ranks (its shared-memory transport),
@@ -86,7 +88,17 @@ impl cantus::Remote for Echo {
     }
 }
 
-cantus::remote!(Ping, Tick, Arrived, Sink, Echo);
+/// [`Sink`] with the bytes as one byte string (`serde_bytes`).
+#[derive(Serialize, Deserialize)]
+struct SinkBytes(serde_bytes::ByteBuf);
+impl cantus::Remote for SinkBytes {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0.len() as u64
+    }
+}
+
+cantus::remote!(Ping, Tick, Arrived, Sink, SinkBytes, Echo);
 
 /// `Ping` as plain data: no encoding on either side.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -124,8 +136,9 @@ pub(crate) fn run(opts: &Options) {
     let mut piped = Samples::new();
     let mut stream = Samples::new();
     let mut raw = Samples::new();
+    let calls = opts.wants("am");
     section("comm", || {
-        for _ in 0..reps {
+        for _ in 0..if calls { reps } else { 0 } {
             let (a, pod, p, s) = rt.block_on(|| {
                 (
                     round_trip(rounds),
@@ -142,8 +155,13 @@ pub(crate) fn run(opts: &Options) {
             raw.push(d.as_secs_f64() * 1e6 / rounds as f64);
         }
     });
-    transfers(&rt, reps, opts.quick);
+    if opts.wants("transfer") {
+        transfers(&rt, reps, opts.quick);
+    }
     rt.shutdown();
+    if !calls {
+        return;
+    }
     let a = figure("am_round_trip", &rt_s, "us");
     let pod = figure("am_round_trip_pod", &rt_pod, "us");
     let p = figure("am_pipelined", &piped, "us");
@@ -233,23 +251,39 @@ const TRANSFER_SIZES: [(usize, &str); 2] = [(64 << 10, "64k"), (1 << 20, "1m")];
 /// of each size, with memcpy of the same size measured in the same run.
 fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
     for (size, name) in TRANSFER_SIZES {
-        let rounds: u64 = if quick { 20 } else { (256 << 20) as u64 / size as u64 };
+        let rounds: u64 = if quick {
+            20
+        } else {
+            (256 << 20) as u64 / size as u64
+        };
         let mut chant_bw = Samples::new();
         let mut arg_bw = Samples::new();
+        let mut bytes_bw = Samples::new();
         let mut copy_bw = Samples::new();
         section(&format!("transfer {name}"), || {
             for _ in 0..reps {
-                let (c, a) = rt.block_on(|| (chant_one_way(size, rounds), call_arg(size, rounds)));
+                let (c, a, b) = rt.block_on(|| {
+                    (
+                        chant_one_way(size, rounds),
+                        call_arg(size, rounds, |v| cantus::on(1, Sink(v))),
+                        call_arg(size, rounds, |v| {
+                            cantus::on(1, SinkBytes(serde_bytes::ByteBuf::from(v)))
+                        }),
+                    )
+                });
                 chant_bw.push(gb_per_s(size, c));
                 arg_bw.push(gb_per_s(size, a));
+                bytes_bw.push(gb_per_s(size, b));
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
             }
         });
         let c = figure(&format!("transfer_chant_{name}"), &chant_bw, "GB/s");
         let a = figure(&format!("transfer_arg_{name}"), &arg_bw, "GB/s");
+        let b = figure(&format!("transfer_bytes_arg_{name}"), &bytes_bw, "GB/s");
         let m = figure(&format!("transfer_{name}.memcpy"), &copy_bw, "GB/s");
         ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
+        ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);
     }
 }
 
@@ -281,13 +315,17 @@ fn chant_one_way(size: usize, rounds: u64) -> Duration {
     took / (2 * rounds as u32)
 }
 
-/// Time of a call carrying a `size`-byte `Vec<u8>` argument to locale 1
-/// and 8 bytes back (the argument built anew for each call, as a caller
-/// would).
-fn call_arg(size: usize, rounds: u64) -> Duration {
+/// Time of a call (`on`: a call made of a `Vec<u8>`) carrying a
+/// `size`-byte argument to locale 1 and its length back (the vector is
+/// cloned for each call, as a caller who keeps its data would).
+fn call_arg(
+    size: usize,
+    rounds: u64,
+    on: impl Fn(Vec<u8>) -> cantus::RemoteHandle<u64>,
+) -> Duration {
     let arg: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let call = || {
-        let n = cantus::on(1, Sink(arg.clone())).join().expect("sink");
+        let n = on(arg.clone()).join().expect("sink");
         assert_eq!(n, size as u64);
     };
     for _ in 0..rounds.div_ceil(10) {

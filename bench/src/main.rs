@@ -20,7 +20,8 @@
 //!                      (its own options: cantus-bench scale --help)
 //! options: --quick (small sizes, few reps: a smoke run), --reps N,
 //!          --fifo-threads N (thread limit of the fifo baseline, 255),
-//!          --only SECTION (micro, apps: the sections whose name starts so)
+//!          --only SECTION (micro, apps, comm: the sections whose name
+//!          starts so; comm has `am` and `transfer`)
 //! ```
 
 mod apps;
