@@ -72,6 +72,8 @@ mod tests {
         assert!(!called_by_libtest(
             "   3: mytest::run_test_suite\n   4: main\n"
         ));
-        assert!(!called_by_libtest("             at src/test::run_test.rs:1\n"));
+        assert!(!called_by_libtest(
+            "             at src/test::run_test.rs:1\n"
+        ));
     }
 }

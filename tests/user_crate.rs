@@ -86,10 +86,18 @@ fn tests_that_start_locales_pass_under_plain_cargo_test() {
     let (ok, out, err) = run(&[]);
     let report = format!("stdout:\n{out}\nstderr:\n{err}");
     assert!(ok, "cargo test failed on the user crate\n{report}");
-    assert_eq!(count(&out, "running "), 1, "the harness ran more than once\n{report}");
+    assert_eq!(
+        count(&out, "running "),
+        1,
+        "the harness ran more than once\n{report}"
+    );
     for test in JOBS {
         let line = format!("test {test} ... ok");
-        assert_eq!(count(&out, &line), 1, "`{line}` is not there once\n{report}");
+        assert_eq!(
+            count(&out, &line),
+            1,
+            "`{line}` is not there once\n{report}"
+        );
     }
     assert_eq!(count(&out, "test result:"), 1, "{report}");
     assert!(
@@ -106,15 +114,31 @@ fn each_locale_prints_once_under_nocapture() {
     let (ok, out, err) = run(&["--", "--nocapture"]);
     let report = format!("stdout:\n{out}\nstderr:\n{err}");
     assert!(ok, "cargo test failed on the user crate\n{report}");
-    assert_eq!(count(&out, "running "), 1, "the harness ran more than once\n{report}");
+    assert_eq!(
+        count(&out, "running "),
+        1,
+        "the harness ran more than once\n{report}"
+    );
     for n in [3, 4, 5] {
         let line = format!("user-crate: squaring {n} on locale 1");
-        assert_eq!(count(&out, &line), 1, "`{line}` is not there once\n{report}");
+        assert_eq!(
+            count(&out, &line),
+            1,
+            "`{line}` is not there once\n{report}"
+        );
     }
     // Code before `build` runs on both locales of its job; a test that
     // starts no job runs on none but its own.
-    assert_eq!(count(&out, "user-crate: test squares_three ran"), 2, "{report}");
-    assert_eq!(count(&out, "user-crate: test no_locales ran"), 1, "{report}");
+    assert_eq!(
+        count(&out, "user-crate: test squares_three ran"),
+        2,
+        "{report}"
+    );
+    assert_eq!(
+        count(&out, "user-crate: test no_locales ran"),
+        1,
+        "{report}"
+    );
 }
 
 #[test]

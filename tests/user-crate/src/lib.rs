@@ -11,7 +11,11 @@ pub struct Square(pub u64);
 impl cantus::Remote for Square {
     type Output = (u64, usize, u32);
     fn run(self) -> (u64, usize, u32) {
-        println!("user-crate: squaring {} on locale {}", self.0, cantus::here());
+        println!(
+            "user-crate: squaring {} on locale {}",
+            self.0,
+            cantus::here()
+        );
         (self.0 * self.0, cantus::here(), std::process::id())
     }
 }

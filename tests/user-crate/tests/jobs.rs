@@ -36,5 +36,9 @@ fn no_locales() {
 #[test]
 #[ignore = "fails on purpose"]
 fn fails_after_a_remote_call() {
-    assert_eq!(square_on_locale_1(6, Duration::ZERO), 35, "wrong on purpose");
+    assert_eq!(
+        square_on_locale_1(6, Duration::ZERO),
+        35,
+        "wrong on purpose"
+    );
 }
