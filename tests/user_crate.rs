@@ -101,7 +101,7 @@ fn tests_that_start_locales_pass_under_plain_cargo_test() {
     }
     assert_eq!(count(&out, "test result:"), 1, "{report}");
     assert!(
-        out.contains("test result: ok. 4 passed; 0 failed; 1 ignored"),
+        out.contains("test result: ok. 4 passed; 0 failed; 2 ignored"),
         "{report}"
     );
     // The tests' output, on every locale, is captured with the test's.
@@ -143,7 +143,7 @@ fn each_locale_prints_once_under_nocapture() {
 
 #[test]
 fn a_failing_test_reports_what_its_locales_printed() {
-    let (ok, out, err) = run(&["--", "--ignored"]);
+    let (ok, out, err) = run(&["--", "--ignored", "fails_after_a_remote_call"]);
     let report = format!("stdout:\n{out}\nstderr:\n{err}");
     assert!(!ok, "the test that fails on purpose passed\n{report}");
     let failure = out
@@ -156,7 +156,23 @@ fn a_failing_test_reports_what_its_locales_printed() {
     );
     assert!(failure.contains("wrong on purpose"), "{report}");
     assert!(
-        out.contains("test result: FAILED. 0 passed; 1 failed; 0 ignored"),
+        out.contains(
+            "test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 5 filtered out"
+        ),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_locale_that_dies_before_build_is_reported() {
+    let (ok, out, err) = run(&["--", "--ignored", "locale_1_dies_before_build"]);
+    let report = format!("stdout:\n{out}\nstderr:\n{err}");
+    assert!(!ok, "the job whose locale died passed\n{report}");
+    // The locale's own words, and locale 0's, though the job ended the
+    // test binary before the harness printed any captured output.
+    assert!(err.contains("locale 1 panics before build"), "{report}");
+    assert!(
+        err.contains("cantus: locale 1 (pid ") && err.contains("exited with status 101"),
         "{report}"
     );
 }

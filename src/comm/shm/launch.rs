@@ -190,6 +190,16 @@ fn kill_all(children: Started) {
     }
 }
 
+/// `eprintln!` to the process's stderr itself: from a test, `eprintln!`
+/// goes into the test's captured output, which is lost when the job
+/// ends the process.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Watches the locales until they all exited. One that exits before
 /// shutdown was ordered takes the job down: a message naming it and how
 /// it ended, the others killed, and this process exits with status 1.
@@ -213,7 +223,7 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                     let (locale, pid) = (*locale, child.id());
                     children.swap_remove(i);
                     if !(ok && ending.load(Ordering::Acquire)) {
-                        eprintln!(
+                        say!(
                             "cantus: locale {locale} (pid {pid}) {} before the job ended; ending the job",
                             describe(status)
                         );
@@ -223,14 +233,14 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                 }
                 Ok(None) => i += 1,
                 Err(e) => {
-                    eprintln!("cantus: cannot watch locale {locale}: {e}; ending the job");
+                    say!("cantus: cannot watch locale {locale}: {e}; ending the job");
                     kill_all(children);
                     std::process::exit(1);
                 }
             }
         }
         if deadline.is_some_and(|d| Instant::now() > d) {
-            eprintln!(
+            say!(
                 "cantus: {} locale(s) did not exit within {} s of shutdown; killing them",
                 children.len(),
                 EXIT_GRACE.as_secs()

@@ -14,11 +14,13 @@
 //! nothing captured: the harness on a locale never reports the test, as
 //! the locale's `build` serves until the job ends and then exits the
 //! process, so a capture would be thrown away with any message in it).
-//! The locale's output, stdout and stderr, is piped back and printed by
-//! threads of locale 0's test, so it joins the test's own captured output:
-//! shown when the test fails or under `--nocapture`, like the test's. The
-//! harness's preamble on a locale (an empty line, `running 1 test`) is
-//! dropped.
+//! The locale's stdout is piped back and printed by a thread of locale 0's
+//! test, so it joins the test's own captured output: shown when the test
+//! fails or under `--nocapture`, like the test's. The harness's preamble
+//! on a locale (an empty line, `running 1 test`) is dropped. Its stderr
+//! (panic messages, cantus's own diagnostics) is locale 0's, uncaptured:
+//! a locale that fails may end the job, and with it locale 0's process,
+//! before the test's captured output is ever printed.
 //!
 //! A locale whose test never reaches `build` (its name filtered nothing,
 //! or the test returned first) exits: locale 0's monitor ends the job with
@@ -79,16 +81,16 @@ impl Program {
         }
     }
 
-    /// Sets the locale's arguments and, for a test, pipes its output.
+    /// Sets the locale's arguments and, for a test, pipes its stdout.
     pub(crate) fn configure(&self, cmd: &mut Command) {
         cmd.args(self.args());
         if let Program::Test { .. } = self {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            cmd.stdout(Stdio::piped());
         }
     }
 
-    /// After the locale started: forwards its piped output, printing it
-    /// on threads that share the calling thread's output capture (threads
+    /// After the locale started: forwards its piped stdout, printing it on
+    /// a thread that shares the calling thread's output capture (threads
     /// inherit it from the thread that starts them, and the caller runs
     /// on a thread started by the test).
     pub(crate) fn forward(&mut self, child: &mut Child) {
@@ -99,10 +101,7 @@ impl Program {
             return;
         };
         if let Some(out) = child.stdout.take() {
-            *forwarding += start_forwarding(out, done.0.clone(), |s| print!("{s}"));
-        }
-        if let Some(err) = child.stderr.take() {
-            *forwarding += start_forwarding(err, done.0.clone(), |s| eprint!("{s}"));
+            *forwarding += start_forwarding(out, done.0.clone());
         }
     }
 
@@ -125,14 +124,10 @@ impl Program {
     }
 }
 
-/// Starts a thread printing `pipe` line by line with `print` (after the
+/// Starts a thread printing `pipe` line by line with `print!` (after the
 /// harness's preamble); 1 if it started, else 0 (the output is lost, the
 /// job goes on).
-fn start_forwarding(
-    pipe: impl Read + Send + 'static,
-    done: mpsc::Sender<()>,
-    print: fn(&str),
-) -> usize {
+fn start_forwarding(pipe: impl Read + Send + 'static, done: mpsc::Sender<()>) -> usize {
     let started = std::thread::Builder::new()
         .name("cantus-locale-output".into())
         .spawn(move || {
@@ -143,7 +138,7 @@ fn start_forwarding(
                 let text = String::from_utf8_lossy(&line);
                 preamble = preamble && is_preamble(&text);
                 if !preamble {
-                    print(&text);
+                    print!("{text}");
                 }
                 line.clear();
             }

@@ -42,3 +42,15 @@ fn fails_after_a_remote_call() {
         "wrong on purpose"
     );
 }
+
+/// Locale 1 panics before it reaches `build`: run with `--ignored` by
+/// cantus's `tests/user_crate.rs`, which looks for the panic and for the
+/// message that ends the job.
+#[test]
+#[ignore = "ends its test binary on purpose"]
+fn locale_1_dies_before_build() {
+    if std::env::var_os("CANTUS_LOCALE").is_some() {
+        panic!("locale 1 panics before build");
+    }
+    square_on_locale_1(7, Duration::ZERO);
+}
