@@ -168,7 +168,8 @@ impl Builder {
     /// Number of locales: processes of one job, each with its own workers,
     /// that talk through shared memory. `run`/`build` on locale 0 starts
     /// the others as copies of this program (same binary, same
-    /// arguments); on those, `build` never returns: they serve remote
+    /// arguments; on a test's thread, only that test: README, "Testing a
+    /// program that uses locales"); on those, `build` never returns: they serve remote
     /// calls until the job ends, then exit. Each locale gets its share of
     /// the CPUs.
     pub fn locales(mut self, n: usize) -> Builder {

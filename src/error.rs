@@ -17,7 +17,9 @@ pub enum ErrorKind {
     /// A tasking call was made while no runtime is running.
     NoRuntime,
     /// A runtime is already running in this process; cantus runs one at a
-    /// time, as Chapel's tasking layer does.
+    /// time, as Chapel's tasking layer does. (On a test thread of `cargo
+    /// test`, starting one waits for its turn instead, where waiting can
+    /// help: `runtime/turn.rs`.)
     AlreadyRunning,
     /// The operating system refused a resource (a thread, memory).
     Os,

@@ -43,6 +43,7 @@ pub mod query;
 mod runtime;
 mod sched;
 mod sync;
+mod test_harness;
 
 pub use am::chant::{self, TaskId};
 pub use am::{

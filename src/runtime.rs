@@ -16,10 +16,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
+use turn::Turn;
+
+mod turn;
 
 /// A running cantus runtime: worker threads with their task queues. One
-/// runs per process at a time; dropping it shuts it down (waiting for
-/// every task, detached ones included).
+/// runs per process at a time (`build` while one runs fails with
+/// [`ErrorKind::AlreadyRunning`], except on a test thread of `cargo test`,
+/// where it waits for its turn: README, "Testing a program that uses
+/// locales"); dropping it shuts it down (waiting for every task, detached
+/// ones included).
 ///
 /// ```
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
@@ -33,6 +39,9 @@ pub struct Runtime {
     /// Locale 0 of a job of several locales: its engine and its watch
     /// over the others, used at shutdown.
     job: Option<Job>,
+    /// This process's turn to run a runtime, given back at the end of
+    /// shutdown (`runtime/turn.rs`).
+    turn: Option<Turn>,
 }
 
 struct Job {
@@ -54,10 +63,15 @@ impl Runtime {
     }
 
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
-        if config.locales > 1 {
-            return Runtime::start_locale(config);
-        }
-        Runtime::start_with_driver(config, None)
+        // Before anything process-wide is touched (the job, the heap).
+        let turn = Turn::take()?;
+        let mut rt = if config.locales > 1 {
+            Runtime::start_locale(config)?
+        } else {
+            Runtime::start_with_driver(config, None)?
+        };
+        rt.turn = Some(turn);
+        Ok(rt)
     }
 
     /// Starts this process's locale of a job of several: locale 0 starts
@@ -138,6 +152,7 @@ impl Runtime {
             registry: registry.clone(),
             threads: Vec::with_capacity(n),
             job: None,
+            turn: None,
         };
         for (i, deque) in deques.into_iter().enumerate() {
             let r = registry.clone();
@@ -236,6 +251,8 @@ impl Runtime {
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
         }
+        // Last: everything process-wide is released.
+        self.turn.take();
         if worker_panicked && !std::thread::panicking() {
             panic!("cantus: a worker thread panicked (a runtime bug); see the message above");
         }

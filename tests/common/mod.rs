@@ -41,10 +41,21 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> (std::process::ExitStatus,
 /// Waits for `child` at most `limit`, collecting its stderr; kills it and
 /// panics (naming `what` and what it printed) if it runs longer.
 pub fn wait_with_timeout(
-    mut child: std::process::Child,
+    child: std::process::Child,
     limit: std::time::Duration,
     what: &str,
 ) -> (std::process::ExitStatus, String) {
+    let (status, _, stderr) = wait_with_output(child, limit, what);
+    (status, stderr)
+}
+
+/// As [`wait_with_timeout`], also collecting stdout (if piped): returns
+/// (exit status, stdout, stderr).
+pub fn wait_with_output(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+    what: &str,
+) -> (std::process::ExitStatus, String, String) {
     use std::io::Read;
     let mut err = child.stderr.take().expect("piped stderr");
     let mut out = child.stdout.take();
@@ -58,6 +69,7 @@ pub fn wait_with_timeout(
         if let Some(o) = out.as_mut() {
             let _ = o.read_to_end(&mut s);
         }
+        String::from_utf8_lossy(&s).into_owned()
     });
     let start = std::time::Instant::now();
     let status = loop {
@@ -74,8 +86,8 @@ pub fn wait_with_timeout(
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
-    let _ = drain.join();
-    (status, reader.join().unwrap_or_default())
+    let stdout = drain.join().unwrap_or_default();
+    (status, stdout, reader.join().unwrap_or_default())
 }
 
 pub fn is_child() -> bool {

@@ -1,6 +1,7 @@
 //! Starting a job's locales on one machine and watching them: locale 0
 //! starts locales 1..N as copies of its own program (same binary, same
-//! arguments), hands them the shared region, and ends the whole job if
+//! arguments; inside a `cargo test` test, only that test: `program.rs`),
+//! hands them the shared region, and ends the whole job if
 //! one of them dies; each of them dies with locale 0 (`PR_SET_PDEATHSIG`).
 //! Nothing outlives the job: the region is an anonymous memfd (no name
 //! in /dev/shm), and no locale survives locale 0.
@@ -10,6 +11,7 @@
 //! it, as shells report. Locales 1..N name their process after the
 //! program and their number (`myprog-loc2` in `ps` and `top`).
 
+use super::program::Program;
 use super::region::Region;
 use super::transport::ShmTransport;
 use crate::error::{Error, ErrorKind};
@@ -48,13 +50,15 @@ pub(crate) fn start_job(
     let (tx, rx) = mpsc::channel();
     let t = transport.clone();
     let (e, k) = (ending.clone(), kill.clone());
+    // Decided here, on the thread building the runtime (the test's own).
+    let mut program = Program::of_caller();
     // The locales are started from this thread and it lives until they
     // exited: PR_SET_PDEATHSIG fires when the *thread* that started a
     // child ends, so it must not be a thread that may end first.
     let thread = std::thread::Builder::new()
         .name("cantus-locales".into())
         .spawn(move || {
-            let children = match spawn_all(t.region(), locales) {
+            let children = match spawn_all(t.region(), locales, &mut program) {
                 Ok(c) => {
                     let _ = tx.send(Ok(()));
                     c
@@ -66,6 +70,7 @@ pub(crate) fn start_job(
                 }
             };
             watch(children, &e, &k);
+            program.finish_output();
         })
         .map_err(|e| {
             Error::new(
@@ -133,12 +138,16 @@ impl Monitor {
 /// Locales started so far, with their numbers.
 type Started = Vec<(usize, Child)>;
 
-fn spawn_all(region: &Region, locales: usize) -> Result<Started, (Error, Started)> {
+fn spawn_all(
+    region: &Region,
+    locales: usize,
+    program: &mut Program,
+) -> Result<Started, (Error, Started)> {
     let mut children = Vec::with_capacity(locales - 1);
     for locale in 1..locales {
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.args(std::env::args_os().skip(1))
-            .env(LOCALE_VAR, locale.to_string())
+        program.configure(&mut cmd);
+        cmd.env(LOCALE_VAR, locale.to_string())
             .env(LOCALES_VAR, locales.to_string());
         if let Some(arg0) = std::env::args_os().next() {
             use std::os::unix::process::CommandExt;
@@ -162,7 +171,10 @@ fn spawn_all(region: &Region, locales: usize) -> Result<Started, (Error, Started
             };
         }
         match cmd.spawn() {
-            Ok(c) => children.push((locale, c)),
+            Ok(mut c) => {
+                program.forward(&mut c);
+                children.push((locale, c));
+            }
             Err(e) => {
                 return Err((
                     Error::new(
@@ -182,6 +194,16 @@ fn kill_all(children: Started) {
         let _ = c.kill();
         let _ = c.wait();
     }
+}
+
+/// `eprintln!` to the process's stderr itself: from a test, `eprintln!`
+/// goes into the test's captured output, which is lost when the job
+/// ends the process.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
 }
 
 /// Watches the locales until they all exited. One that exits before
@@ -209,7 +231,7 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                     children.swap_remove(i);
                     if !(ok && ending.load(Ordering::Acquire)) {
                         let code = job_status(status);
-                        eprintln!(
+                        say!(
                             "cantus: locale {locale} (pid {pid}) {} before the job ended; \
                              ending the job with status {code}",
                             describe(status)
@@ -220,14 +242,14 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                 }
                 Ok(None) => i += 1,
                 Err(e) => {
-                    eprintln!("cantus: cannot watch locale {locale}: {e}; ending the job");
+                    say!("cantus: cannot watch locale {locale}: {e}; ending the job");
                     kill_all(children);
                     std::process::exit(1);
                 }
             }
         }
         if deadline.is_some_and(|d| Instant::now() > d) {
-            eprintln!(
+            say!(
                 "cantus: {} locale(s) did not exit within {} s of shutdown; killing them",
                 children.len(),
                 EXIT_GRACE.as_secs()
