@@ -54,6 +54,9 @@ impl Runtime {
     }
 
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
+        // Before any remote call can run: SPMD bodies are told apart.
+        #[cfg(not(loom))]
+        crate::pgas::attach();
         if config.locales > 1 {
             return Runtime::start_locale(config);
         }

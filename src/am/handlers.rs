@@ -15,7 +15,6 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
 use std::collections::HashMap;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 /// A call that can run on another locale: its fields are the arguments,
@@ -182,12 +181,9 @@ fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
         ));
     }
     let call: R = bytemuck::pod_read_unaligned(args);
-    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
+    match super::run_handler(R::ID, || call.run()) {
         Ok(out) => Outcome::Done(bytemuck::bytes_of(&out).to_vec()),
-        Err(p) => {
-            super::handler_panicked(R::ID);
-            Outcome::Panicked(panic_message(&*p))
-        }
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
     }
 }
 
@@ -202,7 +198,7 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
             ));
         }
     };
-    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
+    match super::run_handler(R::ID, || call.run()) {
         Ok(out) => match postcard::to_allocvec(&out) {
             Ok(bytes) => Outcome::Done(bytes),
             Err(e) => Outcome::Rejected(format!(
@@ -210,10 +206,7 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
                 R::NAME
             )),
         },
-        Err(p) => {
-            super::handler_panicked(R::ID);
-            Outcome::Panicked(panic_message(&*p))
-        }
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
     }
 }
 

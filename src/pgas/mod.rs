@@ -67,6 +67,7 @@ pub use array::{GlobalArray, alloc};
 pub use block::BlockArray;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
+pub(crate) use collective::attach;
 pub(crate) use space::{install, uninstall};
 
 use crate::am::Registered;
@@ -83,6 +84,6 @@ use crate::error::Error;
 /// end with a panic naming that locale, so `spmd` returns an error rather
 /// than waiting forever.
 pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
-    collective::begin_spmd(W::ID)?;
-    crate::coforall_locales(|_| work.clone())
+    let calls = (0..crate::num_locales()).map(|_| work.clone()).collect();
+    crate::am::spmd_group(calls)
 }
