@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
 use std::collections::HashMap;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::OnceLock;
 
 /// A call that can run on another locale: its fields are the arguments,
@@ -181,7 +182,9 @@ fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
         ));
     }
     let call: R = bytemuck::pod_read_unaligned(args);
-    match super::run_handler(R::ID, || call.run()) {
+    // Not through `run_handler`: a plain-data call is never an SPMD body
+    // (`coforall_locales` runs `Remote` calls), so it skips the hooks.
+    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
         Ok(out) => Outcome::Done(bytemuck::bytes_of(&out).to_vec()),
         Err(p) => Outcome::Panicked(panic_message(&*p)),
     }

@@ -307,8 +307,9 @@ fn wait_until(done: impl Fn() -> bool) {
 /// part) are visible to every locale after it.
 ///
 /// Call it from the SPMD body on every locale ([`spmd`](super::spmd));
-/// it panics if no runtime runs or another task of this locale is in a
-/// collective. A waiting task spins for about 20 µs, then sleeps for
+/// it panics if no runtime runs, if called outside an SPMD body (see
+/// [the rule](super#the-spmd-model)), or if another task of this locale
+/// is in a collective. A waiting task spins for about 20 µs, then sleeps for
 /// growing pauses (up to 200 µs), so its worker runs other tasks and
 /// serves remote calls meanwhile; an outside thread sleeps.
 #[track_caller]
@@ -374,6 +375,12 @@ pub fn broadcast<T: Pod>(root: usize, buf: &mut [T]) {
 /// Combines every locale's `value` with `op` at locale `root`, in locale
 /// order (`op(op(v0, v1), v2)...`); returns `Some` there and `None`
 /// elsewhere. `op` is typically [`sum`], [`min`] or [`max`].
+///
+/// `T` may have any size: the values travel through the scratch areas in
+/// pieces of up to 16 KiB (two barriers each), and the root gathers all
+/// `num_locales()` values into a buffer before folding them (it holds
+/// `num_locales() * size_of::<T>()` bytes meanwhile; `op` takes values by
+/// value, so the task stack must hold a few of them).
 ///
 /// # Panics
 ///
