@@ -333,6 +333,18 @@ impl cantus::Remote for BoomOnOne {
     }
 }
 
+/// Locale 1 returns at once; the others wait in a barrier it never calls.
+#[derive(Clone, Serialize, Deserialize)]
+struct SkipsABarrier;
+impl cantus::Remote for SkipsABarrier {
+    type Output = ();
+    fn run(self) {
+        if cantus::here() != 1 {
+            pgas::barrier();
+        }
+    }
+}
+
 /// Calls `spmd` from inside an SPMD body.
 #[derive(Clone, Serialize, Deserialize)]
 struct Nested;
@@ -405,7 +417,11 @@ impl cantus::Remote for BigBroadcasts {
     type Output = ();
     fn run(self) {
         let (me, n) = (cantus::here(), cantus::num_locales());
-        for (root, len) in (0..n).zip([(1 << 20) + 13, 3 << 20 | 7, (1 << 20) + 4097].into_iter().cycle()) {
+        for (root, len) in (0..n).zip(
+            [(1 << 20) + 13, 3 << 20 | 7, (1 << 20) + 4097]
+                .into_iter()
+                .cycle(),
+        ) {
             let byte = |i: usize| (i.wrapping_mul(131) ^ (i >> 9) ^ root) as u8;
             let mut buf: Vec<u8> = if me == root {
                 (0..len).map(byte).collect()
@@ -421,6 +437,7 @@ impl cantus::Remote for BigBroadcasts {
 
 cantus::remote!(
     BoomOnOne,
+    SkipsABarrier,
     Nested,
     BigReductions,
     BigBroadcasts,
@@ -531,41 +548,51 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 /// one.
 #[test]
 fn collectives_outside_an_spmd_body_are_errors() {
-    in_jobs("collectives_outside_an_spmd_body_are_errors", &[1, 2], |_| {
-        let says_spmd = |msg: &str| {
+    in_jobs(
+        "collectives_outside_an_spmd_body_are_errors",
+        &[1, 2],
+        |_| {
+            let says_spmd = |msg: &str| {
+                assert!(
+                    msg.contains("outside an SPMD body") && msg.contains("pgas::spmd"),
+                    "{msg}"
+                );
+            };
+            let e = pgas::alloc::<u64>(1).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Locale);
+            says_spmd(&e.to_string());
+            says_spmd(&BlockArray::<u64>::new(10).unwrap_err().to_string());
+            let p = std::panic::catch_unwind(pgas::barrier).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::all_reduce(1u64, pgas::sum)).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::reduce(0, 1u64, pgas::sum)).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::broadcast(0, &mut [0u8; 4])).unwrap_err();
+            says_spmd(&panic_text(p));
+            // A task of main is outside too.
+            let failed = std::sync::Arc::new(cantus::SyncVar::new());
+            let f = failed.clone();
+            cantus::begin(move || f.write_ef(std::panic::catch_unwind(pgas::barrier).is_err()));
             assert!(
-                msg.contains("outside an SPMD body") && msg.contains("pgas::spmd"),
-                "{msg}"
+                failed.read_fe(),
+                "a task of main calling barrier is an error"
             );
-        };
-        let e = pgas::alloc::<u64>(1).unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::Locale);
-        says_spmd(&e.to_string());
-        says_spmd(&BlockArray::<u64>::new(10).unwrap_err().to_string());
-        let p = std::panic::catch_unwind(pgas::barrier).unwrap_err();
-        says_spmd(&panic_text(p));
-        let p = std::panic::catch_unwind(|| pgas::all_reduce(1u64, pgas::sum)).unwrap_err();
-        says_spmd(&panic_text(p));
-        let p = std::panic::catch_unwind(|| pgas::reduce(0, 1u64, pgas::sum)).unwrap_err();
-        says_spmd(&panic_text(p));
-        let p = std::panic::catch_unwind(|| pgas::broadcast(0, &mut [0u8; 4])).unwrap_err();
-        says_spmd(&panic_text(p));
-        // A task of main is outside too.
-        let failed = std::sync::Arc::new(cantus::SyncVar::new());
-        let f = failed.clone();
-        cantus::begin(move || f.write_ef(std::panic::catch_unwind(pgas::barrier).is_err()));
-        assert!(failed.read_fe(), "a task of main calling barrier is an error");
-        // Nothing was left half done: SPMD bodies work, from spmd and
-        // from coforall_locales.
-        pgas::spmd(BarrierOrder(3)).unwrap();
-        cantus::coforall_locales(|_| BarrierOrder(3)).unwrap();
-        pgas::spmd(Blocks(100)).unwrap();
-        // And outside them it is an error again.
-        assert!(pgas::alloc::<u64>(1).is_err());
-        // spmd inside an SPMD body is an error, not a second group.
-        let nested = pgas::spmd(Nested).unwrap();
-        assert!(nested.iter().all(|m| m.contains("already running")), "{nested:?}");
-    });
+            // Nothing was left half done: SPMD bodies work, from spmd and
+            // from coforall_locales.
+            pgas::spmd(BarrierOrder(3)).unwrap();
+            cantus::coforall_locales(|_| BarrierOrder(3)).unwrap();
+            pgas::spmd(Blocks(100)).unwrap();
+            // And outside them it is an error again.
+            assert!(pgas::alloc::<u64>(1).is_err());
+            // spmd inside an SPMD body is an error, not a second group.
+            let nested = pgas::spmd(Nested).unwrap();
+            assert!(
+                nested.iter().all(|m| m.contains("already running")),
+                "{nested:?}"
+            );
+        },
+    );
 }
 
 /// The error `spmd` returns quotes the locale whose body panicked, not
@@ -576,7 +603,10 @@ fn an_spmd_error_quotes_the_panicking_locale() {
         let e = pgas::spmd(BoomOnOne).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::RemotePanic);
         let msg = e.to_string();
-        assert!(msg.contains("boom on 1") && msg.contains("locale 1"), "{msg}");
+        assert!(
+            msg.contains("boom on 1") && msg.contains("locale 1"),
+            "{msg}"
+        );
         let e = cantus::coforall_locales(|_| BoomOnOne).unwrap_err();
         assert!(e.to_string().contains("boom on 1"), "{e}");
         pgas::spmd(BarrierOrder(2)).unwrap();
@@ -600,4 +630,25 @@ fn broadcasts_of_megabytes() {
     in_jobs("broadcasts_of_megabytes", &[2, 3], |_| {
         pgas::spmd(BigBroadcasts).unwrap();
     });
+}
+
+/// A body that returns without a collective the others call ends their
+/// wait with an error naming it, instead of a hang.
+#[test]
+fn a_body_that_skips_a_barrier_ends_the_others_wait() {
+    in_jobs(
+        "a_body_that_skips_a_barrier_ends_the_others_wait",
+        &[2, 3],
+        |_| {
+            let e = pgas::spmd(SkipsABarrier).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::RemotePanic);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("the SPMD body of locale 1 returned")
+                    && msg.contains("same collective calls"),
+                "{msg}"
+            );
+            pgas::spmd(BarrierOrder(2)).unwrap();
+        },
+    );
 }

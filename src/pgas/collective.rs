@@ -5,8 +5,8 @@
 //! barriers. `README.md` beside this file states the protocol.
 
 use super::space::{
-    BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD_EPOCH, SPMD_ID, SPMD_POISON, SPMD_RUNNING,
-    Space, if_installed, space,
+    BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD_EPOCH, SPMD_ID, SPMD_POISON,
+    SPMD_RETURNED, SPMD_RUNNING, Space, if_installed, space,
 };
 use crate::error::{Error, ErrorKind};
 use bytemuck::Pod;
@@ -157,15 +157,33 @@ fn barrier_in(s: &Space) {
         return;
     }
     // Acquire: pairs with the Release store of the last arriver.
-    wait_until(|| generation.load(Ordering::Acquire) != g || poisoned(s) != 0);
+    wait_until(|| generation.load(Ordering::Acquire) != g || poisoned(s) != 0 || returned(s) != 0);
+    // Seeing the poison or the return (Acquire) we also see a generation
+    // stored before them: a body that returned after opening this barrier
+    // as its last arriver is no reason to panic.
     if generation.load(Ordering::Acquire) == g {
         let p = poisoned(s);
+        if p != 0 {
+            panic!(
+                "cantus: locale {} panicked in the SPMD body, so this barrier can never \
+                 complete (see that locale's error)",
+                p - 1
+            );
+        }
         panic!(
-            "cantus: locale {} panicked in the SPMD body, so this barrier can never \
-             complete (see that locale's error)",
-            p - 1
+            "cantus: the SPMD body of locale {} returned while locale {} waits in a \
+             collective, which can therefore never complete: every locale's body must make \
+             the same collective calls (barrier, alloc, broadcast, reduce, ...) in the same order",
+            returned(s) - 1,
+            s.here
         );
     }
+}
+
+/// 0, or 1 + the first locale whose SPMD body returned (normally).
+fn returned(s: &Space) -> u64 {
+    // Acquire: pairs with the Release CAS in `leave_body`.
+    s.control64(SPMD_RETURNED).load(Ordering::Acquire)
 }
 
 /// 0, or 1 + the locale whose SPMD body panicked.
@@ -187,11 +205,11 @@ pub(crate) fn attach() {
 }
 
 /// Before the bodies of an SPMD group (handler `id`) are sent: claims the
-/// group word, records the handler, clears a poison left by an earlier
-/// group (with the barrier's count, which a poisoned barrier may have
-/// left part-way; nothing waits then: the earlier group ended only after
-/// every body had ended), and starts a new epoch. Any locale may begin a
-/// group; one runs at a time.
+/// group word, records the handler, clears the poison and return words
+/// of an earlier group and the barrier's count (which a barrier that
+/// ended by a panic may have left part-way; nothing waits in one now: the
+/// earlier group ended only after every body had), and starts a new
+/// epoch. Any locale may begin a group; one runs at a time.
 fn begin_group(id: u64) -> Result<(), Error> {
     let s = space("pgas::spmd")?;
     // Acquire: pairs with `end_group`'s Release store, so the last
@@ -208,11 +226,10 @@ fn begin_group(id: u64) -> Result<(), Error> {
                 .to_string(),
         ));
     }
-    if s.control64(SPMD_POISON).load(Ordering::Relaxed) != 0 {
-        s.control32(BARRIER_COUNT).store(0, Ordering::Relaxed);
-    }
+    s.control32(BARRIER_COUNT).store(0, Ordering::Relaxed);
     s.control64(SPMD_ID).store(id, Ordering::Relaxed);
     s.control64(SPMD_POISON).store(0, Ordering::Relaxed);
+    s.control64(SPMD_RETURNED).store(0, Ordering::Relaxed);
     // Release: pairs with `enter_body`'s Acquire load: a body that sees
     // this epoch sees the words above. (The requests that start the
     // bodies are sent after this, and carry it anyway.)
@@ -261,24 +278,34 @@ fn enter_body(id: u64) -> bool {
     .unwrap_or(false)
 }
 
-/// This locale's SPMD body ended. If it panicked, poison the collectives,
-/// so the other locales' waits end (with a panic naming this locale)
-/// instead of waiting forever for a locale that will never arrive.
+/// This locale's SPMD body ended. Either way this locale will arrive at
+/// no further barrier of the group, so the other locales' waits must end
+/// (with a panic naming this locale) instead of waiting forever: if it
+/// panicked, poison the collectives; if it returned, record that (unless
+/// a task it started is still inside a collective: that task may yet
+/// arrive).
 fn leave_body(panicked: bool) {
     if_installed(|s| {
         // Relaxed: as in `enter_body`.
         s.in_body.store(false, Ordering::Relaxed);
-        if panicked {
-            // Release: pairs with `poisoned`'s and `end_group`'s Acquire
-            // loads. Only the first panic poisons: later ones are
-            // follow-ons (or at least not first).
-            let _ = s.control64(SPMD_POISON).compare_exchange(
-                0,
-                s.here as u64 + 1,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
-        }
+        // Relaxed: ACTIVE is a flag against misuse (see `enter`).
+        let word = if panicked {
+            SPMD_POISON
+        } else if !ACTIVE.load(Ordering::Relaxed) {
+            SPMD_RETURNED
+        } else {
+            return;
+        };
+        // Release: pairs with the Acquire loads of `poisoned`/`returned`
+        // (and `end_group`), after our writes of the body. Only the first
+        // panic poisons, so the poison names an original panic, never a
+        // follow-on one.
+        let _ = s.control64(word).compare_exchange(
+            0,
+            s.here as u64 + 1,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
     });
 }
 
@@ -446,11 +473,7 @@ fn combine<T: Pod>(
         // barrier that followed every read of the last piece (or
         // collective) and the barrier below.
         unsafe {
-            std::ptr::copy_nonoverlapping(
-                mine[at..].as_ptr(),
-                s.scratch_data(s.here).as_ptr(),
-                n,
-            )
+            std::ptr::copy_nonoverlapping(mine[at..].as_ptr(), s.scratch_data(s.here).as_ptr(), n)
         };
         c.barrier();
         if at == 0 {

@@ -78,9 +78,9 @@ mod space;
 
 pub use array::{GlobalArray, alloc};
 pub use block::BlockArray;
+pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
-pub(crate) use collective::attach;
 pub(crate) use space::{install, uninstall};
 
 use crate::am::Registered;
@@ -96,7 +96,9 @@ use crate::error::Error;
 /// If the body panics on one locale, the collectives the others wait in
 /// end with a panic naming that locale, so `spmd` returns an error rather
 /// than waiting forever: the error of the locale that panicked first,
-/// quoting its own panic message.
+/// quoting its own panic message. Likewise, if the body returns on one
+/// locale while the others wait in a collective it did not call, their
+/// waits end with a panic naming it.
 ///
 /// # Errors
 ///

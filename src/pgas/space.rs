@@ -22,7 +22,7 @@ pub(crate) const BARRIER_GEN: usize = LINE;
 pub(crate) const ALLOC: usize = 2 * LINE;
 /// The result of the current collective allocation, written by locale 0.
 pub(crate) const ALLOC_RESULT: usize = 3 * LINE;
-/// The SPMD group (`collective.rs`), four u64 words from here.
+/// The SPMD group (`collective.rs`), five u64 words from here.
 pub(crate) const SPMD: usize = 4 * LINE;
 /// The running group's handler id.
 pub(crate) const SPMD_ID: usize = SPMD;
@@ -32,6 +32,8 @@ pub(crate) const SPMD_POISON: usize = SPMD + 8;
 pub(crate) const SPMD_EPOCH: usize = SPMD + 16;
 /// 1 while a group runs (from its `begin` to its `end`), else 0.
 pub(crate) const SPMD_RUNNING: usize = SPMD + 24;
+/// 0, or 1 + the first locale whose body returned (without a panic).
+pub(crate) const SPMD_RETURNED: usize = SPMD + 32;
 const _: () = assert!(SPMD + LINE <= PGAS_CONTROL_BYTES);
 
 /// In each scratch area: the collective signature (three u64) at 0, data
