@@ -466,7 +466,7 @@ pub(crate) fn spmd_group<R: Registered>(calls: Vec<R>) -> Result<Vec<R::Output>,
 /// is the body's that panicked first in a group, else the first in
 /// locale order.
 fn run_calls<R: Registered>(calls: Vec<R>, group: bool) -> Result<Vec<R::Output>, Error> {
-    /// Ends the group even if a join panics.
+    /// Ends the group even if starting or joining a call panics.
     struct End(Option<&'static SpmdHooks>);
     impl Drop for End {
         fn drop(&mut self) {
