@@ -65,6 +65,9 @@ impl Runtime {
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
         // Before anything process-wide is touched (the job, the heap).
         let turn = Turn::take()?;
+        // Before any remote call can run: SPMD bodies are told apart.
+        #[cfg(not(loom))]
+        crate::pgas::attach();
         let mut rt = if config.locales > 1 {
             Runtime::start_locale(config)?
         } else {

@@ -14,6 +14,12 @@ const HEAP: usize = 1 << 20;
 /// Runs `body` in a child whose job has `locales` locales, for each
 /// count in `counts`.
 fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
+    in_jobs_with_stacks(test, counts, 256 << 10, body);
+}
+
+/// [`in_jobs`] with task stacks of `stack` bytes (for values of a
+/// megabyte passed by value).
+fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn(usize) + Sync) {
     for &n in counts {
         if is_child() {
             if std::env::var("CANTUS_LOCALES").ok() == Some(n.to_string()) {
@@ -21,6 +27,7 @@ fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
                     .locales(n)
                     .workers(2)
                     .heap_bytes(HEAP)
+                    .stack_size(stack)
                     .build()
                     .expect("a job starts");
                 rt.block_on(|| body(n));
@@ -312,7 +319,128 @@ impl cantus::Remote for PanicsBeforeBarrier {
     }
 }
 
+/// Panics on locale 1 only, with a message of its own; the others wait
+/// in a barrier (and end with a follow-on panic).
+#[derive(Clone, Serialize, Deserialize)]
+struct BoomOnOne;
+impl cantus::Remote for BoomOnOne {
+    type Output = ();
+    fn run(self) {
+        if cantus::here() == 1 {
+            panic!("boom on 1");
+        }
+        pgas::barrier();
+    }
+}
+
+/// Locale 1 returns at once; the others wait in a barrier it never calls.
+#[derive(Clone, Serialize, Deserialize)]
+struct SkipsABarrier;
+impl cantus::Remote for SkipsABarrier {
+    type Output = ();
+    fn run(self) {
+        if cantus::here() != 1 {
+            pgas::barrier();
+        }
+    }
+}
+
+/// Calls `spmd` from inside an SPMD body.
+#[derive(Clone, Serialize, Deserialize)]
+struct Nested;
+impl cantus::Remote for Nested {
+    type Output = String;
+    fn run(self) -> String {
+        let e = pgas::spmd(BarrierOrder(1)).unwrap_err();
+        pgas::barrier();
+        e.to_string()
+    }
+}
+
+/// Words of a 32 KiB block (two scratch pieces and a bit).
+const W32K: usize = 4096;
+/// A value of `K` blocks of 32 KiB: 32 KiB for `K = 1`, 1 MiB for 32.
+type Big<const K: usize> = [[u64; W32K]; K];
+
+/// Locale `l`'s value: each word a mix of `l` and its place.
+fn big<const K: usize>(l: usize) -> Big<K> {
+    let mut v = [[0u64; W32K]; K];
+    for (j, w) in v.iter_mut().flatten().enumerate() {
+        *w = (j as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ (l as u64 * 7919);
+    }
+    v
+}
+
+/// A fold that depends on the order: word-wise `a * 31 + b`.
+fn mix<const K: usize>(mut a: Big<K>, b: Big<K>) -> Big<K> {
+    for (x, y) in a.iter_mut().flatten().zip(b.iter().flatten()) {
+        *x = x.wrapping_mul(31).wrapping_add(*y);
+    }
+    a
+}
+
+/// What a fold of locales `0..n` in locale order gives.
+fn want<const K: usize>(n: usize) -> Big<K> {
+    (1..n).fold(big::<K>(0), |acc, l| mix(acc, big::<K>(l)))
+}
+
+/// Reductions of values larger than a scratch area: a 32 KiB and a 1 MiB
+/// array, to every root and to all; returns nothing, asserts inside.
+#[derive(Clone, Serialize, Deserialize)]
+struct BigReductions;
+impl cantus::Remote for BigReductions {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let got = pgas::all_reduce(big::<1>(me), mix);
+        assert!(got == want::<1>(n), "all_reduce of 32 KiB");
+        for root in 0..n {
+            let r = pgas::reduce(root, big::<1>(me), mix);
+            assert_eq!(r.is_some(), me == root);
+            assert!(r.is_none_or(|r| r == want::<1>(n)), "reduce of 32 KiB");
+        }
+        let got = pgas::all_reduce(big::<32>(me), mix);
+        assert!(got == want::<32>(n), "all_reduce of 1 MiB");
+        let root = n - 1;
+        let r = pgas::reduce(root, big::<32>(me), mix);
+        assert!(r.is_none_or(|r| r == want::<32>(n)), "reduce of 1 MiB");
+        // Small values still work after large ones.
+        assert_eq!(pgas::all_reduce(1u64, pgas::sum), n as u64);
+    }
+}
+
+/// Broadcasts of megabytes whose length is not a multiple of the scratch
+/// piece, from every root.
+#[derive(Clone, Serialize, Deserialize)]
+struct BigBroadcasts;
+impl cantus::Remote for BigBroadcasts {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        for (root, len) in (0..n).zip(
+            [(1 << 20) + 13, 3 << 20 | 7, (1 << 20) + 4097]
+                .into_iter()
+                .cycle(),
+        ) {
+            let byte = |i: usize| (i.wrapping_mul(131) ^ (i >> 9) ^ root) as u8;
+            let mut buf: Vec<u8> = if me == root {
+                (0..len).map(byte).collect()
+            } else {
+                vec![0; len]
+            };
+            pgas::broadcast(root, &mut buf);
+            let bad = (0..len).find(|&i| buf[i] != byte(i));
+            assert_eq!(bad, None, "broadcast of {len} bytes from locale {root}");
+        }
+    }
+}
+
 cantus::remote!(
+    BoomOnOne,
+    SkipsABarrier,
+    Nested,
+    BigReductions,
+    BigBroadcasts,
     PanicsBeforeBarrier,
     RoundTrip,
     Contend,
@@ -424,4 +552,122 @@ fn global_memory_needs_a_runtime() {
     }
     let e = pgas::alloc::<u64>(1).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::NoRuntime);
+}
+
+/// The text of a caught panic.
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default()
+}
+
+/// Collectives called from `main` (outside any SPMD body) are errors at
+/// once, on one locale as on two: never a hang on two and a success on
+/// one.
+#[test]
+fn collectives_outside_an_spmd_body_are_errors() {
+    in_jobs(
+        "collectives_outside_an_spmd_body_are_errors",
+        &[1, 2],
+        |_| {
+            let says_spmd = |msg: &str| {
+                assert!(
+                    msg.contains("outside an SPMD body") && msg.contains("pgas::spmd"),
+                    "{msg}"
+                );
+            };
+            let e = pgas::alloc::<u64>(1).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Locale);
+            says_spmd(&e.to_string());
+            says_spmd(&BlockArray::<u64>::new(10).unwrap_err().to_string());
+            let p = std::panic::catch_unwind(pgas::barrier).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::all_reduce(1u64, pgas::sum)).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::reduce(0, 1u64, pgas::sum)).unwrap_err();
+            says_spmd(&panic_text(p));
+            let p = std::panic::catch_unwind(|| pgas::broadcast(0, &mut [0u8; 4])).unwrap_err();
+            says_spmd(&panic_text(p));
+            // A task of main is outside too.
+            let failed = std::sync::Arc::new(cantus::SyncVar::new());
+            let f = failed.clone();
+            cantus::begin(move || f.write_ef(std::panic::catch_unwind(pgas::barrier).is_err()));
+            assert!(
+                failed.read_fe(),
+                "a task of main calling barrier is an error"
+            );
+            // Nothing was left half done: SPMD bodies work, from spmd and
+            // from coforall_locales.
+            pgas::spmd(BarrierOrder(3)).unwrap();
+            cantus::coforall_locales(|_| BarrierOrder(3)).unwrap();
+            pgas::spmd(Blocks(100)).unwrap();
+            // And outside them it is an error again.
+            assert!(pgas::alloc::<u64>(1).is_err());
+            // spmd inside an SPMD body is an error, not a second group.
+            let nested = pgas::spmd(Nested).unwrap();
+            assert!(
+                nested.iter().all(|m| m.contains("already running")),
+                "{nested:?}"
+            );
+        },
+    );
+}
+
+/// The error `spmd` returns quotes the locale whose body panicked, not
+/// the follow-on panics of the locales that waited for it.
+#[test]
+fn an_spmd_error_quotes_the_panicking_locale() {
+    in_jobs("an_spmd_error_quotes_the_panicking_locale", &[2, 3], |_| {
+        let e = pgas::spmd(BoomOnOne).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RemotePanic);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("boom on 1") && msg.contains("locale 1"),
+            "{msg}"
+        );
+        let e = cantus::coforall_locales(|_| BoomOnOne).unwrap_err();
+        assert!(e.to_string().contains("boom on 1"), "{e}");
+        pgas::spmd(BarrierOrder(2)).unwrap();
+    });
+}
+
+#[test]
+fn reductions_of_values_larger_than_a_scratch_area() {
+    in_jobs_with_stacks(
+        "reductions_of_values_larger_than_a_scratch_area",
+        &[1, 2, 3],
+        64 << 20,
+        |_| {
+            pgas::spmd(BigReductions).unwrap();
+        },
+    );
+}
+
+#[test]
+fn broadcasts_of_megabytes() {
+    in_jobs("broadcasts_of_megabytes", &[2, 3], |_| {
+        pgas::spmd(BigBroadcasts).unwrap();
+    });
+}
+
+/// A body that returns without a collective the others call ends their
+/// wait with an error naming it, instead of a hang.
+#[test]
+fn a_body_that_skips_a_barrier_ends_the_others_wait() {
+    in_jobs(
+        "a_body_that_skips_a_barrier_ends_the_others_wait",
+        &[2, 3],
+        |_| {
+            let e = pgas::spmd(SkipsABarrier).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::RemotePanic);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("the SPMD body of locale 1 returned")
+                    && msg.contains("same collective calls"),
+                "{msg}"
+            );
+            pgas::spmd(BarrierOrder(2)).unwrap();
+        },
+    );
 }

@@ -235,12 +235,11 @@ fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
         ));
     }
     let call: R = bytemuck::pod_read_unaligned(args);
+    // Not through `run_handler`: a plain-data call is never an SPMD body
+    // (`coforall_locales` runs `Remote` calls), so it skips the hooks.
     match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
         Ok(out) => Outcome::Done(bytemuck::bytes_of(&out).to_vec()),
-        Err(p) => {
-            super::handler_panicked(R::ID);
-            Outcome::Panicked(panic_message(&*p))
-        }
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
     }
 }
 
@@ -255,7 +254,7 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
             ));
         }
     };
-    match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
+    match super::run_handler(R::ID, || call.run()) {
         Ok(out) => match postcard::to_allocvec(&out) {
             Ok(bytes) => Outcome::Done(bytes),
             Err(e) => Outcome::Rejected(format!(
@@ -263,10 +262,7 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
                 R::NAME
             )),
         },
-        Err(p) => {
-            super::handler_panicked(R::ID);
-            Outcome::Panicked(panic_message(&*p))
-        }
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
     }
 }
 

@@ -52,8 +52,10 @@ const FULL: u64 = 2;
 /// message says how many bytes were asked for, how many are left, and
 /// that `CANTUS_HEAP_BYTES` or [`Builder::heap_bytes`](crate::Builder::heap_bytes)
 /// raises the limit. [`ErrorKind::Locale`] on every locale if the
-/// locales asked for different sizes, or if another task of this locale
-/// is in a collective; [`ErrorKind::NoRuntime`] if no runtime runs.
+/// locales asked for different sizes, if it is called outside an SPMD
+/// body (see [the rule](super#the-spmd-model)), or if another task of
+/// this locale is in a collective; [`ErrorKind::NoRuntime`] if no
+/// runtime runs.
 pub fn alloc<T: Pod>(n: usize) -> Result<GlobalArray<T>, Error> {
     let c = Collective::enter("pgas::alloc")?;
     let s = c.space.clone();

@@ -4,7 +4,10 @@
 //! reductions pass data through the locales' scratch areas between
 //! barriers. `README.md` beside this file states the protocol.
 
-use super::space::{BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD, Space, space};
+use super::space::{
+    BARRIER_COUNT, BARRIER_GEN, SCRATCH_DATA_BYTES, SPMD_EPOCH, SPMD_ID, SPMD_POISON,
+    SPMD_RETURNED, SPMD_RUNNING, Space, if_installed, space,
+};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use std::sync::Arc;
@@ -34,10 +37,26 @@ pub(crate) struct Collective {
 }
 
 impl Collective {
-    /// Enters a collective; an error if no runtime runs or another task of
-    /// this locale is inside one.
+    /// Enters a collective; an error if no runtime runs, this locale's
+    /// SPMD body does not run, or another task of this locale is inside
+    /// one.
     pub(crate) fn enter(call: &str) -> Result<Collective, Error> {
         let space = space(call)?;
+        // Relaxed: set by the handler task of the body before it ran the
+        // body, so the body and the tasks it spawns see it; it orders
+        // nothing else.
+        if !space.in_body.load(Ordering::Relaxed) {
+            return Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus::{call}: called outside an SPMD body (locale {}); a collective \
+                     runs on every locale at once, so call it only inside the body that \
+                     pgas::spmd (or cantus::coforall_locales) runs on every locale, not from \
+                     main or a task of its own",
+                    space.here
+                ),
+            ));
+        }
         // Acquire/Release: only a flag against misuse; it orders nothing else.
         if ACTIVE.swap(true, Ordering::Acquire) {
             return Err(Error::new(
@@ -138,55 +157,156 @@ fn barrier_in(s: &Space) {
         return;
     }
     // Acquire: pairs with the Release store of the last arriver.
-    wait_until(|| generation.load(Ordering::Acquire) != g || poisoned(s) != 0);
+    wait_until(|| generation.load(Ordering::Acquire) != g || poisoned(s) != 0 || returned(s) != 0);
+    // Seeing the poison or the return (Acquire) we also see a generation
+    // stored before them: a body that returned after opening this barrier
+    // as its last arriver is no reason to panic.
     if generation.load(Ordering::Acquire) == g {
         let p = poisoned(s);
+        if p != 0 {
+            panic!(
+                "cantus: locale {} panicked in the SPMD body, so this barrier can never \
+                 complete (see that locale's error)",
+                p - 1
+            );
+        }
         panic!(
-            "cantus: locale {} panicked in the SPMD body, so this barrier can never \
-             complete (see that locale's error)",
-            p - 1
+            "cantus: the SPMD body of locale {} returned while locale {} waits in a \
+             collective, which can therefore never complete: every locale's body must make \
+             the same collective calls (barrier, alloc, broadcast, reduce, ...) in the same order",
+            returned(s) - 1,
+            s.here
         );
     }
 }
 
+/// 0, or 1 + the first locale whose SPMD body returned (normally).
+fn returned(s: &Space) -> u64 {
+    // Acquire: pairs with the Release CAS in `leave_body`.
+    s.control64(SPMD_RETURNED).load(Ordering::Acquire)
+}
+
 /// 0, or 1 + the locale whose SPMD body panicked.
 fn poisoned(s: &Space) -> u64 {
-    // Acquire: pairs with the Release CAS in `poison_if_spmd`.
-    s.control64(SPMD + 8).load(Ordering::Acquire)
+    // Acquire: pairs with the Release CAS in `leave_body`.
+    s.control64(SPMD_POISON).load(Ordering::Acquire)
 }
 
-/// The panic hook (`am::on_handler_panic`): a remote call panicked on this
-/// locale; if it is the running SPMD body, poison the collectives, so the
-/// other locales' waits end (with a panic naming this locale) instead of
-/// waiting forever for a locale that will never arrive.
-pub(crate) fn poison_if_spmd(id: u64) {
-    if let Ok(s) = space("spmd") {
-        if s.control64(SPMD).load(Ordering::Acquire) == id {
-            // Release: pairs with `poisoned`'s Acquire load.
-            let _ = s.control64(SPMD + 8).compare_exchange(
-                0,
-                s.here as u64 + 1,
-                Ordering::Release,
-                Ordering::Relaxed,
-            );
-        }
-    }
+/// Lets the active-message layer tell SPMD bodies apart from other remote
+/// calls (`am::SpmdHooks`); called once per runtime, before any remote call
+/// runs.
+pub(crate) fn attach() {
+    crate::am::set_spmd_hooks(crate::am::SpmdHooks {
+        begin: begin_group,
+        end: end_group,
+        enter: enter_body,
+        leave: leave_body,
+    });
 }
 
-/// Locale 0, before an SPMD body starts anywhere: records which handler it
-/// is and clears a poison left by an earlier body (with the barrier's
-/// count, which a poisoned barrier may have left part-way).
-pub(crate) fn begin_spmd(id: u64) -> Result<(), Error> {
-    crate::am::on_handler_panic(poison_if_spmd);
-    let s = space("spmd")?;
-    if s.control64(SPMD + 8).load(Ordering::Acquire) != 0 {
-        s.control32(BARRIER_COUNT).store(0, Ordering::Relaxed);
+/// Before the bodies of an SPMD group (handler `id`) are sent: claims the
+/// group word, records the handler, clears the poison and return words
+/// of an earlier group and the barrier's count (which a barrier that
+/// ended by a panic may have left part-way; nothing waits in one now: the
+/// earlier group ended only after every body had), and starts a new
+/// epoch. Any locale may begin a group; one runs at a time.
+fn begin_group(id: u64) -> Result<(), Error> {
+    let s = space("pgas::spmd")?;
+    // Acquire: pairs with `end_group`'s Release store, so the last
+    // group's writes to these words are behind us.
+    if s.control64(SPMD_RUNNING)
+        .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        return Err(Error::new(
+            ErrorKind::Locale,
+            "cantus::pgas::spmd: an SPMD group is already running (spmd and coforall_locales \
+             bodies that call collectives neither nest nor run side by side); call the \
+             collectives from the running body instead"
+                .to_string(),
+        ));
     }
-    s.control64(SPMD).store(id, Ordering::Relaxed);
-    // Release: the remote calls that start the bodies are sent after this
-    // and carry it (the transport's Release/Acquire on the ring).
-    s.control64(SPMD + 8).store(0, Ordering::Release);
+    s.control32(BARRIER_COUNT).store(0, Ordering::Relaxed);
+    s.control64(SPMD_ID).store(id, Ordering::Relaxed);
+    s.control64(SPMD_POISON).store(0, Ordering::Relaxed);
+    s.control64(SPMD_RETURNED).store(0, Ordering::Relaxed);
+    // Release: pairs with `enter_body`'s Acquire load: a body that sees
+    // this epoch sees the words above. (The requests that start the
+    // bodies are sent after this, and carry it anyway.)
+    s.control64(SPMD_EPOCH).fetch_add(1, Ordering::Release);
     Ok(())
+}
+
+/// Every body of the group ended: frees the group word; returns the
+/// locale whose body panicked first, if one did.
+fn end_group() -> Option<usize> {
+    if_installed(|s| {
+        // Acquire: pairs with the Release CAS of `leave_body` (which
+        // also happened before its body's reply, which we joined).
+        let p = s.control64(SPMD_POISON).load(Ordering::Acquire);
+        // Release: pairs with `begin_group`'s Acquire CAS.
+        s.control64(SPMD_RUNNING).store(0, Ordering::Release);
+        (p as usize).checked_sub(1)
+    })
+    .flatten()
+}
+
+/// A remote call of handler `id` starts on this locale: it is this
+/// locale's SPMD body if a group of that handler runs and no call of this
+/// locale claimed its epoch yet (so a stray call of the same handler
+/// after the body started is not one).
+fn enter_body(id: u64) -> bool {
+    if_installed(|s| {
+        // Acquire: pairs with `begin_group`'s Release increment.
+        let epoch = s.control64(SPMD_EPOCH).load(Ordering::Acquire);
+        // Relaxed: published with the epoch (above).
+        let ours = s.control64(SPMD_RUNNING).load(Ordering::Relaxed) == 1
+            && s.control64(SPMD_ID).load(Ordering::Relaxed) == id;
+        // Relaxed: `claimed` and `in_body` are this process's alone; the
+        // CAS only picks one claimant among concurrent calls.
+        let claimed = s.claimed.load(Ordering::Relaxed);
+        let ours = ours
+            && claimed < epoch
+            && s.claimed
+                .compare_exchange(claimed, epoch, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if ours {
+            s.in_body.store(true, Ordering::Relaxed);
+        }
+        ours
+    })
+    .unwrap_or(false)
+}
+
+/// This locale's SPMD body ended. Either way this locale will arrive at
+/// no further barrier of the group, so the other locales' waits must end
+/// (with a panic naming this locale) instead of waiting forever: if it
+/// panicked, poison the collectives; if it returned, record that (unless
+/// a task it started is still inside a collective: that task may yet
+/// arrive).
+fn leave_body(panicked: bool) {
+    if_installed(|s| {
+        // Relaxed: as in `enter_body`.
+        s.in_body.store(false, Ordering::Relaxed);
+        // Relaxed: ACTIVE is a flag against misuse (see `enter`).
+        let word = if panicked {
+            SPMD_POISON
+        } else if !ACTIVE.load(Ordering::Relaxed) {
+            SPMD_RETURNED
+        } else {
+            return;
+        };
+        // Release: pairs with the Acquire loads of `poisoned`/`returned`
+        // (and `end_group`), after our writes of the body. Only the first
+        // panic poisons, so the poison names an original panic, never a
+        // follow-on one.
+        let _ = s.control64(word).compare_exchange(
+            0,
+            s.here as u64 + 1,
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
+    });
 }
 
 /// Spins for [`SPIN_FOR`], then sleeps (as a task, so its worker runs
@@ -214,8 +334,9 @@ fn wait_until(done: impl Fn() -> bool) {
 /// part) are visible to every locale after it.
 ///
 /// Call it from the SPMD body on every locale ([`spmd`](super::spmd));
-/// it panics if no runtime runs or another task of this locale is in a
-/// collective. A waiting task spins for about 20 µs, then sleeps for
+/// it panics if no runtime runs, if called outside an SPMD body (see
+/// [the rule](super#the-spmd-model)), or if another task of this locale
+/// is in a collective. A waiting task spins for about 20 µs, then sleeps for
 /// growing pauses (up to 200 µs), so its worker runs other tasks and
 /// serves remote calls meanwhile; an outside thread sleeps.
 #[track_caller]
@@ -282,10 +403,16 @@ pub fn broadcast<T: Pod>(root: usize, buf: &mut [T]) {
 /// order (`op(op(v0, v1), v2)...`); returns `Some` there and `None`
 /// elsewhere. `op` is typically [`sum`], [`min`] or [`max`].
 ///
+/// `T` may have any size: the values travel through the scratch areas in
+/// pieces of up to 16 KiB (two barriers each), and the root gathers all
+/// `num_locales()` values into a buffer before folding them (it holds
+/// `num_locales() * size_of::<T>()` bytes meanwhile; `op` takes values by
+/// value, so the task stack must hold a few of them).
+///
 /// # Panics
 ///
-/// If `root` is not a locale, `T` is larger than 16 KiB minus a line,
-/// the locales disagree on `root` or `T`'s size, or as [`barrier`] does.
+/// If `root` is not a locale, the locales disagree on `root` or `T`'s
+/// size, or as [`barrier`] does.
 #[track_caller]
 pub fn reduce<T: Pod>(root: usize, value: T, op: impl Fn(T, T) -> T) -> Option<T> {
     let c = Collective::enter_or_panic("pgas::reduce");
@@ -311,9 +438,14 @@ pub fn all_reduce<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
     combine(&c, ALL_REDUCE, here, value, &op, "pgas::all_reduce").expect("every locale folds")
 }
 
-/// Each locale writes its value into its scratch area; after a barrier
-/// the locales that want the result (`root`, or all) fold them; a second
-/// barrier frees the scratch areas for the next collective.
+/// Gathers every locale's value at the locales that want the result
+/// (`root`, or all), piece by piece through the scratch areas: each
+/// locale writes a piece of its value into its own scratch area; after a
+/// barrier the locales that want the result copy that piece of every
+/// locale's value into a buffer of `locales` values; a second barrier
+/// frees the scratch areas for the next piece (or collective). Then they
+/// fold the buffer in locale order. So `T` may have any size; a folding
+/// locale holds `locales` values of `T` meanwhile.
 fn combine<T: Pod>(
     c: &Collective,
     kind: u64,
@@ -324,42 +456,53 @@ fn combine<T: Pod>(
 ) -> Option<T> {
     let s = &c.space;
     let size = size_of::<T>();
-    assert!(
-        size <= SCRATCH_DATA_BYTES,
-        "cantus::{call}: a {size}-byte value is larger than the {SCRATCH_DATA_BYTES} bytes a \
-         reduction carries; reduce its parts one by one"
-    );
     let wants = kind == ALL_REDUCE || s.here == root;
     c.publish([
         kind,
         if kind == REDUCE { root as u64 } else { 0 },
         size as u64,
     ]);
-    // SAFETY: our scratch data, at least `size` bytes; only we write it,
-    // and no locale reads it until the barrier below.
-    unsafe {
-        std::ptr::copy_nonoverlapping(
-            bytemuck::bytes_of(&value).as_ptr(),
-            s.scratch_data(s.here).as_ptr(),
-            size,
-        )
-    };
-    c.barrier();
-    c.agree(call).unwrap_or_else(|e| panic!("{e}"));
-    let result = wants.then(|| {
+    let mine = bytemuck::bytes_of(&value);
+    // values[l * size..][..size] is locale l's value.
+    let mut values = vec![0u8; if wants { s.locales * size } else { 0 }];
+    let mut at = 0;
+    loop {
+        let n = SCRATCH_DATA_BYTES.min(size - at);
+        // SAFETY: our scratch data, SCRATCH_DATA_BYTES long, `n` at most
+        // that; only we write it, and no locale reads it between the
+        // barrier that followed every read of the last piece (or
+        // collective) and the barrier below.
+        unsafe {
+            std::ptr::copy_nonoverlapping(mine[at..].as_ptr(), s.scratch_data(s.here).as_ptr(), n)
+        };
+        c.barrier();
+        if at == 0 {
+            c.agree(call).unwrap_or_else(|e| panic!("{e}"));
+        }
+        if wants {
+            for l in 0..s.locales {
+                let to = &mut values[l * size + at..][..n];
+                // SAFETY: locale l wrote this piece (`n` bytes: the sizes
+                // agree) at the start of its scratch data before the
+                // barrier we passed, and writes it again only after the
+                // next one; `to` is `n` bytes of our own buffer.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(s.scratch_data(l).as_ptr(), to.as_mut_ptr(), n)
+                };
+            }
+        }
+        at += n;
+        c.barrier();
+        if at >= size {
+            break;
+        }
+    }
+    wants.then(|| {
         (0..s.locales)
-            .map(|l| {
-                // SAFETY: locale l wrote a `T` (the same size: agreed) at
-                // the start of its scratch data before the barrier we
-                // passed, and writes it again only after the next one. Any
-                // bits are a valid `T` (Pod); the read is unaligned-safe.
-                unsafe { s.scratch_data(l).cast::<T>().as_ptr().read_unaligned() }
-            })
+            .map(|l| bytemuck::pod_read_unaligned::<T>(&values[l * size..][..size]))
             .reduce(op)
             .expect("a job has at least one locale")
-    });
-    c.barrier();
-    result
+    })
 }
 
 /// `a + b`: an operation for [`reduce`] and [`all_reduce`].

@@ -15,9 +15,10 @@
 //! # The SPMD model
 //!
 //! Locale 0 runs `main`; the other locales serve remote calls. Code that
-//! calls collectives ([`alloc`], [`barrier`], ...) runs as one task on
-//! every locale at once: a [`Remote`](crate::Remote) call started on all
-//! locales by [`spmd`] (or [`coforall_locales`](crate::coforall_locales),
+//! calls collectives ([`alloc`], [`barrier`], [`broadcast`], [`reduce`],
+//! [`all_reduce`], [`BlockArray::new`]) runs as one task on every locale
+//! at once, the **SPMD body**: a [`Remote`](crate::Remote) call started
+//! on all locales by [`spmd`] (or [`coforall_locales`](crate::coforall_locales),
 //! which is the same). Inside it every locale makes the same collective
 //! calls in the same order; between them, each does its own part of the
 //! work and may spawn tasks, run `forall`s, put, get and make remote
@@ -25,6 +26,18 @@
 //! ask for different sizes) is detected by `alloc`, `broadcast`,
 //! `reduce` and `all_reduce` and reported on every locale alike; a
 //! `barrier` against another collective is not detected.
+//!
+//! The rule: a collective is called only while this locale's SPMD body
+//! runs, by the body or by a task it started (one task at a time per
+//! locale). Called from anywhere else (`main`'s
+//! [`block_on`](crate::Runtime::block_on) or [`run`](crate::run)
+//! closure, a task of its own, a plain [`on`](crate::on) call) it is an
+//! error ([`alloc`], [`BlockArray::new`]) or a panic (the others) at
+//! once, naming `pgas::spmd`, on one locale as on several: a program that
+//! works on one locale never waits forever on two. One SPMD group runs at
+//! a time: [`spmd`] inside a body is an error, and
+//! [`coforall_locales`](crate::coforall_locales) inside one runs plain
+//! calls, without collectives.
 //!
 //! ```
 //! use cantus::pgas;
@@ -65,6 +78,7 @@ mod space;
 
 pub use array::{GlobalArray, alloc};
 pub use block::BlockArray;
+pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
 pub(crate) use space::{install, uninstall};
@@ -81,7 +95,10 @@ use crate::error::Error;
 ///
 /// If the body panics on one locale, the collectives the others wait in
 /// end with a panic naming that locale, so `spmd` returns an error rather
-/// than waiting forever.
+/// than waiting forever: the error of the locale that panicked first,
+/// quoting its own panic message. Likewise, if the body returns on one
+/// locale while the others wait in a collective it did not call, their
+/// waits end with a panic naming it.
 ///
 /// A plain function made a remote call with
 /// [`remote_fn!`](crate::remote_fn) is a body too, with its arguments:
@@ -100,7 +117,14 @@ use crate::error::Error;
 /// let n = sums.len() as u64;
 /// assert!(sums.iter().all(|&s| s == 3 * n * (n - 1) / 2));
 /// ```
+///
+/// # Errors
+///
+/// [`ErrorKind::RemotePanic`](crate::ErrorKind::RemotePanic) as above;
+/// [`ErrorKind::Locale`](crate::ErrorKind::Locale) if an SPMD group
+/// already runs (`spmd` inside a body, or beside another), and nothing
+/// runs; [`ErrorKind::NoRuntime`](crate::ErrorKind::NoRuntime).
 pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
-    collective::begin_spmd(W::ID)?;
-    crate::coforall_locales(|_| work.clone())
+    let calls = (0..crate::num_locales()).map(|_| work.clone()).collect();
+    crate::am::spmd_group(calls)
 }

@@ -10,7 +10,7 @@ use crate::comm::transport::Transport;
 use crate::error::{Error, ErrorKind};
 use crate::sched::Registry;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, RwLock};
 
 // Offsets in the control page (one line per writer group).
@@ -22,9 +22,18 @@ pub(crate) const BARRIER_GEN: usize = LINE;
 pub(crate) const ALLOC: usize = 2 * LINE;
 /// The result of the current collective allocation, written by locale 0.
 pub(crate) const ALLOC_RESULT: usize = 3 * LINE;
-/// The current SPMD body: its handler id (u64) at +0, and at +8 the
-/// poison word (u64): 0, or 1 + the locale whose body panicked.
+/// The SPMD group (`collective.rs`), five u64 words from here.
 pub(crate) const SPMD: usize = 4 * LINE;
+/// The running group's handler id.
+pub(crate) const SPMD_ID: usize = SPMD;
+/// The poison word: 0, or 1 + the locale whose body panicked first.
+pub(crate) const SPMD_POISON: usize = SPMD + 8;
+/// Groups begun so far (the current group's number).
+pub(crate) const SPMD_EPOCH: usize = SPMD + 16;
+/// 1 while a group runs (from its `begin` to its `end`), else 0.
+pub(crate) const SPMD_RUNNING: usize = SPMD + 24;
+/// 0, or 1 + the first locale whose body returned (without a panic).
+pub(crate) const SPMD_RETURNED: usize = SPMD + 32;
 const _: () = assert!(SPMD + LINE <= PGAS_CONTROL_BYTES);
 
 /// In each scratch area: the collective signature (three u64) at 0, data
@@ -37,6 +46,10 @@ pub(crate) const SCRATCH_DATA_BYTES: usize = PGAS_SCRATCH_BYTES - SCRATCH_DATA;
 pub(crate) struct Space {
     pub(crate) here: usize,
     pub(crate) locales: usize,
+    /// Whether this locale's SPMD body runs (this process only).
+    pub(crate) in_body: AtomicBool,
+    /// The last group whose body this locale claimed (this process only).
+    pub(crate) claimed: AtomicU64,
     areas: Symmetric,
     /// Owns the mapping the areas lie in.
     _transport: Arc<ShmTransport>,
@@ -55,6 +68,8 @@ impl Space {
         Space {
             here: transport.here(),
             locales: transport.locales(),
+            in_body: AtomicBool::new(false),
+            claimed: AtomicU64::new(0),
             areas: transport.symmetric(),
             _transport: transport,
         }
@@ -113,7 +128,6 @@ static SPACE: RwLock<Option<Arc<Space>>> = RwLock::new(None);
 
 /// A job of several locales: this locale's view of the job's region.
 pub(crate) fn install(transport: &Arc<ShmTransport>) {
-    crate::am::on_handler_panic(super::collective::poison_if_spmd);
     *SPACE.write().unwrap() = Some(Arc::new(Space::new(transport.clone())));
 }
 
@@ -147,6 +161,13 @@ pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
     let s = Arc::new(Space::new(Arc::new(transport)));
     *slot = Some(s.clone());
     Ok(s)
+}
+
+/// Runs `f` on the space if one is installed (never making one), without
+/// taking a reference count.
+#[inline]
+pub(crate) fn if_installed<R>(f: impl FnOnce(&Space) -> R) -> Option<R> {
+    SPACE.read().unwrap().as_ref().map(|s| f(s))
 }
 
 /// Runs `f` on the space without taking a reference count: for short
