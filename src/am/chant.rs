@@ -292,7 +292,7 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
 /// encode.
 #[track_caller]
 pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Result<(), Error> {
-    let bytes = postcard::to_allocvec(value).map_err(|e| {
+    let bytes = super::encode::encode(value).map_err(|e| {
         Error::new(
             ErrorKind::Message,
             format!(

@@ -14,6 +14,7 @@
 //! `engine.rs` the per-locale engine, `handlers.rs` the table.
 
 pub mod chant;
+pub(crate) mod encode;
 pub(crate) mod engine;
 pub(crate) mod fragment;
 pub(crate) mod handlers;
@@ -445,7 +446,7 @@ pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
     let who = (locale, R::ID, R::NAME);
     match engine_for("on", locale) {
         Some(e) => {
-            let args = postcard::to_allocvec(&call).map_err(|err| unencodable(R::NAME, err));
+            let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err));
             send_request(
                 &e,
                 who,
@@ -487,7 +488,7 @@ pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Outpu
 pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
         Some(e) => {
-            let args = postcard::to_allocvec(&call).map_err(|err| unencodable(R::NAME, err))?;
+            let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err))?;
             e.request(locale, R::ID, &args, false).map(|_| ())
         }
         None => {
