@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+mod deadlock;
+
 /// Handler tasks a locale lets run (or wait) at once before it stops
 /// taking requests off the transport: requests then stay in the
 /// transport's queues, whose senders poll and retry (bounded memory under
@@ -57,6 +59,10 @@ pub(crate) struct Engine {
     /// Locale 0's view of start-up, termination waves and shutdown.
     control: Mutex<ControlState>,
     control_changed: Condvar,
+    /// Control frames delivered (`Dispatch::control_frames`).
+    control_frames: AtomicU64,
+    /// Held while locale 0 runs a deadlock wave: one at a time.
+    deadlock_waves: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -69,6 +75,11 @@ struct ControlState {
     answers: Vec<[u64; 3]>,
     /// Shutdown was ordered (locales other than 0).
     shutdown: bool,
+    /// The current deadlock wave and the answers to it (`deadlock.rs`).
+    deadlock_wave: u64,
+    deadlock_answers: Vec<crate::sched::stuck::Answer>,
+    /// Waiters sent for a deadlock report, by locale.
+    waiters: Vec<(usize, Vec<String>)>,
 }
 
 impl Engine {
@@ -90,6 +101,8 @@ impl Engine {
             outbox_len: AtomicUsize::new(0),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
+            control_frames: AtomicU64::new(0),
+            deadlock_waves: Mutex::new(()),
         })
     }
 
@@ -327,6 +340,9 @@ impl Engine {
     }
 
     fn deliver_control(&self, src: usize, h: Header, payload: &[u8], cx: &DriverContext<'_>) {
+        // Only the poll token's holder delivers: a plain load and store.
+        let n = self.control_frames.load(Ordering::Relaxed);
+        self.control_frames.store(n + 1, Ordering::Relaxed);
         match h.control_op() {
             Control::Hello => {
                 let result = match postcard::from_bytes::<Vec<String>>(payload) {
@@ -371,6 +387,10 @@ impl Engine {
                 self.control.lock().unwrap().shutdown = true;
                 self.control_changed.notify_all();
             }
+            Control::DeadlockProbe => self.answer_deadlock_probe(src, h.token, cx),
+            Control::DeadlockReply => self.take_deadlock_answer(src, h.token, payload),
+            Control::ListWaiters => self.send_waiters(src),
+            Control::Waiters => self.take_waiters(src, payload),
         }
     }
 
@@ -558,6 +578,18 @@ impl Dispatch for Engine {
         // Acquire: pairs with the Release decrement after a reply was
         // written (see `deliver_reply`).
         self.pending_count.load(Ordering::Acquire) + self.outbox_len() + super::chant::in_flight()
+    }
+
+    fn control_frames(&self) -> u64 {
+        self.control_frames.load(Ordering::Relaxed)
+    }
+
+    fn job_stuck_sample(&self) -> crate::sched::outside::StuckSample {
+        self.deadlock_wave()
+    }
+
+    fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
+        self.gather_waiters()
     }
 }
 
