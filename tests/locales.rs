@@ -367,9 +367,15 @@ fn handlers_block_on_sync_variables_without_blocking_their_locale() {
     );
 }
 
+/// Held by the flood test (three locales busy for tens of seconds on a
+/// machine that may have two cores) and by the tests that bound a
+/// detection time, so that those never run starved beside it.
+static CPU_HOG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_flood_of_requests_to_one_locale_loses_nothing() {
     const EACH: u64 = 1_000_000;
+    let _hog = CPU_HOG.lock().unwrap_or_else(|e| e.into_inner());
     let out = in_job("a_flood_of_requests_to_one_locale_loses_nothing", 3, || {
         let rt = job(3);
         rt.block_on(|| {
@@ -634,6 +640,7 @@ fn expect_deadlock_report(test: &str, locales: usize, waiters: &[&str]) -> Strin
         .env("CANTUS_LOCALES", locales.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
+    let _not_beside_the_flood = CPU_HOG.lock().unwrap_or_else(|e| e.into_inner());
     // A hang (the old, silent behaviour) fails here, well before
     // CHILD_TIMEOUT.
     let (status, stderr) =
@@ -771,5 +778,22 @@ fn a_receive_of_a_message_still_to_come_is_not_a_deadlock() {
             });
             rt.shutdown();
         },
+    );
+}
+
+#[test]
+fn a_handler_blocked_forever_is_reported_at_shutdown() {
+    if is_child() {
+        let rt = watched_job(2);
+        rt.block_on(|| cantus::begin_on(1, AwaitNever).unwrap());
+        eprintln!("blocking at {}", epoch_ms());
+        // Termination waits for the handler, which never ends.
+        rt.shutdown();
+        unreachable!("the job is deadlocked");
+    }
+    expect_deadlock_report(
+        "a_handler_blocked_forever_is_reported_at_shutdown",
+        2,
+        &["locale 1: task", "locale 0: nothing blocked"],
     );
 }

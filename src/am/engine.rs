@@ -453,13 +453,18 @@ impl Engine {
     /// and received and whether it is busy; two consecutive waves that
     /// find every locale idle and the same totals, with as many received
     /// as sent, prove that no message is in flight and none can come.
+    ///
+    /// A job that can never end (a handler blocked for good) is a
+    /// deadlock: the deadlock waves run here too, once per grace period.
     pub(crate) fn terminate(&self, registry: &Registry) {
         let mut last: Option<(u64, u64)> = None;
         let mut pause = Duration::from_micros(20);
+        let mut deadlock = deadlock::ShutdownWatch::new(registry);
         loop {
             while !registry.quiescent() {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(2));
+                deadlock.check(self, registry);
             }
             let answers = self.wave();
             let mut sent = self.sent.load(Ordering::Relaxed);
@@ -475,6 +480,7 @@ impl Engine {
                 break;
             }
             last = now;
+            deadlock.check(self, registry);
             std::thread::sleep(pause);
         }
         for dest in (0..self.locales).filter(|&d| d != self.here) {

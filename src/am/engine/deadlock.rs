@@ -225,6 +225,39 @@ impl Engine {
     }
 }
 
+/// Locale 0 at shutdown, waiting for termination: runs a deadlock wave
+/// once per grace period, and reports when two agree (a locale holds a
+/// task that can never finish, so the job could never end).
+pub(super) struct ShutdownWatch {
+    grace: Option<Duration>,
+    next: Instant,
+    prev: StuckSample,
+}
+
+impl ShutdownWatch {
+    pub(super) fn new(reg: &Registry) -> ShutdownWatch {
+        let grace = reg.config.deadlock;
+        ShutdownWatch {
+            grace,
+            next: Instant::now() + grace.unwrap_or_default(),
+            prev: None,
+        }
+    }
+
+    pub(super) fn check(&mut self, engine: &Engine, reg: &Registry) {
+        let Some(grace) = self.grace else { return };
+        if Instant::now() < self.next {
+            return;
+        }
+        let now = engine.deadlock_wave();
+        if now.is_some() && now == self.prev {
+            crate::sched::deadlock::report(reg, grace);
+        }
+        self.prev = now;
+        self.next = Instant::now() + grace;
+    }
+}
+
 /// `text`, cut at a character boundary to at most `max` bytes with a note
 /// saying so.
 fn cut_to(mut text: String, max: usize) -> String {
