@@ -12,7 +12,7 @@ use crate::comm::transport::Network;
 use crate::sched::Registry;
 use crate::sched::driver::{DriverContext, poll_with};
 use crate::sched::outside::StuckSample;
-use crate::sched::stuck::{Answer, judge};
+use crate::sched::stuck::{Answer, LocaleState, judge};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -86,6 +86,10 @@ impl Engine {
         let reg = self.registry.get().and_then(Weak::upgrade)?;
         let patience = reg.config.deadlock?;
         let _one_wave_at_a_time = self.deadlock_waves.lock().unwrap();
+        // Busy here: no wave (it would find no deadlock), no traffic.
+        if self.own_answer(&reg)?.state == LocaleState::Busy {
+            return None;
+        }
         let wave = {
             let mut c = self.control.lock().unwrap();
             c.deadlock_wave += 1;
