@@ -174,10 +174,12 @@ mod loom_tests {
     use crate::loom::thread;
 
     /// One locale of the model: one worker's idle watch, the poll token,
-    /// the message counters, and whether something is awaited.
+    /// the message counters, a task queued by a poll, and whether
+    /// something is awaited.
     struct Locale {
         idle: IdleWatch,
         token: Mutex<()>,
+        queued: AtomicBool,
         sent: AtomicU64,
         received: AtomicU64,
         outstanding: bool,
@@ -188,6 +190,7 @@ mod loom_tests {
             Locale {
                 idle: IdleWatch::new(1),
                 token: Mutex::new(()),
+                queued: AtomicBool::new(false),
                 sent: AtomicU64::new(0),
                 received: AtomicU64::new(0),
                 outstanding,
@@ -199,7 +202,7 @@ mod loom_tests {
         fn sample(&self) -> Answer {
             let _token = self.token.lock().unwrap();
             answer(&self.idle, || Look {
-                quiet: true,
+                quiet: !self.queued.load(Ordering::Relaxed),
                 outstanding: self.outstanding,
                 sent: self.sent.load(Ordering::Relaxed),
                 received: self.received.load(Ordering::Relaxed),
@@ -211,8 +214,9 @@ mod loom_tests {
     /// Locale A runs a task that sends B a request (counted as the
     /// transport takes it, then published in the ring), then waits for a
     /// reply that never comes (A stays stuck). B's worker, idle, polls
-    /// once: if the frame is there it takes it (counted under the token)
-    /// and runs the handler (leaves its idle loop and comes back). Locale
+    /// once: if the frame is there it takes it (counted, and the handler
+    /// task queued, under the token), then leaves its idle loop, takes
+    /// the task, runs it and comes back. Locale
     /// 0's checker runs two waves meanwhile. If the two verdicts agree
     /// (the checker would report a deadlock), nothing may happen after
     /// them: the answers once everything settled equal the second wave's,
@@ -241,11 +245,15 @@ mod loom_tests {
                     let took = ring3.load(Ordering::Acquire);
                     if took {
                         b2.received.fetch_add(1, Ordering::Relaxed);
+                        b2.queued.store(true, Ordering::Relaxed);
                     }
                     took
                 };
                 if took {
                     b2.idle.leave();
+                    // Acquire: pairs with the token's release (as a
+                    // deque's steal pairs with its push).
+                    assert!(b2.queued.swap(false, Ordering::Acquire));
                     b2.idle.enter(0);
                 }
             });
