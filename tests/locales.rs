@@ -367,9 +367,15 @@ fn handlers_block_on_sync_variables_without_blocking_their_locale() {
     );
 }
 
+/// Held by the flood test (three locales busy for tens of seconds on a
+/// machine that may have two cores) and by the tests that bound a
+/// detection time, so that those never run starved beside it.
+static CPU_HOG: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_flood_of_requests_to_one_locale_loses_nothing() {
     const EACH: u64 = 1_000_000;
+    let _hog = CPU_HOG.lock().unwrap_or_else(|e| e.into_inner());
     let out = in_job("a_flood_of_requests_to_one_locale_loses_nothing", 3, || {
         let rt = job(3);
         rt.block_on(|| {
@@ -623,4 +629,245 @@ fn shm_entries() -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+// ---- deadlock across locales (sleep/README.md, "Deadlock detection across locales") ----
+
+/// The grace period of the deadlock tests.
+const GRACE_MS: u64 = 200;
+
+/// A variable no task of any locale ever fills.
+static NEVER: std::sync::LazyLock<cantus::SyncVar<u64>> =
+    std::sync::LazyLock::new(cantus::SyncVar::new);
+
+/// Blocks its handler task forever on this locale's `NEVER`.
+#[derive(Serialize, Deserialize)]
+struct AwaitNever;
+impl Remote for AwaitNever {
+    type Output = u64;
+    fn run(self) -> u64 {
+        NEVER.read_fe()
+    }
+}
+
+/// Computes (a busy loop, no blocking, no timer) for `ms`, then fills
+/// locale 0's gate with a call back.
+#[derive(Serialize, Deserialize)]
+struct ComputeThenCallBack(u64);
+impl Remote for ComputeThenCallBack {
+    type Output = ();
+    fn run(self) {
+        let start = Instant::now();
+        let mut x = 0u64;
+        while start.elapsed() < Duration::from_millis(self.0) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(1));
+        }
+        cantus::on(0, OpenLocalGate(self.0)).join().unwrap();
+    }
+}
+
+/// Computes for `ms`, then sends a Chant message to `to`.
+#[derive(Serialize, Deserialize)]
+struct ComputeThenSend {
+    to: cantus::chant::TaskId,
+    ms: u64,
+}
+impl Remote for ComputeThenSend {
+    type Output = ();
+    fn run(self) {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(self.ms) {
+            std::hint::spin_loop();
+        }
+        cantus::chant::send(self.to, 7, b"done").unwrap();
+    }
+}
+cantus::remote!(AwaitNever, ComputeThenCallBack, ComputeThenSend);
+
+/// A job of `locales` with deadlock detection on (`GRACE_MS`).
+fn watched_job(locales: usize) -> cantus::Runtime {
+    cantus::Runtime::builder()
+        .locales(locales)
+        .workers(1)
+        .deadlock_detection(Some(Duration::from_millis(GRACE_MS)))
+        .build()
+        .expect("a job starts")
+}
+
+/// Milliseconds since the Unix epoch (comparable across processes).
+fn epoch_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+}
+
+/// Runs `test` (a child whose job deadlocks after printing
+/// `blocking at <epoch ms>`) and checks that the job ended with a report
+/// naming `waiters` and the remedy, within 3 grace periods plus 1 s of
+/// blocking. Returns the report.
+fn expect_deadlock_report(test: &str, locales: usize, waiters: &[&str]) -> String {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env("CANTUS_CHILD", "1")
+        .env("CANTUS_LOCALES", locales.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let _not_beside_the_flood = CPU_HOG.lock().unwrap_or_else(|e| e.into_inner());
+    // A hang (the old, silent behaviour) fails here, well before
+    // CHILD_TIMEOUT.
+    let (status, stderr) =
+        common::wait_with_timeout(cmd.spawn().unwrap(), Duration::from_secs(20), test);
+    let ended = epoch_ms();
+    assert!(!status.success(), "a deadlocked job must not succeed:\n{stderr}");
+    let blocked: u128 = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("blocking at "))
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or_else(|| panic!("the child never blocked:\n{stderr}"));
+    let bound = 3 * GRACE_MS as u128 + 1000;
+    eprintln!("{test}: reported {} ms after blocking", ended - blocked);
+    assert!(
+        ended - blocked <= bound,
+        "reported {} ms after blocking, more than 3 grace periods + 1 s:\n{stderr}",
+        ended - blocked
+    );
+    assert!(
+        stderr.contains(&format!("cantus: deadlock across the job's {locales} locales")),
+        "{stderr}"
+    );
+    for want in waiters
+        .iter()
+        .chain(&["CANTUS_DEADLOCK_MS=0", "OutsideActivity"])
+    {
+        assert!(stderr.contains(want), "the report lacks {want:?}:\n{stderr}");
+    }
+    stderr
+}
+
+/// Locale 0's main task blocks on a variable no locale will fill; every
+/// other locale has a handler blocked the same way.
+fn deadlock_everywhere(locales: usize) {
+    let rt = watched_job(locales);
+    rt.block_on(|| {
+        for l in 1..locales {
+            cantus::begin_on(l, AwaitNever).unwrap();
+        }
+        // Let the handlers block before we do (not needed for the
+        // report; it makes it list them).
+        cantus::sleep(Duration::from_millis(50));
+        eprintln!("blocking at {}", epoch_ms());
+        NEVER.read_fe()
+    });
+    unreachable!("the job is deadlocked");
+}
+
+#[test]
+fn a_deadlock_across_two_locales_is_reported() {
+    if is_child() {
+        deadlock_everywhere(2);
+    }
+    let report = expect_deadlock_report(
+        "a_deadlock_across_two_locales_is_reported",
+        2,
+        &["locale 0: task", "locale 1: task"],
+    );
+    assert!(report.contains("reading a SyncVar"), "{report}");
+}
+
+#[test]
+fn a_deadlock_across_four_locales_is_reported() {
+    if is_child() {
+        deadlock_everywhere(4);
+    }
+    expect_deadlock_report(
+        "a_deadlock_across_four_locales_is_reported",
+        4,
+        &[
+            "locale 0: task",
+            "locale 1: task",
+            "locale 2: task",
+            "locale 3: task",
+        ],
+    );
+}
+
+#[test]
+fn a_remote_call_whose_handler_blocks_forever_is_a_deadlock() {
+    if is_child() {
+        let rt = watched_job(2);
+        rt.block_on(|| {
+            eprintln!("blocking at {}", epoch_ms());
+            cantus::on(1, AwaitNever).join()
+        })
+        .unwrap();
+        unreachable!("the job is deadlocked");
+    }
+    expect_deadlock_report(
+        "a_remote_call_whose_handler_blocks_forever_is_a_deadlock",
+        2,
+        &["locale 0: task", "locale 1: task"],
+    );
+}
+
+#[test]
+fn a_locale_computing_for_long_is_not_a_deadlock() {
+    in_job("a_locale_computing_for_long_is_not_a_deadlock", 2, || {
+        let rt = watched_job(2);
+        let got = rt.block_on(|| {
+            cantus::begin_on(1, ComputeThenCallBack(3000)).unwrap();
+            LOCAL_GATE.read_fe()
+        });
+        assert_eq!(got, 3000);
+        rt.shutdown();
+    });
+}
+
+#[test]
+fn a_locale_sleeping_on_a_timer_is_not_a_deadlock() {
+    in_job("a_locale_sleeping_on_a_timer_is_not_a_deadlock", 2, || {
+        let rt = watched_job(2);
+        let got = rt.block_on(|| {
+            cantus::begin_on(1, CallBackLater(3000)).unwrap();
+            LOCAL_GATE.read_fe()
+        });
+        assert_eq!(got, 3000);
+        rt.shutdown();
+    });
+}
+
+#[test]
+fn a_receive_of_a_message_still_to_come_is_not_a_deadlock() {
+    in_job(
+        "a_receive_of_a_message_still_to_come_is_not_a_deadlock",
+        3,
+        || {
+            let rt = watched_job(3);
+            rt.block_on(|| {
+                let me = cantus::chant::me();
+                cantus::begin_on(2, ComputeThenSend { to: me, ms: 1000 }).unwrap();
+                let m = cantus::chant::recv(cantus::chant::Source::Any, cantus::chant::Tag::Is(7));
+                assert_eq!(m.bytes(), b"done");
+            });
+            rt.shutdown();
+        },
+    );
+}
+
+#[test]
+fn a_handler_blocked_forever_is_reported_at_shutdown() {
+    if is_child() {
+        let rt = watched_job(2);
+        rt.block_on(|| cantus::begin_on(1, AwaitNever).unwrap());
+        eprintln!("blocking at {}", epoch_ms());
+        // Termination waits for the handler, which never ends.
+        rt.shutdown();
+        unreachable!("the job is deadlocked");
+    }
+    expect_deadlock_report(
+        "a_handler_blocked_forever_is_reported_at_shutdown",
+        2,
+        &["locale 1: task", "locale 0: nothing blocked"],
+    );
 }

@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+mod deadlock;
+
 /// Handler tasks a locale lets run (or wait) at once before it stops
 /// taking requests off the transport: requests then stay in the
 /// transport's queues, whose senders poll and retry (bounded memory under
@@ -96,6 +98,10 @@ pub(crate) struct Engine {
     /// Locale 0's view of start-up, termination waves and shutdown.
     control: Mutex<ControlState>,
     control_changed: Condvar,
+    /// Control frames delivered (`Dispatch::control_frames`).
+    control_frames: AtomicU64,
+    /// Held while locale 0 runs a deadlock wave: one at a time.
+    deadlock_waves: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -108,6 +114,11 @@ struct ControlState {
     answers: Vec<[u64; 3]>,
     /// Shutdown was ordered (locales other than 0).
     shutdown: bool,
+    /// The current deadlock wave and the answers to it (`deadlock.rs`).
+    deadlock_wave: u64,
+    deadlock_answers: Vec<crate::sched::stuck::Answer>,
+    /// Waiters sent for a deadlock report, by locale.
+    waiters: Vec<(usize, Vec<String>)>,
 }
 
 impl Engine {
@@ -134,6 +145,8 @@ impl Engine {
             max_message: AtomicUsize::new(MAX_PAYLOAD),
             control: Mutex::new(ControlState::default()),
             control_changed: Condvar::new(),
+            control_frames: AtomicU64::new(0),
+            deadlock_waves: Mutex::new(()),
         })
     }
 
@@ -483,6 +496,9 @@ impl Engine {
     }
 
     fn deliver_control(&self, src: usize, h: Header, payload: &[u8], cx: &DriverContext<'_>) {
+        // Only the poll token's holder delivers: a plain load and store.
+        let n = self.control_frames.load(Ordering::Relaxed);
+        self.control_frames.store(n + 1, Ordering::Relaxed);
         match h.control_op() {
             Control::Hello => {
                 let result = match postcard::from_bytes::<Vec<String>>(payload) {
@@ -527,6 +543,10 @@ impl Engine {
                 self.control.lock().unwrap().shutdown = true;
                 self.control_changed.notify_all();
             }
+            Control::DeadlockProbe => self.answer_deadlock_probe(src, h.token, cx),
+            Control::DeadlockReply => self.take_deadlock_answer(src, h.token, payload),
+            Control::ListWaiters => self.send_waiters(src),
+            Control::Waiters => self.take_waiters(src, payload),
         }
     }
 
@@ -589,13 +609,18 @@ impl Engine {
     /// and received and whether it is busy; two consecutive waves that
     /// find every locale idle and the same totals, with as many received
     /// as sent, prove that no message is in flight and none can come.
+    ///
+    /// A job that can never end (a handler blocked for good) is a
+    /// deadlock: the deadlock waves run here too, once per grace period.
     pub(crate) fn terminate(&self, registry: &Registry) {
         let mut last: Option<(u64, u64)> = None;
         let mut pause = Duration::from_micros(20);
+        let mut deadlock = deadlock::ShutdownWatch::new(registry);
         loop {
             while !registry.quiescent() {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(2));
+                deadlock.check(self, registry);
             }
             let answers = self.wave();
             let mut sent = self.sent.load(Ordering::Relaxed);
@@ -611,6 +636,7 @@ impl Engine {
                 break;
             }
             last = now;
+            deadlock.check(self, registry);
             std::thread::sleep(pause);
         }
         for dest in (0..self.locales).filter(|&d| d != self.here) {
@@ -720,6 +746,18 @@ impl Dispatch for Engine {
             + self.outbox_len()
             + self.reassembly.open()
             + super::chant::in_flight()
+    }
+
+    fn control_frames(&self) -> u64 {
+        self.control_frames.load(Ordering::Relaxed)
+    }
+
+    fn job_stuck_sample(&self) -> crate::sched::outside::StuckSample {
+        self.deadlock_wave()
+    }
+
+    fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
+        self.gather_waiters()
     }
 }
 

@@ -75,7 +75,20 @@ pub(crate) enum Control {
     ProbeReply = 3,
     /// The job is over: shut down and exit.
     Shutdown = 4,
+    /// Deadlock wave `token` (the job-wide deadlock check): answer with
+    /// your state and counters.
+    DeadlockProbe = 5,
+    /// Answer to a deadlock probe: `state, sent, received, progress`
+    /// (four little-endian u64; state 0 busy, 1 stuck, 2 quiescent).
+    DeadlockReply = 6,
+    /// The job is deadlocked: send your waiters (`Waiters`).
+    ListWaiters = 7,
+    /// A locale's waiters for the deadlock report: UTF-8 lines.
+    Waiters = 8,
 }
+
+/// The highest control operation.
+const LAST_CONTROL: u64 = Control::Waiters as u64;
 
 /// A decoded header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -222,7 +235,7 @@ impl Header {
                 return Err(WireError(format!("a reply carries handler word {word:#x}")));
             }
             Kind::Reply if token == 0 => return Err(WireError("a reply has token 0".into())),
-            Kind::Control if !(1..=4).contains(&word) => {
+            Kind::Control if !(1..=LAST_CONTROL).contains(&word) => {
                 return Err(WireError(format!("unknown control operation {word}")));
             }
             Kind::Message if word == 0 || token == 0 => {
@@ -258,7 +271,11 @@ impl Header {
             1 => Control::Hello,
             2 => Control::Probe,
             3 => Control::ProbeReply,
-            _ => Control::Shutdown,
+            4 => Control::Shutdown,
+            5 => Control::DeadlockProbe,
+            6 => Control::DeadlockReply,
+            7 => Control::ListWaiters,
+            _ => Control::Waiters,
         }
     }
 }
@@ -378,6 +395,26 @@ mod tests {
             let e = Header::decode(&f).unwrap_err().to_string();
             assert!(e.contains(want), "{e:?} should say {want:?}");
         }
+    }
+
+    #[test]
+    fn every_control_operation_decodes_as_itself() {
+        for op in [
+            Control::Hello,
+            Control::Probe,
+            Control::ProbeReply,
+            Control::Shutdown,
+            Control::DeadlockProbe,
+            Control::DeadlockReply,
+            Control::ListWaiters,
+            Control::Waiters,
+        ] {
+            let f = frame(Header::control(op, 2), b"");
+            assert_eq!(Header::decode(&f).unwrap().0.control_op(), op);
+        }
+        let mut f = frame(Header::control(Control::Waiters, 0), b"");
+        f[8] = LAST_CONTROL as u8 + 1;
+        assert!(Header::decode(&f).is_err());
     }
 
     #[test]

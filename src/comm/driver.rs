@@ -5,6 +5,7 @@
 
 use super::transport::{Arrival, Nets, Transport};
 use crate::sched::driver::{Driver, DriverContext};
+use crate::sched::outside::StuckSample;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,6 +33,23 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     /// Work the layer holds that will still become runtime work (the
     /// `Driver::in_flight` contract).
     fn in_flight(&self) -> u64;
+
+    /// Frames delivered so far that made no runtime work (control
+    /// traffic), a count that only grows: a poll does not count them as
+    /// handled (`Driver::poll`).
+    fn control_frames(&self) -> u64 {
+        0
+    }
+
+    /// One wave of the job-wide deadlock check (`Driver::job_stuck_sample`).
+    fn job_stuck_sample(&self) -> StuckSample {
+        None
+    }
+
+    /// The other locales' waiters (`Driver::job_waiters`).
+    fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
+        Vec::new()
+    }
 }
 
 /// A transport and a dispatcher, as a [`Driver`].
@@ -63,8 +81,11 @@ pub(crate) fn poll_transport(
         (Nets::Both, Nets::Both) => Nets::Both,
         _ => Nets::Replies,
     };
+    // Only the poll token's holder delivers, so the difference is this
+    // poll's control frames.
+    let control_before = dispatch.control_frames();
     match transport.poll(nets, POLL_BUDGET, &mut |frame| dispatch.deliver(frame, cx)) {
-        Ok(n) => n,
+        Ok(n) => n.saturating_sub((dispatch.control_frames() - control_before) as usize),
         Err(e) => {
             // A corrupt ring: the job cannot go on, and continuing would
             // read garbage. Say which locale and why, then stop.
@@ -88,11 +109,18 @@ impl Driver for CommDriver {
     }
 
     /// Other locales may always send: a locale cannot see whether the
-    /// others are busy, so the deadlock check stays off in a job of several
-    /// locales (a global check, like termination's waves, would be needed
-    /// to tell a deadlock from a locale waiting for another).
+    /// others are busy, so in a job of several locales the deadlock check
+    /// asks the job-wide waves ([`job_stuck_sample`](Driver::job_stuck_sample)).
     fn others_may_send(&self) -> bool {
         self.transport.locales() > 1
+    }
+
+    fn job_stuck_sample(&self) -> StuckSample {
+        self.dispatch.job_stuck_sample()
+    }
+
+    fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
+        self.dispatch.job_waiters()
     }
 
     fn can_park(&self) -> bool {

@@ -8,6 +8,7 @@
 use super::block::BlockKind;
 use super::outside::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
 use super::registry::Registry;
+use super::stuck::{Answer, Look};
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -18,28 +19,63 @@ use std::time::{Duration, Instant};
 /// grace period for the state to count as a deadlock: idle-loop entries
 /// (a worker that left its idle loop and came back bumped them), wake-ups
 /// of blocked outside threads, and tasks injected from outside.
+///
+/// In a job of several locales this process alone cannot tell a deadlock
+/// from waiting for another locale: the driver runs one wave of the
+/// job-wide check instead (`Driver::job_stuck_sample`, `stuck.rs`).
 pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
+    if super::driver::others_may_send(reg) {
+        return super::driver::job_stuck_sample(reg);
+    }
     let entries = reg.idle.all_idle()?;
-    let quiet = reg.outside.active.load(Ordering::SeqCst) == 0
+    let quiet = nothing_queued(reg)
         && super::driver::in_flight(reg) == 0
-        && !super::driver::ready(reg)
-        && !super::driver::others_may_send(reg)
+        && !super::driver::ready(reg);
+    quiet.then(|| (entries, OUTSIDE_WAKES.load(Ordering::Acquire), local_progress(reg)))
+}
+
+/// No task queued or sleeping on a timer, no outside activity declared.
+fn nothing_queued(reg: &Registry) -> bool {
+    reg.outside.active.load(Ordering::SeqCst) == 0
         && reg.sleeping_tasks() == 0
         && reg.injector.is_empty()
         && reg.roots.is_empty()
         && reg
             .workers
             .iter()
-            .all(|w| w.stealer.is_empty() && w.resume.is_empty());
-    quiet.then(|| {
-        (
-            entries,
-            OUTSIDE_WAKES.load(Ordering::Acquire),
-            reg.outside
-                .injected
+            .all(|w| w.stealer.is_empty() && w.resume.is_empty())
+}
+
+/// Tasks injected from outside plus program frames handled by polls
+/// (control frames are not counted: `comm::driver::poll_transport`).
+fn local_progress(reg: &Registry) -> u64 {
+    reg.outside
+        .injected
+        .load(Ordering::Acquire)
+        .wrapping_add(reg.driver_slot.handled.load(Ordering::Acquire))
+}
+
+/// This locale's answer to a wave of the job-wide deadlock check
+/// (`stuck.rs`). `messages` gives the program messages sent and
+/// received; `unsent` says a frame waits to be sent. The caller holds the
+/// poll token (or is the poll), so no frame is delivered while this
+/// reads.
+pub(crate) fn locale_answer(
+    reg: &Registry,
+    messages: impl FnOnce() -> (u64, u64),
+    unsent: bool,
+) -> Answer {
+    super::stuck::answer(&reg.idle, || {
+        let (sent, received) = messages();
+        Look {
+            quiet: !unsent && nothing_queued(reg),
+            outstanding: !reg.quiescent() || reg.outside_blocked() > 0,
+            sent,
+            received,
+            progress: OUTSIDE_WAKES
                 .load(Ordering::Acquire)
-                .wrapping_add(reg.driver_slot.handled.load(Ordering::Acquire)),
-        )
+                .wrapping_add(local_progress(reg)),
+        }
     })
 }
 
@@ -98,8 +134,62 @@ const REMEDY: &str = "If another OS thread will still fill or empty one of these
      (C: cantus_outside_activity_begin()/cantus_outside_activity_end()), or turn \
      detection off with CANTUS_DEADLOCK_MS=0 (or raise it).";
 
+/// This locale's waiters for the report of a deadlock across locales:
+/// its blocked tasks (asking its idle workers) and blocked outside
+/// threads, at most `LISTED` of them, the rest counted.
+pub(crate) fn waiter_lines(reg: &Registry) -> Vec<String> {
+    let mut lines = blocked_task_lines(reg);
+    lines.extend(outside_waiters().iter().map(describe_outside));
+    if lines.len() > LISTED {
+        let more = lines.len() - LISTED;
+        lines.truncate(LISTED);
+        lines.push(format!("... and {more} more"));
+    }
+    lines
+}
+
+const JOB_REMEDY: &str = "If an OS thread of some locale will still fill or empty one of these \
+     variables or send a message, declare it: hold a cantus::OutsideActivity in that thread \
+     while it works (C: cantus_outside_activity_begin()/cantus_outside_activity_end()), or turn \
+     detection off with CANTUS_DEADLOCK_MS=0 (or raise it).";
+
+/// The report of a deadlock across the locales of a job (on locale 0):
+/// every locale's waiters, gathered by the driver, then abort (the other
+/// locales end with locale 0).
+fn report_job(reg: &Registry, after: Duration) -> ! {
+    let mut waiters = vec![(0, waiter_lines(reg))];
+    waiters.extend(super::driver::job_waiters(reg));
+    let mut msg = String::new();
+    let _ = writeln!(
+        msg,
+        "cantus: deadlock across the job's {} locales: no task of any locale can make progress \
+         and no message is in flight. Who waits on what:",
+        waiters.len()
+    );
+    for (locale, lines) in &waiters {
+        if lines.is_empty() {
+            let _ = writeln!(msg, "  locale {locale}: nothing blocked");
+        }
+        for l in lines {
+            let _ = writeln!(msg, "  locale {locale}: {l}");
+        }
+    }
+    let _ = writeln!(
+        msg,
+        "Every locale sat idle for {} ms with nothing queued, nothing woken and every message \
+         delivered (CANTUS_DEADLOCK_MS sets this period). {JOB_REMEDY} Aborting the job instead \
+         of hanging.",
+        after.as_millis()
+    );
+    eprint!("{msg}");
+    std::process::abort();
+}
+
 /// Prints who waits on what, and aborts.
 pub(crate) fn report(reg: &Registry, after: Duration) -> ! {
+    if super::driver::others_may_send(reg) {
+        report_job(reg, after);
+    }
     let tasks = reg.blocked_tasks();
     let outside = outside_waiters();
     let mut msg = String::new();

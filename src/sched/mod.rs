@@ -6,13 +6,14 @@
 #![cfg_attr(loom, allow(dead_code))]
 
 pub(crate) mod block;
-mod deadlock;
+pub(crate) mod deadlock;
 pub(crate) mod deque;
 pub(crate) mod driver;
 pub(crate) mod idle;
 pub(crate) mod outside;
 pub(crate) mod registry;
 pub(crate) mod sleep;
+pub(crate) mod stuck;
 pub(crate) mod task;
 pub(crate) mod worker;
 

@@ -6,6 +6,7 @@
 //! tasking layer; tokio's park/driver split is the model for parking in
 //! the driver).
 
+use super::outside::StuckSample;
 use super::registry::Registry;
 use super::task::Task;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,7 +37,10 @@ use std::time::Duration;
 ///   (a token, like `std::thread::park`).
 pub(crate) trait Driver: Send + Sync + 'static {
     /// Takes what arrived and hands it to the runtime through `cx`.
-    /// Returns how many items it handled (0: nothing was there).
+    /// Returns how many items of program work it handled (0: nothing, or
+    /// only runtime control traffic that makes no work: such items must
+    /// not end an idle worker's idle loop, or each wave of the job-wide
+    /// deadlock check would look like progress).
     fn poll(&self, cx: &DriverContext<'_>) -> usize;
 
     /// Whether `poll` would find something now (cheap).
@@ -47,12 +51,28 @@ pub(crate) trait Driver: Send + Sync + 'static {
 
     /// Whether something outside this process may still send work that
     /// this runtime cannot see coming (another locale of the job, busy or
-    /// waiting on a timer). While it is true, the deadlock check never
-    /// concludes: this process alone cannot tell a deadlock from waiting
-    /// for another locale. A driver that knows the whole job to be idle
-    /// (no locale busy, no message in flight) may return false.
+    /// waiting on a timer). While it is true, the deadlock check does not
+    /// conclude from this process's samples: this process alone cannot
+    /// tell a deadlock from waiting for another locale. It asks
+    /// [`job_stuck_sample`](Self::job_stuck_sample) instead.
     fn others_may_send(&self) -> bool {
         false
+    }
+
+    /// One wave of the job-wide deadlock check (`sched/stuck.rs`), run by
+    /// a blocked outside thread of this process: `Some` verdict when no
+    /// process of the job is busy, one is stuck and no message is in
+    /// flight; two equal `Some` verdicts of consecutive waves are a
+    /// deadlock. `None` where this process cannot gather the job's state
+    /// (only locale 0 runs waves).
+    fn job_stuck_sample(&self) -> StuckSample {
+        None
+    }
+
+    /// For the report of a deadlock across processes: every other
+    /// process's waiters, by locale (`deadlock::waiter_lines` there).
+    fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
+        Vec::new()
     }
 
     /// Whether this driver can block the last idle worker (`park`).
@@ -92,6 +112,16 @@ impl DriverContext<'_> {
     /// waits for), as seen from inside a poll.
     pub(crate) fn quiescent(&self) -> bool {
         self.registry.quiescent()
+    }
+
+    /// This locale's answer to a wave of the job-wide deadlock check,
+    /// taken inside the poll (so under the poll token).
+    pub(crate) fn locale_answer(
+        &self,
+        messages: impl FnOnce() -> (u64, u64),
+        unsent: bool,
+    ) -> super::stuck::Answer {
+        super::deadlock::locale_answer(self.registry, messages, unsent)
     }
 }
 
@@ -184,6 +214,17 @@ pub(crate) fn ready(reg: &Registry) -> bool {
 #[inline]
 pub(crate) fn others_may_send(reg: &Registry) -> bool {
     reg.driver.as_ref().is_some_and(|d| d.others_may_send())
+}
+
+/// One wave of the job-wide deadlock check (`None` without a driver).
+pub(crate) fn job_stuck_sample(reg: &Registry) -> StuckSample {
+    reg.driver.as_ref().and_then(|d| d.job_stuck_sample())
+}
+
+/// The other processes' waiters, for a deadlock report (none without a
+/// driver).
+pub(crate) fn job_waiters(reg: &Registry) -> Vec<(usize, Vec<String>)> {
+    reg.driver.as_ref().map_or_else(Vec::new, |d| d.job_waiters())
 }
 
 /// Work the driver holds (0 without a driver).

@@ -46,6 +46,12 @@ impl WorkerLocal {
         let mut victim = self.index;
         loop {
             self.answer_report();
+            // Leaves only for program work: a poll that took only control
+            // frames (a deadlock probe) counts 0, and a frame still in the
+            // driver is taken by the next round's poll, not by leaving
+            // (`has_work_probing` ignores the driver). So the idle-entry
+            // counts stay still while locale 0's deadlock waves come and
+            // go (`sleep/README.md`, "Deadlock detection across locales").
             if reg.driver.is_some() && crate::sched::driver::poll(reg) > 0 {
                 break;
             }
@@ -116,7 +122,13 @@ impl WorkerLocal {
             {
                 bump(&c.woken, 1);
             }
-            break;
+            if self.has_task_work() || reg.terminate.load(Ordering::Acquire) {
+                break;
+            }
+            // Woken for a frame in the driver (the next round polls it),
+            // a report request, or nothing: spin again before sleeping.
+            spins = 0;
+            backoff = 1;
         }
         reg.idle.leave();
         c.idle.store(false, Ordering::Relaxed);

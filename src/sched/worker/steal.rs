@@ -88,20 +88,27 @@ impl WorkerLocal {
     /// Could anything be done right now? Looks at every other worker's
     /// deque: for the re-check before sleeping (S2), once per sleep.
     pub(super) fn has_work(&self) -> bool {
+        self.has_task_work() || crate::sched::driver::ready(&self.registry)
+    }
+
+    /// Like [`has_work`](Self::has_work), without the driver: work the
+    /// worker loop takes (a frame in the driver is taken by the idle
+    /// loop's own poll, which leaves the loop only for program work).
+    pub(super) fn has_task_work(&self) -> bool {
         self.has_work_here() || self.registry.workers.iter().any(|w| !w.stealer.is_empty())
     }
 
-    /// Like [`has_work`](Self::has_work), but looks at one other worker's
-    /// deque (`victim`) instead of all: the spinning idle loop probes a
-    /// different victim each round, so an idle worker reads O(1) deque
-    /// ends per round, not O(workers). Every idle worker polling every
-    /// deque nonstop makes each busy owner's push and pop miss in its
-    /// cache at 16 workers.
+    /// Like [`has_task_work`](Self::has_task_work), but looks at one other
+    /// worker's deque (`victim`) instead of all: the spinning idle loop
+    /// probes a different victim each round, so an idle worker reads O(1)
+    /// deque ends per round, not O(workers). Every idle worker polling
+    /// every deque nonstop makes each busy owner's push and pop miss in
+    /// its cache at 16 workers.
     pub(super) fn has_work_probing(&self, victim: usize) -> bool {
         self.has_work_here() || !self.registry.workers[victim].stealer.is_empty()
     }
 
-    /// Work that is not in another worker's deque.
+    /// Work that is not in another worker's deque, nor in the driver.
     fn has_work_here(&self) -> bool {
         let reg = &*self.registry;
         !self.shared().resume.is_empty()
@@ -109,7 +116,6 @@ impl WorkerLocal {
             || !self.yielded.borrow().is_empty()
             || !reg.injector.is_empty()
             || !reg.roots.is_empty()
-            || crate::sched::driver::ready(reg)
             || self
                 .timers
                 .borrow()
