@@ -11,7 +11,9 @@
 //!   carrying it there and 8 bytes back, encoded with postcard), the same
 //!   with the argument a `serde_bytes::ByteBuf` (one byte string instead
 //!   of serde's element-by-element sequence), next to `memcpy` of the
-//!   same bytes in this process;
+//!   same bytes in this process and postcard encoding and decoding them
+//!   here (no locale), as a `Vec<u8>` and as a `ByteBuf`: the floor under
+//!   the call rows;
 //! - peers: the raw ring round trip (the same shared-memory rings, two
 //!   spinning threads, no active-message layer) and Open MPI's ping-pong
 //!   and pipelined stream between two ranks (its shared-memory transport),
@@ -260,6 +262,8 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut arg_bw = Samples::new();
         let mut bytes_bw = Samples::new();
         let mut copy_bw = Samples::new();
+        let mut codec_vec = Samples::new();
+        let mut codec_bytes = Samples::new();
         section(&format!("transfer {name}"), || {
             for _ in 0..reps {
                 let (c, a, b) = rt.block_on(|| {
@@ -275,12 +279,16 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                 arg_bw.push(gb_per_s(size, a));
                 bytes_bw.push(gb_per_s(size, b));
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
+                codec_vec.push(gb_per_s(size, codec(size, rounds, |v| v)));
+                codec_bytes.push(gb_per_s(size, codec(size, rounds, serde_bytes::ByteBuf::from)));
             }
         });
         let c = figure(&format!("transfer_chant_{name}"), &chant_bw, "GB/s");
         let a = figure(&format!("transfer_arg_{name}"), &arg_bw, "GB/s");
         let b = figure(&format!("transfer_bytes_arg_{name}"), &bytes_bw, "GB/s");
         let m = figure(&format!("transfer_{name}.memcpy"), &copy_bw, "GB/s");
+        figure(&format!("transfer_{name}.postcard_vec"), &codec_vec, "GB/s");
+        figure(&format!("transfer_{name}.postcard_bytes"), &codec_bytes, "GB/s");
         ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
         ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);
@@ -337,6 +345,23 @@ fn call_arg(
         call();
     }
     (0..rounds).map(|_| call()).sum::<Duration>() / rounds as u32
+}
+
+/// Time of encoding (postcard, into a fresh vector) and decoding a
+/// `size`-byte argument made by `wrap`, in this process.
+fn codec<T: Serialize + serde::de::DeserializeOwned>(
+    size: usize,
+    rounds: u64,
+    wrap: impl Fn(Vec<u8>) -> T,
+) -> Duration {
+    let arg = wrap((0..size).map(|i| i as u8).collect());
+    let start = Instant::now();
+    for _ in 0..rounds {
+        let bytes = postcard::to_allocvec(std::hint::black_box(&arg)).expect("encodes");
+        let back: T = postcard::from_bytes(&bytes).expect("decodes");
+        std::hint::black_box(back);
+    }
+    start.elapsed() / rounds as u32
 }
 
 /// Time of copying `size` bytes from one buffer to another (both warm).
