@@ -13,8 +13,8 @@ use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
 use crate::sched::driver::{DriverContext, poll_with};
 use crate::sched::{Registry, WorkerLocal};
-use crate::sync::SyncVar;
-use std::collections::{HashMap, VecDeque};
+use super::replies::{Delivered, ReplySlots};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
@@ -29,9 +29,6 @@ const MAX_HANDLERS: usize = 4096;
 
 /// How long locale 0 waits for the others to say hello at start-up.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A reply as it arrives: how the request ended, and the payload.
-pub(crate) type Reply = (Status, Vec<u8>);
 
 /// A frame's payload as the engine hands it on: still in the transport's
 /// buffer (copied once, where it is kept), or already the engine's own (a
@@ -69,11 +66,11 @@ pub(crate) struct Engine {
     locales: usize,
     /// The runtime whose workers poll this engine (set once it started).
     registry: OnceLock<Weak<Registry>>,
-    /// Requests sent that wait for their reply, by token.
-    pending: Mutex<HashMap<u64, Arc<SyncVar<Reply>>>>,
-    /// `pending.len()`, readable without the lock (`in_flight`).
+    /// Where requests sent wait for their replies (`replies.rs`).
+    pub(crate) replies: ReplySlots,
+    /// Requests sent whose reply was not yet written into its slot (or
+    /// discarded): counted in `in_flight`.
     pending_count: AtomicU64,
-    next_token: AtomicU64,
     /// Program messages (requests and replies) sent and received: the
     /// counters of termination detection.
     sent: AtomicU64,
@@ -131,9 +128,8 @@ impl Engine {
             transport,
             table,
             registry: OnceLock::new(),
-            pending: Mutex::new(HashMap::new()),
+            replies: ReplySlots::new(),
             pending_count: AtomicU64::new(0),
-            next_token: AtomicU64::new(1),
             sent: AtomicU64::new(0),
             received: AtomicU64::new(0),
             handlers: AtomicUsize::new(0),
@@ -311,31 +307,32 @@ impl Engine {
     }
 
     /// Sends a request for handler `id` with encoded arguments; returns
-    /// the slot its reply will fill (`None` if no reply is wanted).
+    /// the token of the reply slot its reply will fill (`None` if no
+    /// reply is wanted).
     pub(crate) fn request(
         &self,
         dest: usize,
         id: u64,
         args: &[u8],
         wants_reply: bool,
-    ) -> Result<Option<Arc<SyncVar<Reply>>>, Error> {
-        let (token, slot) = if wants_reply {
-            let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-            let slot = Arc::new(SyncVar::new());
-            self.pending.lock().unwrap().insert(token, slot.clone());
+    ) -> Result<Option<u64>, Error> {
+        let token = if wants_reply {
+            let token = self.replies.issue();
+            // Release: pairs with the Acquire load in `in_flight`.
             self.pending_count.fetch_add(1, Ordering::Release);
-            (token, Some(slot))
+            Some(token)
         } else {
-            (0, None)
+            None
         };
-        if let Err(e) = self.send(dest, Network::Request, Header::request(id, token), args) {
-            if wants_reply {
-                self.pending.lock().unwrap().remove(&token);
+        let header = Header::request(id, token.unwrap_or(0));
+        if let Err(e) = self.send(dest, Network::Request, header, args) {
+            if let Some(t) = token {
+                self.replies.cancel(t);
                 self.pending_count.fetch_sub(1, Ordering::Release);
             }
             return Err(e);
         }
-        Ok(slot)
+        Ok(token)
     }
 
     /// Sends `frame` as it is, without checking it (for tests that play a
@@ -480,15 +477,14 @@ impl Engine {
     }
 
     fn deliver_reply(&self, src: usize, h: Header, payload: Body<'_>) {
-        let slot = self.pending.lock().unwrap().remove(&h.token);
-        match slot {
-            Some(slot) => {
-                slot.write_ef((h.status, payload.into_vec()));
-                // Release, after the write: `in_flight` reaching 0 is seen
-                // only once the waiter can see its reply (T1).
+        match self.replies.deliver(h.token, h.status, payload) {
+            Delivered::Filled | Delivered::Discarded => {
+                // Release, after the reply was written (or dropped, its
+                // caller gone): `in_flight` reaching 0 is seen only once
+                // the waiter can see its reply (T1).
                 self.pending_count.fetch_sub(1, Ordering::Release);
             }
-            None => eprintln!(
+            Delivered::Stale => eprintln!(
                 "cantus: locale {src} sent locale {} a reply to request {}, which it never sent or already had; dropped",
                 self.here, h.token
             ),

@@ -18,13 +18,14 @@ pub(crate) mod encode;
 pub(crate) mod engine;
 pub(crate) mod fragment;
 pub(crate) mod handlers;
+pub(crate) mod replies;
 pub(crate) mod wire;
 
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 
 use crate::error::{Error, ErrorKind, Locales};
 use crate::sync::SyncVar;
-use engine::{Engine, Reply};
+use engine::Engine;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock, RwLock};
@@ -245,10 +246,35 @@ pub struct RemoteHandle<T> {
 enum Pending<T> {
     /// Running as a task of this locale.
     Local(Arc<SyncVar<Result<T, Error>>>),
-    /// Sent; the reply will fill the slot.
-    Remote(Arc<SyncVar<Reply>>, PhantomData<fn() -> T>),
+    /// Sent; the reply will fill the slot of this ticket.
+    Remote(Ticket, PhantomData<fn() -> T>),
     /// The request could not be sent.
     Failed(Error),
+}
+
+/// A call's claim on its reply slot (`replies.rs`); dropped unanswered,
+/// it gives the slot up, and the poll that takes the reply frees it.
+struct Ticket {
+    engine: Arc<Engine>,
+    token: u64,
+}
+
+impl Ticket {
+    /// Waits for the reply, then reads it with `f` and frees the slot.
+    fn take<R>(self, f: impl FnOnce(Status, &[u8]) -> R) -> R {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used again, nor dropped: the engine is
+        // moved out exactly once.
+        let engine = unsafe { std::ptr::read(&me.engine) };
+        await_reply(&engine, me.token);
+        engine.replies.take(me.token, f)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let _ = self.engine.replies.abandon(self.token);
+    }
 }
 
 impl<T: Send + 'static> RemoteHandle<T> {
@@ -259,12 +285,10 @@ impl<T: Send + 'static> RemoteHandle<T> {
         match self.inner {
             Pending::Local(slot) => slot.read_fe(),
             Pending::Failed(e) => Err(e),
-            Pending::Remote(slot, _) => {
-                await_reply(&slot);
-                let (status, payload) = slot.read_fe();
-                let text = || String::from_utf8_lossy(&payload).into_owned();
+            Pending::Remote(ticket, _) => ticket.take(|status, payload| {
+                let text = || String::from_utf8_lossy(payload).into_owned();
                 match status {
-                    Status::Done => (self.decode)(&payload).map_err(|e| {
+                    Status::Done => (self.decode)(payload).map_err(|e| {
                         Error::new(
                             ErrorKind::Locale,
                             format!(
@@ -301,7 +325,7 @@ impl<T: Send + 'static> RemoteHandle<T> {
                         ),
                     )),
                 }
-            }
+            }),
         }
     }
 }
@@ -309,19 +333,20 @@ impl<T: Send + 'static> RemoteHandle<T> {
 /// Polls while a reply is on its way, before blocking: a task that spins
 /// keeps its worker from polling, so the waiter polls itself (Chant's
 /// "the thread polls" policy, seed 004, section 4.2), under the driver's
-/// poll token. After `REPLY_POLLS` polls it blocks, and the workers' own
-/// polling delivers the reply.
-fn await_reply(slot: &SyncVar<Reply>) {
+/// poll token; a reply its own poll delivers is taken without any wake-up.
+/// After `REPLY_POLLS` polls it blocks on the slot, and the workers' own
+/// polling delivers the reply and wakes it.
+fn await_reply(e: &Engine, token: u64) {
     const REPLY_POLLS: u32 = 4096;
-    let Some(e) = engine() else { return };
     for _ in 0..REPLY_POLLS {
-        if slot.is_full() {
+        if e.replies.is_full(token) {
             return;
         }
         if e.poll_now() == 0 {
             std::hint::spin_loop();
         }
     }
+    e.replies.wait(token);
 }
 
 /// How to start a job of several locales, for messages.
@@ -377,13 +402,19 @@ fn unencodable(name: &str, err: impl std::fmt::Display) -> Error {
 
 /// Sends a request whose reply `decode` will read.
 fn send_request<T>(
-    e: &Engine,
+    e: &Arc<Engine>,
     (locale, id, name): (usize, u64, &'static str),
     args: Result<&[u8], Error>,
     decode: fn(&[u8]) -> Result<T, String>,
 ) -> RemoteHandle<T> {
     let inner = match args.and_then(|a| e.request(locale, id, a, true)) {
-        Ok(slot) => Pending::Remote(slot.expect("a slot was asked for"), PhantomData),
+        Ok(token) => Pending::Remote(
+            Ticket {
+                engine: e.clone(),
+                token: token.expect("a reply slot was asked for"),
+            },
+            PhantomData,
+        ),
         Err(err) => Pending::Failed(err),
     };
     RemoteHandle {
