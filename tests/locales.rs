@@ -720,7 +720,10 @@ fn expect_deadlock_report(test: &str, locales: usize, waiters: &[&str]) -> Strin
     let (status, stderr) =
         common::wait_with_timeout(cmd.spawn().unwrap(), Duration::from_secs(20), test);
     let ended = epoch_ms();
-    assert!(!status.success(), "a deadlocked job must not succeed:\n{stderr}");
+    assert!(
+        !status.success(),
+        "a deadlocked job must not succeed:\n{stderr}"
+    );
     let blocked: u128 = stderr
         .lines()
         .find_map(|l| l.strip_prefix("blocking at "))
@@ -734,14 +737,19 @@ fn expect_deadlock_report(test: &str, locales: usize, waiters: &[&str]) -> Strin
         ended - blocked
     );
     assert!(
-        stderr.contains(&format!("cantus: deadlock across the job's {locales} locales")),
+        stderr.contains(&format!(
+            "cantus: deadlock across the job's {locales} locales"
+        )),
         "{stderr}"
     );
     for want in waiters
         .iter()
         .chain(&["CANTUS_DEADLOCK_MS=0", "OutsideActivity"])
     {
-        assert!(stderr.contains(want), "the report lacks {want:?}:\n{stderr}");
+        assert!(
+            stderr.contains(want),
+            "the report lacks {want:?}:\n{stderr}"
+        );
     }
     stderr
 }

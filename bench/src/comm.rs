@@ -280,7 +280,10 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                 bytes_bw.push(gb_per_s(size, b));
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
                 codec_vec.push(gb_per_s(size, codec(size, rounds, |v| v)));
-                codec_bytes.push(gb_per_s(size, codec(size, rounds, serde_bytes::ByteBuf::from)));
+                codec_bytes.push(gb_per_s(
+                    size,
+                    codec(size, rounds, serde_bytes::ByteBuf::from),
+                ));
             }
         });
         let c = figure(&format!("transfer_chant_{name}"), &chant_bw, "GB/s");
@@ -288,7 +291,11 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let b = figure(&format!("transfer_bytes_arg_{name}"), &bytes_bw, "GB/s");
         let m = figure(&format!("transfer_{name}.memcpy"), &copy_bw, "GB/s");
         figure(&format!("transfer_{name}.postcard_vec"), &codec_vec, "GB/s");
-        figure(&format!("transfer_{name}.postcard_bytes"), &codec_bytes, "GB/s");
+        figure(
+            &format!("transfer_{name}.postcard_bytes"),
+            &codec_bytes,
+            "GB/s",
+        );
         ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
         ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);

@@ -5,6 +5,7 @@
 
 use super::fragment::{HEAD_MAX, Reassembly, StreamLocks, Whole};
 use super::handlers::{Outcome, Table};
+use super::replies::{Delivered, ReplySlots};
 use super::wire::{
     self, Control, FRAGMENT_PREFIX, HEADER_LEN, Header, Kind, MAX_PAYLOAD, Status, TAG_LEN,
 };
@@ -13,7 +14,6 @@ use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
 use crate::sched::driver::{DriverContext, poll_with};
 use crate::sched::{Registry, WorkerLocal};
-use super::replies::{Delivered, ReplySlots};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};

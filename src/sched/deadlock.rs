@@ -28,10 +28,15 @@ pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
         return super::driver::job_stuck_sample(reg);
     }
     let entries = reg.idle.all_idle()?;
-    let quiet = nothing_queued(reg)
-        && super::driver::in_flight(reg) == 0
-        && !super::driver::ready(reg);
-    quiet.then(|| (entries, OUTSIDE_WAKES.load(Ordering::Acquire), local_progress(reg)))
+    let quiet =
+        nothing_queued(reg) && super::driver::in_flight(reg) == 0 && !super::driver::ready(reg);
+    quiet.then(|| {
+        (
+            entries,
+            OUTSIDE_WAKES.load(Ordering::Acquire),
+            local_progress(reg),
+        )
+    })
 }
 
 /// No task queued or sleeping on a timer, no outside activity declared.

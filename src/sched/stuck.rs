@@ -168,7 +168,7 @@ mod tests {
 
 #[cfg(all(test, loom))]
 mod loom_tests {
-    use super::{Answer, IdleWatch, Look, LocaleState, answer, judge};
+    use super::{Answer, IdleWatch, LocaleState, Look, answer, judge};
     use crate::loom::sync::atomic::{AtomicBool, AtomicU64, Ordering};
     use crate::loom::sync::{Arc, Mutex};
     use crate::loom::thread;

@@ -156,7 +156,10 @@ impl Engine {
             .name("cantus-deadlock-report".into())
             .spawn(move || me.send_waiters_now(src, &reg));
         if let Err(e) = spawned {
-            eprintln!("cantus: locale {} could not list its waiters: {e}", self.here);
+            eprintln!(
+                "cantus: locale {} could not list its waiters: {e}",
+                self.here
+            );
         }
     }
 

@@ -224,7 +224,9 @@ pub(crate) fn job_stuck_sample(reg: &Registry) -> StuckSample {
 /// The other processes' waiters, for a deadlock report (none without a
 /// driver).
 pub(crate) fn job_waiters(reg: &Registry) -> Vec<(usize, Vec<String>)> {
-    reg.driver.as_ref().map_or_else(Vec::new, |d| d.job_waiters())
+    reg.driver
+        .as_ref()
+        .map_or_else(Vec::new, |d| d.job_waiters())
 }
 
 /// Work the driver holds (0 without a driver).
