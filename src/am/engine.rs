@@ -16,7 +16,7 @@ use crate::sched::driver::{DriverContext, poll_with};
 use crate::sched::{Registry, WorkerLocal};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 mod deadlock;
@@ -563,39 +563,65 @@ impl Engine {
     /// Locale 0: waits until every other locale said hello, with the
     /// same handlers.
     pub(crate) fn await_hellos(&self) -> Result<(), Error> {
-        let deadline = Instant::now() + HELLO_TIMEOUT;
-        let mut c = self.control.lock().unwrap();
-        while c.hellos < self.locales - 1 && c.hello_error.is_none() {
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(Error::new(
-                    ErrorKind::Locale,
-                    format!(
-                        "cantus: only {} of {} locales started within {} s",
-                        c.hellos + 1,
-                        self.locales,
-                        HELLO_TIMEOUT.as_secs()
-                    ),
-                ));
-            }
-            c = self
-                .control_changed
-                .wait_timeout(c, deadline - now)
-                .unwrap()
-                .0;
-        }
+        let others = self.locales - 1;
+        let mut c = self.wait_control(Some(Instant::now() + HELLO_TIMEOUT), |c| {
+            c.hellos >= others || c.hello_error.is_some()
+        });
         match c.hello_error.take() {
             Some(e) => Err(e),
+            None if c.hellos < others => Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: only {} of {} locales started within {} s",
+                    c.hellos + 1,
+                    self.locales,
+                    HELLO_TIMEOUT.as_secs()
+                ),
+            )),
             None => Ok(()),
         }
     }
 
     /// A locale other than 0: blocks until locale 0 orders shutdown.
     pub(crate) fn await_shutdown(&self) {
+        drop(self.wait_control(None, |c| c.shutdown));
+    }
+
+    /// Waits on the control state until `done` holds or `deadline` passes
+    /// (`None`: no deadline); returns the state, locked, for the caller to
+    /// read what came (and to tell a timeout by `done` still false).
+    fn wait_control(
+        &self,
+        deadline: Option<Instant>,
+        done: impl Fn(&ControlState) -> bool,
+    ) -> MutexGuard<'_, ControlState> {
         let mut c = self.control.lock().unwrap();
-        while !c.shutdown {
-            c = self.control_changed.wait(c).unwrap();
+        while !done(&c) {
+            c = match deadline {
+                None => self.control_changed.wait(c).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        break;
+                    }
+                    self.control_changed.wait_timeout(c, d - now).unwrap().0
+                }
+            };
         }
+        c
+    }
+
+    /// Sends control frame `op` (with `token`, no payload) on `net` to
+    /// every other locale; returns the locales it could not reach, and why.
+    fn tell_others(&self, net: Network, op: Control, token: u64) -> Vec<(usize, Error)> {
+        (0..self.locales)
+            .filter(|&d| d != self.here)
+            .filter_map(|d| {
+                self.send(d, net, Header::control(op, token), &[])
+                    .err()
+                    .map(|e| (d, e))
+            })
+            .collect()
     }
 
     /// Locale 0: detects global termination, then orders every other
@@ -635,15 +661,8 @@ impl Engine {
             deadlock.check(self, registry);
             std::thread::sleep(pause);
         }
-        for dest in (0..self.locales).filter(|&d| d != self.here) {
-            if let Err(e) = self.send(
-                dest,
-                Network::Reply,
-                Header::control(Control::Shutdown, 0),
-                &[],
-            ) {
-                eprintln!("cantus: could not tell locale {dest} to shut down: {e}");
-            }
+        for (dest, e) in self.tell_others(Network::Reply, Control::Shutdown, 0) {
+            eprintln!("cantus: could not tell locale {dest} to shut down: {e}");
         }
     }
 
@@ -656,25 +675,15 @@ impl Engine {
             c.answers.clear();
             c.wave
         };
-        for dest in (0..self.locales).filter(|&d| d != self.here) {
-            if let Err(e) = self.send(
-                dest,
-                Network::Request,
-                Header::control(Control::Probe, wave),
-                &[],
-            ) {
-                eprintln!("cantus: could not probe locale {dest}: {e}");
-            }
+        for (dest, e) in self.tell_others(Network::Request, Control::Probe, wave) {
+            eprintln!("cantus: could not probe locale {dest}: {e}");
         }
-        let mut c = self.control.lock().unwrap();
-        while c.answers.len() < self.locales - 1 {
-            c = self
-                .control_changed
-                .wait_timeout(c, Duration::from_millis(100))
-                .unwrap()
-                .0;
-        }
-        std::mem::take(&mut c.answers)
+        let others = self.locales - 1;
+        std::mem::take(
+            &mut self
+                .wait_control(None, |c| c.answers.len() >= others)
+                .answers,
+        )
     }
 }
 

@@ -96,28 +96,19 @@ impl Engine {
             c.deadlock_answers.clear();
             c.deadlock_wave
         };
-        for dest in (0..self.locales).filter(|&d| d != self.here) {
-            self.send(
-                dest,
-                Network::Reply,
-                Header::control(Control::DeadlockProbe, wave),
-                &[],
-            )
-            .ok()?;
+        if !self
+            .tell_others(Network::Reply, Control::DeadlockProbe, wave)
+            .is_empty()
+        {
+            return None;
         }
         let mine = self.own_answer(&reg)?;
-        let deadline = Instant::now() + patience;
-        let mut c = self.control.lock().unwrap();
-        while c.deadlock_answers.len() < self.locales - 1 {
-            let now = Instant::now();
-            if now >= deadline {
-                return None;
-            }
-            c = self
-                .control_changed
-                .wait_timeout(c, deadline - now)
-                .unwrap()
-                .0;
+        let others = self.locales - 1;
+        let mut c = self.wait_control(Some(Instant::now() + patience), |c| {
+            c.deadlock_answers.len() >= others
+        });
+        if c.deadlock_answers.len() < others {
+            return None;
         }
         let mut answers = std::mem::take(&mut c.deadlock_answers);
         answers.push(mine);
@@ -197,31 +188,16 @@ impl Engine {
     /// is named as such.
     pub(super) fn gather_waiters(&self) -> Vec<(usize, Vec<String>)> {
         self.control.lock().unwrap().waiters.clear();
-        for dest in (0..self.locales).filter(|&d| d != self.here) {
-            if let Err(e) = self.send(
-                dest,
-                Network::Reply,
-                Header::control(Control::ListWaiters, 0),
-                &[],
-            ) {
-                eprintln!("cantus: could not ask locale {dest} for its waiters: {e}");
-            }
+        for (dest, e) in self.tell_others(Network::Reply, Control::ListWaiters, 0) {
+            eprintln!("cantus: could not ask locale {dest} for its waiters: {e}");
         }
+        let others = self.locales - 1;
         let deadline = Instant::now() + WAITERS_TIMEOUT;
-        let mut c = self.control.lock().unwrap();
-        while c.waiters.len() < self.locales - 1 {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            c = self
-                .control_changed
-                .wait_timeout(c, deadline - now)
-                .unwrap()
-                .0;
-        }
-        let mut got = std::mem::take(&mut c.waiters);
-        drop(c);
+        let mut got = std::mem::take(
+            &mut self
+                .wait_control(Some(deadline), |c| c.waiters.len() >= others)
+                .waiters,
+        );
         for l in (0..self.locales).filter(|&d| d != self.here) {
             if !got.iter().any(|(src, _)| *src == l) {
                 got.push((l, vec!["(did not send its waiters in time)".into()]));
