@@ -3,7 +3,7 @@
 //! the caller's slot, control frames drive start-up and termination), and
 //! keeps the counts that termination detection needs.
 
-use super::fragment::{HEAD_MAX, Reassembly, StreamLocks, Whole};
+use super::fragment::{Reassembly, StreamLocks};
 use super::handlers::{Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
 use super::wire::{
@@ -808,17 +808,11 @@ impl Engine {
                 self.here, b.why
             );
         }
-        if let Some(Whole { head, body }) = taken.whole {
-            let total = HEADER_LEN + body.len();
-            let tag_len = if head[0] == Kind::Message as u8 {
-                HEAD_MAX - HEADER_LEN
-            } else {
-                0
-            };
-            match Header::check(&head[..HEADER_LEN], total + tag_len - HEADER_LEN) {
+        if let Some(whole) = taken.whole {
+            match Header::check(whole.header(), whole.payload_len()) {
                 Ok(inner) => {
-                    let tag = &head[HEADER_LEN..HEADER_LEN + tag_len];
-                    self.hand_on(src, inner, tag, Body::Owned(body), cx);
+                    let tag = whole.tag().to_owned();
+                    self.hand_on(src, inner, &tag, Body::Owned(whole.body), cx);
                 }
                 Err(err) => {
                     eprintln!(

@@ -103,8 +103,28 @@ pub(crate) fn slices<'a>(parts: &[&'a [u8]], mut at: usize, mut n: usize, out: &
 pub(crate) struct Whole {
     /// The frame's header (and, for a message, its tag after it).
     pub(crate) head: [u8; HEAD_MAX],
+    /// How many bytes of the frame `head` holds: `HEADER_LEN`, or up to
+    /// `HEAD_MAX` for a message.
+    pub(crate) kept: usize,
     /// The payload after what `head` holds.
     pub(crate) body: Vec<u8>,
+}
+
+impl Whole {
+    /// The header's bytes.
+    pub(crate) fn header(&self) -> &[u8] {
+        &self.head[..HEADER_LEN]
+    }
+
+    /// The payload bytes kept in `head` (a message's tag; else none).
+    pub(crate) fn tag(&self) -> &[u8] {
+        &self.head[HEADER_LEN..self.kept]
+    }
+
+    /// The whole payload's length.
+    pub(crate) fn payload_len(&self) -> usize {
+        self.kept - HEADER_LEN + self.body.len()
+    }
 }
 
 /// Why a partial frame (or a stray fragment) was dropped.
@@ -260,6 +280,7 @@ impl Reassembly {
             let p = slot.take().expect("a stream is open");
             taken.whole = Some(Whole {
                 head: p.head,
+                kept: p.head_len,
                 body: p.body,
             });
         }
@@ -323,6 +344,7 @@ pub(crate) fn fuzz_fragments(data: &[u8]) {
             } else {
                 HEADER_LEN
             };
+            assert_eq!(w.kept, kept, "a message's tag, and only it, is kept apart");
             assert_eq!(
                 kept + w.body.len(),
                 total as usize,
