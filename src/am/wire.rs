@@ -197,8 +197,8 @@ impl Header {
     /// frame whose payload is `payload_len` bytes long: every field, as
     /// [`decode`](Self::decode) does. A reassembled frame is checked so.
     pub(crate) fn check(head: &[u8], payload_len: usize) -> Result<Header, WireError> {
-        let frame = head;
-        let kind = match frame[0] {
+        debug_assert!(head.len() >= HEADER_LEN);
+        let kind = match head[0] {
             1 => Kind::Request,
             2 => Kind::Reply,
             3 => Kind::Control,
@@ -206,7 +206,7 @@ impl Header {
             5 => Kind::Fragment,
             k => return Err(WireError(format!("unknown frame kind {k}"))),
         };
-        let status = match frame[1] {
+        let status = match head[1] {
             0 => Status::Done,
             1 if kind == Kind::Reply => Status::Panicked,
             2 if kind == Kind::Reply => Status::Rejected,
@@ -217,19 +217,19 @@ impl Header {
                 )));
             }
         };
-        if frame[2] != 0 || frame[3] != 0 {
+        if head[2] != 0 || head[3] != 0 {
             return Err(WireError("reserved header bytes are not zero".into()));
         }
         let mut l = [0u8; 4];
-        l.copy_from_slice(&frame[4..8]);
+        l.copy_from_slice(&head[4..8]);
         let len = u32::from_le_bytes(l) as usize;
         if len != payload_len {
             return Err(WireError(format!(
                 "the header announces {len} payload bytes but the frame carries {payload_len}"
             )));
         }
-        let word = u64_at(frame, 8);
-        let token = u64_at(frame, 16);
+        let word = u64_at(head, 8);
+        let token = u64_at(head, 16);
         match kind {
             Kind::Reply if word != 0 => {
                 return Err(WireError(format!("a reply carries handler word {word:#x}")));
