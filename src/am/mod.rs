@@ -257,23 +257,25 @@ enum Pending<T> {
 struct Ticket {
     engine: Arc<Engine>,
     token: u64,
+    /// The reply was taken and the slot freed: nothing to give up.
+    answered: bool,
 }
 
 impl Ticket {
     /// Waits for the reply, then reads it with `f` and frees the slot.
-    fn take<R>(self, f: impl FnOnce(Status, &[u8]) -> R) -> R {
-        let me = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `me` is never used again, nor dropped: the engine is
-        // moved out exactly once.
-        let engine = unsafe { std::ptr::read(&me.engine) };
-        await_reply(&engine, me.token);
-        engine.replies.take(me.token, f)
+    fn take<R>(mut self, f: impl FnOnce(Status, &[u8]) -> R) -> R {
+        await_reply(&self.engine, self.token);
+        let r = self.engine.replies.take(self.token, f);
+        self.answered = true;
+        r
     }
 }
 
 impl Drop for Ticket {
     fn drop(&mut self) {
-        let _ = self.engine.replies.abandon(self.token);
+        if !self.answered {
+            let _ = self.engine.replies.abandon(self.token);
+        }
     }
 }
 
@@ -412,6 +414,7 @@ fn send_request<T>(
             Ticket {
                 engine: e.clone(),
                 token: token.expect("a reply slot was asked for"),
+                answered: false,
             },
             PhantomData,
         ),
