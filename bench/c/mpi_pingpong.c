@@ -1,8 +1,15 @@
-/* The MPI peer of `cantus-bench comm`: an 8-byte ping-pong between ranks
- * 0 and 1 (MPI_Send/MPI_Recv), and a pipelined stream of 8-byte messages
- * from rank 0 to rank 1 (MPI_Isend windows, rank 1 MPI_Recv), timed on
- * rank 0. Run as `mpirun -np 2 mpi_pingpong ROUNDS`; prints
- * `rtt_us <x>` and `pipelined_us <y>`. */
+/* The MPI peer of `cantus-bench comm`, timed on rank 0:
+ * - an 8-byte ping-pong between ranks 0 and 1 (MPI_Send/MPI_Recv):
+ *   `rtt_us`, per round trip;
+ * - pipelined requests and replies: windows of 64 8-byte requests
+ *   (MPI_Irecv for each reply, then MPI_Isend) that rank 1 answers one by
+ *   one with the value plus one (MPI_Recv, MPI_Send), rank 0 waiting for
+ *   the window's replies: `request_reply_us`, per request and reply, the
+ *   peer of `am_pipelined`;
+ * - a pipelined stream of 8-byte messages from rank 0 to rank 1
+ *   (MPI_Isend windows, rank 1 MPI_Recv): `pipelined_us`, per message,
+ *   the peer of `am_stream`.
+ * Run as `mpirun -np 2 mpi_pingpong ROUNDS`. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +47,42 @@ int main(int argc, char **argv) {
         fprintf(stderr, "mpi_pingpong: got %llu, want %ld\n", (unsigned long long)v, warm + rounds);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    /* Pipelined: windows of WINDOW sends, then a zero-byte ack. */
+    /* Pipelined requests and replies. */
     uint64_t msgs[WINDOW];
+    uint64_t replies[WINDOW];
     MPI_Request reqs[WINDOW];
+    MPI_Request reply_reqs[WINDOW];
+    long windows_rr = rounds / WINDOW;
+    if (windows_rr < 1) windows_rr = 1;
+    uint64_t sum_rr = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    for (long w = 0; w < windows_rr; w++) {
+        if (rank == 0) {
+            for (int k = 0; k < WINDOW; k++) {
+                MPI_Irecv(&replies[k], 1, MPI_UINT64_T, 1, 3, MPI_COMM_WORLD, &reply_reqs[k]);
+                msgs[k] = (uint64_t)(w * WINDOW + k);
+                MPI_Isend(&msgs[k], 1, MPI_UINT64_T, 1, 3, MPI_COMM_WORLD, &reqs[k]);
+            }
+            MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+            MPI_Waitall(WINDOW, reply_reqs, MPI_STATUSES_IGNORE);
+            for (int k = 0; k < WINDOW; k++) sum_rr += replies[k];
+        } else {
+            for (int k = 0; k < WINDOW; k++) {
+                uint64_t m;
+                MPI_Recv(&m, 1, MPI_UINT64_T, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                m += 1;
+                MPI_Send(&m, 1, MPI_UINT64_T, 0, 3, MPI_COMM_WORLD);
+            }
+        }
+    }
+    double request_reply = (MPI_Wtime() - start) / (double)(windows_rr * WINDOW);
+    uint64_t n_rr = (uint64_t)windows_rr * WINDOW;
+    if (rank == 0 && sum_rr != n_rr * (n_rr + 1) / 2) {
+        fprintf(stderr, "mpi_pingpong: request/reply sum %llu is wrong\n", (unsigned long long)sum_rr);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    /* Pipelined stream: windows of WINDOW sends, then a zero-byte ack. */
     long windows = rounds / WINDOW + 1;
     uint64_t sum = 0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -71,7 +111,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "mpi_pingpong: pipelined sum %llu is wrong\n", (unsigned long long)sum);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        printf("rtt_us %.4f\npipelined_us %.4f\n", rtt * 1e6, piped * 1e6);
+        printf("rtt_us %.4f\nrequest_reply_us %.4f\npipelined_us %.4f\n", rtt * 1e6,
+               request_reply * 1e6, piped * 1e6);
     }
     MPI_Finalize();
     return 0;

@@ -5,6 +5,9 @@
 //! - `am_pipelined`: windows of 64 `on` calls in flight, then joined: time
 //!   per call (request and reply);
 //! - `am_stream`: detached `begin_on` calls back to back: time per call;
+//! - `am_chant_8b`: an 8-byte Chant message to a task on locale 1, one
+//!   way (half the round trip to a task that echoes it), next to half a
+//!   call's round trip;
 //! - `transfer_*`: bandwidth of large payloads, 64 KiB and 1 MiB: a
 //!   Chant message (ping-pong with an echoing task on locale 1: one way is
 //!   half the round trip) and a remote call's `Vec<u8>` argument (a call
@@ -15,9 +18,14 @@
 //!   here (no locale), as a `Vec<u8>` and as a `ByteBuf`: the floor under
 //!   the call rows;
 //! - peers: the raw ring round trip (the same shared-memory rings, two
-//!   spinning threads, no active-message layer) and Open MPI's ping-pong
-//!   and pipelined stream between two ranks (its shared-memory transport),
-//!   when `mpicc` was there at build time.
+//!   spinning threads, no active-message layer) and Open MPI between two
+//!   ranks (its shared-memory transport), when `mpicc` was there at build
+//!   time: ping-pong (the peer of `am_round_trip`), 64 requests and
+//!   replies in flight (of `am_pipelined`) and an `MPI_Isend` stream (of
+//!   `am_stream`). Every peer runs in every repetition, after the rows.
+//!
+//! `--only ROW` runs the rows whose name starts with ROW (`am` all of
+//! them, `transfer` the transfer rows).
 //!
 //! The locales are copies of this program: locale 1 re-runs
 //! `cantus-bench comm ...` and serves until locale 0 is done.
@@ -133,28 +141,40 @@ pub(crate) fn run(opts: &Options) {
     note(&format!(
         "comm: 2 locales, 1 worker each, {rounds} calls per repetition, {reps} reps"
     ));
-    let mut rt_s = Samples::new();
-    let mut rt_pod = Samples::new();
-    let mut piped = Samples::new();
-    let mut stream = Samples::new();
+    // The call rows (each may be picked alone with `--only <row>`), and
+    // their peers, measured in every repetition, one after another.
+    type Row = (&'static str, fn(u64) -> f64);
+    let rows: [Row; 5] = [
+        ("am_round_trip", round_trip),
+        ("am_round_trip_pod", round_trip_pod),
+        ("am_pipelined", pipelined),
+        ("am_stream", streamed),
+        ("am_chant_8b", chant_8b_one_way),
+    ];
+    let rows: Vec<Row> = rows.into_iter().filter(|(n, _)| opts.wants(n)).collect();
+    let mut samples: Vec<Samples> = rows.iter().map(|_| Samples::new()).collect();
     let mut raw = Samples::new();
-    let calls = opts.wants("am");
+    let (mut mpi_rt, mut mpi_rr, mut mpi_stream) = (Samples::new(), Samples::new(), Samples::new());
+    let mut mpi_error = None;
+    let calls = !rows.is_empty();
     section("comm", || {
         for _ in 0..if calls { reps } else { 0 } {
-            let (a, pod, p, s) = rt.block_on(|| {
-                (
-                    round_trip(rounds),
-                    round_trip_pod(rounds),
-                    pipelined(rounds),
-                    streamed(rounds),
-                )
-            });
-            rt_s.push(a);
-            rt_pod.push(pod);
-            piped.push(p);
-            stream.push(s);
+            let figures: Vec<f64> = rt.block_on(|| rows.iter().map(|(_, f)| f(rounds)).collect());
+            for (s, f) in samples.iter_mut().zip(figures) {
+                s.push(f);
+            }
             let d = cantus::__bench::raw_ring_round_trip(rounds, (0, 1)).expect("raw rings");
             raw.push(d.as_secs_f64() * 1e6 / rounds as f64);
+            if mpi_error.is_none() {
+                match mpi(rounds) {
+                    Ok(m) => {
+                        mpi_rt.push(m.round_trip);
+                        mpi_rr.push(m.request_reply);
+                        mpi_stream.push(m.stream);
+                    }
+                    Err(e) => mpi_error = Some(e),
+                }
+            }
         }
     });
     if opts.wants("transfer") {
@@ -164,26 +184,40 @@ pub(crate) fn run(opts: &Options) {
     if !calls {
         return;
     }
-    let a = figure("am_round_trip", &rt_s, "us");
-    let pod = figure("am_round_trip_pod", &rt_pod, "us");
-    let p = figure("am_pipelined", &piped, "us");
-    let s = figure("am_stream", &stream, "us");
+    let mut got = std::collections::HashMap::new();
+    for ((name, _), s) in rows.iter().zip(&samples) {
+        got.insert(*name, figure(name, s, "us"));
+    }
     let r = figure("am_round_trip.raw_ring", &raw, "us");
-    ratio("am_round_trip", "raw_ring", a, r);
-    ratio("am_round_trip_pod", "raw_ring", pod, r);
-    ratio("am_pipelined", "am_round_trip", p, a);
-    match mpi(rounds) {
-        Ok((m_rt, m_piped)) => {
-            let mut mr = Samples::new();
-            mr.push(m_rt);
-            let mut mp = Samples::new();
-            mp.push(m_piped);
-            let m_rt = figure("am_round_trip.mpi", &mr, "us");
-            let m_piped = figure("am_pipelined.mpi", &mp, "us");
-            ratio("am_round_trip", "mpi", a, m_rt);
-            ratio("am_stream", "mpi", s, m_piped);
+    let mpi = mpi_error.is_none().then(|| {
+        (
+            figure("am_round_trip.mpi", &mpi_rt, "us"),
+            figure("am_pipelined.mpi", &mpi_rr, "us"),
+            figure("am_stream.mpi", &mpi_stream, "us"),
+        )
+    });
+    let row = |n: &str| got.get(n).copied();
+    if let Some(a) = row("am_round_trip") {
+        ratio("am_round_trip", "raw_ring", a, r);
+        if let Some((m, _, _)) = mpi {
+            ratio("am_round_trip", "mpi", a, m);
         }
-        Err(e) => note(&format!("MPI peer unavailable: {e}")),
+    }
+    if let Some(pod) = row("am_round_trip_pod") {
+        ratio("am_round_trip_pod", "raw_ring", pod, r);
+    }
+    if let (Some(p), Some((_, m, _))) = (row("am_pipelined"), mpi) {
+        ratio("am_pipelined", "mpi", p, m);
+    }
+    if let (Some(s), Some((_, _, m))) = (row("am_stream"), mpi) {
+        ratio("am_stream", "mpi", s, m);
+    }
+    if let (Some(c), Some(a)) = (row("am_chant_8b"), row("am_round_trip")) {
+        // A call's one-way time: half its round trip.
+        ratio("am_chant_8b", "am_call_one_way", c, a / 2.0);
+    }
+    if let Some(e) = mpi_error {
+        note(&format!("MPI peer unavailable: {e}"));
     }
 }
 
@@ -244,6 +278,12 @@ fn streamed(rounds: u64) -> f64 {
         cantus::yield_now();
     }
     us_per(start.elapsed(), rounds)
+}
+
+/// Microseconds per one-way 8-byte Chant message to a task on locale 1
+/// (half the round trip to a task that echoes it).
+fn chant_8b_one_way(rounds: u64) -> f64 {
+    chant_one_way(8, rounds).as_secs_f64() * 1e6
 }
 
 /// Sizes of the transfer rows.
@@ -388,8 +428,18 @@ fn us_per(d: Duration, n: u64) -> f64 {
     d.as_secs_f64() * 1e6 / n.max(1) as f64
 }
 
-/// Open MPI's figures: (round trip, pipelined per message) in us.
-fn mpi(rounds: u64) -> Result<(f64, f64), String> {
+/// Open MPI's figures, in us (`c/mpi_pingpong.c`).
+struct Mpi {
+    /// Per ping-pong round trip.
+    round_trip: f64,
+    /// Per request and reply, 64 in flight.
+    request_reply: f64,
+    /// Per message of a one-way `MPI_Isend` stream.
+    stream: f64,
+}
+
+/// Runs the MPI peer.
+fn mpi(rounds: u64) -> Result<Mpi, String> {
     if MPI_PEER.is_empty() {
         return Err("not built (no mpicc at build time)".into());
     }
@@ -419,5 +469,9 @@ fn mpi(rounds: u64) -> Result<(f64, f64), String> {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .ok_or_else(|| format!("no {key} in the MPI peer's output: {text}"))
     };
-    Ok((get("rtt_us")?, get("pipelined_us")?))
+    Ok(Mpi {
+        round_trip: get("rtt_us")?,
+        request_reply: get("request_reply_us")?,
+        stream: get("pipelined_us")?,
+    })
 }

@@ -49,6 +49,36 @@ impl Drop for Encoded {
     }
 }
 
+/// Encodes `value` with postcard at the end of `out` (a buffer its owner
+/// reuses; on an error, what was written of `value` stays there).
+pub(crate) fn encode_into<T: Serialize + ?Sized>(
+    value: &T,
+    out: &mut Vec<u8>,
+) -> Result<(), postcard::Error> {
+    postcard::serialize_with_flavor(value, Append(out))
+}
+
+/// postcard's output appended to a buffer the caller owns.
+struct Append<'a>(&'a mut Vec<u8>);
+
+impl Flavor for Append<'_> {
+    type Output = ();
+
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<()> {
+        Ok(())
+    }
+}
+
 /// postcard's output into a `Vec` taken from the thread's spare.
 struct Reused(Vec<u8>);
 

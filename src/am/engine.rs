@@ -6,6 +6,7 @@
 use super::fragment::{Reassembly, StreamLocks};
 use super::handlers::{Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
+use super::serve::Served;
 use super::wire::{
     self, Control, FRAGMENT_PREFIX, HEADER_LEN, Header, Kind, MAX_PAYLOAD, Status, TAG_LEN,
 };
@@ -25,7 +26,7 @@ mod deadlock;
 /// taking requests off the transport: requests then stay in the
 /// transport's queues, whose senders poll and retry (bounded memory under
 /// a flood).
-const MAX_HANDLERS: usize = 4096;
+pub(crate) const MAX_HANDLERS: usize = 4096;
 
 /// How long locale 0 waits for the others to say hello at start-up.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
@@ -190,6 +191,15 @@ impl Engine {
             ));
         }
         let h = header.encode(len);
+        // The frame's parts: on the stack for the usual one or two pieces
+        // of payload (no allocation per message), else in a vector.
+        const ON_STACK: usize = 4;
+        if payload.len() < ON_STACK {
+            let mut parts: [&[u8]; ON_STACK] = [&[]; ON_STACK];
+            parts[0] = &h;
+            parts[1..=payload.len()].copy_from_slice(payload);
+            return self.send_frame(dest, net, &parts[..=payload.len()]);
+        }
         let mut parts = Vec::with_capacity(payload.len() + 1);
         parts.push(&h[..]);
         parts.extend_from_slice(payload);
@@ -410,31 +420,43 @@ impl Engine {
             }
             return;
         };
-        let args = args.into_vec();
+        let call = Served::take(src, h.token, handler, args);
         let me = self
             .me
             .upgrade()
             .expect("the engine is alive while it polls");
         self.handlers.fetch_add(1, Ordering::Relaxed);
-        cx.spawn(move || {
-            let outcome = (handler.run)(&args);
-            drop(args);
-            match &outcome {
-                Outcome::Panicked(msg) => eprintln!(
-                    "cantus: remote call {} from locale {src} panicked on locale {}: {msg}",
-                    handler.name, me.here
-                ),
-                Outcome::Rejected(msg) if h.token == 0 => eprintln!(
-                    "cantus: locale {} refused remote call {} from locale {src}: {msg}",
-                    me.here, handler.name
-                ),
-                _ => {}
-            }
-            if h.token != 0 {
-                me.reply(src, h.token, handler.name, outcome);
-            }
-            me.handlers.fetch_sub(1, Ordering::Relaxed);
-        });
+        // Two words (the record and the engine): stored in the task itself.
+        cx.spawn(move || me.serve(call));
+    }
+
+    /// Runs a request's handler (as its task), replies if a reply is
+    /// wanted, and gives the record back for the next request.
+    fn serve(&self, mut call: Box<Served>) {
+        let Served {
+            src,
+            token,
+            handler,
+            ref args,
+            ref mut out,
+        } = *call;
+        let outcome = (handler.run)(args, out);
+        match &outcome {
+            Outcome::Panicked(msg) => eprintln!(
+                "cantus: remote call {} from locale {src} panicked on locale {}: {msg}",
+                handler.name, self.here
+            ),
+            Outcome::Rejected(msg) if token == 0 => eprintln!(
+                "cantus: locale {} refused remote call {} from locale {src}: {msg}",
+                self.here, handler.name
+            ),
+            _ => {}
+        }
+        if token != 0 {
+            self.reply(src, token, handler.name, outcome, out);
+        }
+        self.handlers.fetch_sub(1, Ordering::Relaxed);
+        call.give_back();
     }
 
     /// Sends the reply to request `token` from `src`. No accepted call is
@@ -442,13 +464,14 @@ impl Engine {
     /// too large for any message), a short `Lost` reply saying why takes
     /// its place, and only if that fails too (`src` is gone, and the job
     /// with it) is the failure just reported here.
-    fn reply(&self, src: usize, token: u64, name: &str, outcome: Outcome) {
-        let (status, payload) = match outcome {
-            Outcome::Done(bytes) => (Status::Done, bytes),
-            Outcome::Panicked(msg) => (Status::Panicked, msg.into_bytes()),
-            Outcome::Rejected(msg) => (Status::Rejected, msg.into_bytes()),
+    /// `result` holds the encoded result if the handler was done.
+    fn reply(&self, src: usize, token: u64, name: &str, outcome: Outcome, result: &[u8]) {
+        let (status, payload) = match &outcome {
+            Outcome::Done => (Status::Done, result),
+            Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
+            Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
         };
-        let Err(e) = self.send(src, Network::Reply, Header::reply(token, status), &payload) else {
+        let Err(e) = self.send(src, Network::Reply, Header::reply(token, status), payload) else {
             return;
         };
         let why = format!(
@@ -461,7 +484,6 @@ impl Engine {
             },
             self.here
         );
-        drop(payload);
         if let Err(e2) = self.send(
             src,
             Network::Reply,

@@ -191,8 +191,8 @@ pub(crate) const fn id_of(name: &str) -> u64 {
 
 /// How a handler's run ended.
 pub(crate) enum Outcome {
-    /// The encoded result.
-    Done(Vec<u8>),
+    /// Done: the encoded result is in the buffer the run was given.
+    Done,
     /// The handler panicked: its message.
     Panicked(String),
     /// The arguments could not be decoded (or the result encoded): why.
@@ -204,7 +204,10 @@ pub(crate) enum Outcome {
 pub struct Handler {
     pub(crate) name: &'static str,
     pub(crate) id: u64,
-    pub(crate) run: fn(&[u8]) -> Outcome,
+    /// Runs the call whose arguments are the first slice; writes the
+    /// encoded result into the buffer (empty on entry), which the engine
+    /// reuses from call to call.
+    pub(crate) run: fn(&[u8], &mut Vec<u8>) -> Outcome,
 }
 
 impl Handler {
@@ -231,8 +234,8 @@ impl Handler {
 
 inventory::collect!(Handler);
 
-/// Reads `R` from its bytes, runs it, returns its output's bytes.
-fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
+/// Reads `R` from its bytes, runs it, writes its output's bytes to `out`.
+fn run_pod<R: RegisteredPod>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
     if args.len() != std::mem::size_of::<R>() {
         return Outcome::Rejected(format!(
             "the arguments of {} are {} bytes, not the {} of the call",
@@ -245,13 +248,16 @@ fn run_pod<R: RegisteredPod>(args: &[u8]) -> Outcome {
     // Not through `run_handler`: a plain-data call is never an SPMD body
     // (`coforall_locales` runs `Remote` calls), so it skips the hooks.
     match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
-        Ok(out) => Outcome::Done(bytemuck::bytes_of(&out).to_vec()),
+        Ok(result) => {
+            out.extend_from_slice(bytemuck::bytes_of(&result));
+            Outcome::Done
+        }
         Err(p) => Outcome::Panicked(panic_message(&*p)),
     }
 }
 
-/// Decodes `R`, runs it, encodes its output.
-fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
+/// Decodes `R`, runs it, encodes its output into `out`.
+fn run_encoded<R: Registered>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
     let call: R = match postcard::from_bytes(args) {
         Ok(c) => c,
         Err(e) => {
@@ -262,8 +268,8 @@ fn run_encoded<R: Registered>(args: &[u8]) -> Outcome {
         }
     };
     match super::run_handler(R::ID, || call.run()) {
-        Ok(out) => match postcard::to_allocvec(&out) {
-            Ok(bytes) => Outcome::Done(bytes),
+        Ok(result) => match super::encode::encode_into(&result, out) {
+            Ok(()) => Outcome::Done,
             Err(e) => Outcome::Rejected(format!(
                 "the result of {} could not be encoded: {e}",
                 R::NAME
@@ -370,8 +376,8 @@ mod tests {
     use super::*;
 
     fn fake(name: &'static str, id: u64) -> &'static Handler {
-        fn run(_: &[u8]) -> Outcome {
-            Outcome::Done(Vec::new())
+        fn run(_: &[u8], _: &mut Vec<u8>) -> Outcome {
+            Outcome::Done
         }
         Box::leak(Box::new(Handler { name, id, run }))
     }

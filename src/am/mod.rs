@@ -19,6 +19,7 @@ pub(crate) mod engine;
 pub(crate) mod fragment;
 pub(crate) mod handlers;
 pub(crate) mod replies;
+pub(crate) mod serve;
 pub(crate) mod wire;
 
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
