@@ -15,6 +15,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::OnceLock;
 
@@ -288,7 +289,32 @@ pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
 
 /// The handlers of this program, by id.
 pub(crate) struct Table {
-    by_id: HashMap<u64, &'static Handler>,
+    by_id: HashMap<u64, &'static Handler, BuildHasherDefault<IdHasher>>,
+}
+
+/// Hashes a handler id to itself: ids are already FNV-1a hashes of the
+/// handlers' names (and the table refuses two with one id), so hashing
+/// them again (SipHash, the default) would only cost every request's
+/// lookup time.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used (the key is a u64); any other input is
+        // folded in byte by byte, as FNV-1a does.
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
 }
 
 impl Table {
@@ -310,7 +336,8 @@ impl Table {
     pub(crate) fn build(
         handlers: impl IntoIterator<Item = &'static Handler>,
     ) -> Result<Table, Error> {
-        let mut by_id: HashMap<u64, &'static Handler> = HashMap::new();
+        let mut by_id: HashMap<u64, &'static Handler, BuildHasherDefault<IdHasher>> =
+            HashMap::default();
         for h in handlers {
             if let Some(other) = by_id.insert(h.id, h) {
                 let what = if other.name == h.name {

@@ -403,9 +403,10 @@ fn unencodable(name: &str, err: impl std::fmt::Display) -> Error {
     )
 }
 
-/// Sends a request whose reply `decode` will read.
+/// Sends a request whose reply `decode` will read; the engine goes into
+/// the call's ticket.
 fn send_request<T>(
-    e: &Arc<Engine>,
+    e: Arc<Engine>,
     (locale, id, name): (usize, u64, &'static str),
     args: Result<&[u8], Error>,
     decode: fn(&[u8]) -> Result<T, String>,
@@ -413,7 +414,7 @@ fn send_request<T>(
     let inner = match args.and_then(|a| e.request(locale, id, a, true)) {
         Ok(token) => Pending::Remote(
             Ticket {
-                engine: e.clone(),
+                engine: e,
                 token: token.expect("a reply slot was asked for"),
                 answered: false,
             },
@@ -483,7 +484,7 @@ pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
         Some(e) => {
             let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err));
             send_request(
-                &e,
+                e,
                 who,
                 args.as_deref().map_err(Clone::clone),
                 decode_serde::<R::Output>,
@@ -503,7 +504,7 @@ pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Outpu
     let who = (locale, R::ID, R::NAME);
     match engine_for("on_pod", locale) {
         Some(e) => send_request(
-            &e,
+            e,
             who,
             Ok(bytemuck::bytes_of(&call)),
             decode_pod::<R::Output>,
