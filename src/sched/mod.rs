@@ -91,6 +91,24 @@ pub(crate) fn poll_driver_from_task() -> usize {
     }
 }
 
+/// Whether a runtime with a driver (a locale of a job) was ever built in
+/// this process: one load of a static, so that code on the paths of a
+/// single-locale runtime pays nothing more for a driver's check.
+#[inline]
+pub(crate) fn has_driver() -> bool {
+    // Relaxed: a hint; a worker of a runtime with a driver runs after the
+    // store below, on a thread its builder started.
+    registry::DRIVER_BUILT.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the running worker's driver has something to poll (cheap:
+/// loads only); false on a thread that is not a worker, or without a
+/// driver.
+#[inline]
+pub(crate) fn driver_ready_from_task() -> bool {
+    WorkerLocal::current().is_some_and(|l| driver::ready(&l.registry))
+}
+
 /// Iterations a task spins on a variable before it blocks, when
 /// [`may_spin_before_blocking`] allows.
 pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;

@@ -78,6 +78,9 @@ pub(crate) struct OutsideCounters {
     pub(crate) active: AtomicUsize,
 }
 
+/// A runtime with a driver was built in this process (`sched::has_driver`).
+pub(crate) static DRIVER_BUILT: AtomicBool = AtomicBool::new(false);
+
 pub(crate) struct Registry {
     pub(crate) config: Config,
     pub(crate) workers: Box<[CachePadded<WorkerShared>]>,
@@ -119,6 +122,9 @@ impl Registry {
         stealers: Vec<Stealer<Queued>>,
         driver: Option<Arc<dyn Driver>>,
     ) -> Registry {
+        if driver.is_some() {
+            DRIVER_BUILT.store(true, Ordering::Relaxed);
+        }
         let n = config.workers;
         let sleep = match &driver {
             Some(d) if d.can_park() => Sleep::with_parker(n, Box::new(DriverParker(d.clone()))),

@@ -221,15 +221,19 @@ fn spin_before_blocking<S: Site>(
     #[cfg(not(loom))]
     if site.peek_full().is_some_and(|f| f != wants_full) && crate::sched::may_spin_before_blocking()
     {
+        let driver = crate::sched::has_driver();
         for i in 0..crate::sched::SPIN_BEFORE_BLOCKING {
             if site.peek_full() == Some(wants_full) {
                 break;
             }
             // The worker cannot poll its driver while this task spins, and
             // what the task waits for may come through it (a message from
-            // another locale): poll now and then; if that brought work
-            // for this worker, stop spinning and let it run.
-            if i % 16 == 15
+            // another locale): poll as soon as the driver has something
+            // (its `ready` is a few loads, so a message is taken the
+            // moment it lands, not up to 16 spins later), and now and then
+            // anyway; if that brought work for this worker, stop spinning
+            // and let it run.
+            if (i % 16 == 15 || (driver && crate::sched::driver_ready_from_task()))
                 && crate::sched::poll_driver_from_task() > 0
                 && !crate::sched::may_spin_before_blocking()
             {
