@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 /// back of its worker's ready list; in an outside thread, the OS thread
 /// yields.
 pub fn yield_now() {
+    crate::sched::no_wait::check_wait("cantus::yield_now");
     match WorkerLocal::current().filter(|l| l.in_task()) {
         Some(local) => local.yield_current(),
         None => std::thread::yield_now(),
@@ -24,6 +25,7 @@ pub fn yield_now() {
 /// Sleeps for `duration`. In a task, only the task sleeps: its worker runs
 /// other tasks meanwhile. In an outside thread, the OS thread sleeps.
 pub fn sleep(duration: Duration) {
+    crate::sched::no_wait::check_wait("cantus::sleep");
     match WorkerLocal::current().filter(|l| l.in_task()) {
         Some(local) => local.sleep_current(Instant::now() + duration),
         None => std::thread::sleep(duration),

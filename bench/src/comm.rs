@@ -2,6 +2,8 @@
 //! this machine, one worker each), side by side in one run:
 //!
 //! - `am_round_trip`: `on(1, call).join()` from a task on locale 0;
+//!   `_pod`: a plain-data call (`on_pod`); `_inline`: calls declared
+//!   `INLINE`, run inside the poll that receives them, with no task;
 //! - `am_pipelined`: windows of 64 `on` calls in flight, then joined: time
 //!   per call (request and reply);
 //! - `am_stream`: detached `begin_on` calls back to back: time per call;
@@ -41,6 +43,18 @@ use std::time::{Duration, Instant};
 struct Ping(u64);
 impl cantus::Remote for Ping {
     type Output = u64;
+    fn run(self) -> u64 {
+        self.0 + 1
+    }
+}
+
+/// [`Ping`] declared inline (`Remote::INLINE`): run inside the poll that
+/// receives it, with no task.
+#[derive(Serialize, Deserialize)]
+struct PingInline(u64);
+impl cantus::Remote for PingInline {
+    type Output = u64;
+    const INLINE: bool = true;
     fn run(self) -> u64 {
         self.0 + 1
     }
@@ -108,7 +122,7 @@ impl cantus::Remote for SinkBytes {
     }
 }
 
-cantus::remote!(Ping, Tick, Arrived, Sink, SinkBytes, Echo);
+cantus::remote!(Ping, PingInline, Tick, Arrived, Sink, SinkBytes, Echo);
 
 /// `Ping` as plain data: no encoding on either side.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -120,7 +134,19 @@ impl cantus::RemotePod for PodPing {
         self.0 + 1
     }
 }
-cantus::remote_pod!(PodPing);
+
+/// [`PodPing`] declared inline.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+struct PodPingInline(u64);
+impl cantus::RemotePod for PodPingInline {
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        self.0 + 1
+    }
+}
+cantus::remote_pod!(PodPing, PodPingInline);
 
 const WINDOW: u64 = 64;
 
@@ -144,9 +170,11 @@ pub(crate) fn run(opts: &Options) {
     // The call rows (each may be picked alone with `--only <row>`), and
     // their peers, measured in every repetition, one after another.
     type Row = (&'static str, fn(u64) -> f64);
-    let rows: [Row; 5] = [
+    let rows: [Row; 7] = [
         ("am_round_trip", round_trip),
         ("am_round_trip_pod", round_trip_pod),
+        ("am_round_trip_inline", round_trip_inline),
+        ("am_round_trip_pod_inline", round_trip_pod_inline),
         ("am_pipelined", pipelined),
         ("am_stream", streamed),
         ("am_chant_8b", chant_8b_one_way),
@@ -206,6 +234,14 @@ pub(crate) fn run(opts: &Options) {
     if let Some(pod) = row("am_round_trip_pod") {
         ratio("am_round_trip_pod", "raw_ring", pod, r);
     }
+    for name in ["am_round_trip_inline", "am_round_trip_pod_inline"] {
+        if let Some(a) = row(name) {
+            ratio(name, "raw_ring", a, r);
+            if let Some((m, _, _)) = mpi {
+                ratio(name, "mpi", a, m);
+            }
+        }
+    }
     if let (Some(p), Some((_, m, _))) = (row("am_pipelined"), mpi) {
         ratio("am_pipelined", "mpi", p, m);
     }
@@ -246,6 +282,20 @@ fn round_trip(rounds: u64) -> f64 {
 fn round_trip_pod(rounds: u64) -> f64 {
     round_trips(rounds, |v| {
         cantus::on_pod(1, PodPing(v)).join().expect("ping")
+    })
+}
+
+/// Microseconds per `on(1, PingInline).join()` (run in the poll there).
+fn round_trip_inline(rounds: u64) -> f64 {
+    round_trips(rounds, |v| {
+        cantus::on(1, PingInline(v)).join().expect("ping")
+    })
+}
+
+/// Microseconds per `on_pod(1, PodPingInline).join()`.
+fn round_trip_pod_inline(rounds: u64) -> f64 {
+    round_trips(rounds, |v| {
+        cantus::on_pod(1, PodPingInline(v)).join().expect("ping")
     })
 }
 

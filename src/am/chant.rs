@@ -61,6 +61,7 @@ use crate::sched::Registry;
 use crate::sync::SyncVar;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::fmt;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
@@ -238,6 +239,8 @@ pub fn max_message_len() -> usize {
 /// Panics outside a task, or if `to.locale` is not `0..num_locales()`.
 #[track_caller]
 pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
+    // Not from a remote call declared inline: it is no task to send from.
+    crate::sched::no_wait::check_send(to.locale);
     let from = me();
     let n = super::num_locales();
     assert!(
@@ -464,9 +467,37 @@ struct Posted {
     remote: bool,
 }
 
+/// Mailboxes by task id.
+type Mailboxes = HashMap<u64, Mailbox<Arc<Posted>>, BuildHasherDefault<TaskIdHasher>>;
+
 /// Every mailbox of this locale, by task id.
-static TABLE: LazyLock<Mutex<HashMap<u64, Mailbox<Arc<Posted>>>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static TABLE: LazyLock<Mutex<Mailboxes>> = LazyLock::new(|| Mutex::new(HashMap::default()));
+
+/// Hashes a task id for the mailbox table: one multiplication by an odd
+/// constant (Knuth's multiplicative hashing: a bijection on the low bits,
+/// which pick the bucket, that also fills the high bits, which tag the
+/// probe), not
+/// SipHash: a message takes and puts back its mailbox several times, and
+/// task ids are this locale's own sequence numbers (a peer's message
+/// reaches the table only for an id this locale issued).
+#[derive(Default)]
+struct TaskIdHasher(u64);
+
+impl Hasher for TaskIdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0 ^ b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// Posted receives, not yet matched, that a task of another locale may
 /// satisfy: work in flight for the driver seam (`Engine::in_flight`), so
@@ -510,7 +541,10 @@ fn complete(hit: Option<(Arc<Posted>, Message)>) {
 
 /// Whether this locale's runtime ever handed out task id `id`.
 fn issued(id: u64) -> bool {
-    Registry::current().is_some_and(|r| crate::sched::worker::task_id_issued(&r, id))
+    match crate::sched::WorkerLocal::current() {
+        Some(l) => crate::sched::worker::task_id_issued(&l.registry, id),
+        None => Registry::current().is_some_and(|r| crate::sched::worker::task_id_issued(&r, id)),
+    }
 }
 
 /// A message frame from locale `src`, inside a driver poll (never waits).

@@ -4,7 +4,7 @@
 //! keeps the counts that termination detection needs.
 
 use super::fragment::{Reassembly, StreamLocks};
-use super::handlers::{Outcome, Table};
+use super::handlers::{Handler, Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
 use super::serve::Served;
 use super::wire::{
@@ -14,7 +14,9 @@ use crate::comm::driver::{Dispatch, poll_transport};
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
 use crate::sched::driver::{DriverContext, poll_with};
+use crate::sched::no_wait::NoWait;
 use crate::sched::{Registry, WorkerLocal};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
@@ -27,6 +29,15 @@ mod deadlock;
 /// transport's queues, whose senders poll and retry (bounded memory under
 /// a flood).
 pub(crate) const MAX_HANDLERS: usize = 4096;
+
+thread_local! {
+    /// The result buffer of inline calls (`Engine::serve_inline`), kept
+    /// from call to call on each polling thread.
+    static INLINE_RESULT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The largest inline result buffer kept for the next call.
+const INLINE_RESULT_KEPT: usize = 4 << 10;
 
 /// How long locale 0 waits for the others to say hello at start-up.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
@@ -72,9 +83,11 @@ pub(crate) struct Engine {
     /// Requests sent whose reply was not yet written into its slot (or
     /// discarded): counted in `in_flight`.
     pending_count: AtomicU64,
-    /// Program messages (requests and replies) sent and received: the
-    /// counters of termination detection.
-    sent: AtomicU64,
+    /// Control frames sent (`sent` is every frame the transport took but
+    /// these): termination detection counts program messages only.
+    control_sent: AtomicU64,
+    /// Program messages (requests, replies, Chant messages, fragments)
+    /// received: termination detection's other counter.
     received: AtomicU64,
     /// Handler tasks spawned and not finished.
     handlers: AtomicUsize,
@@ -131,7 +144,7 @@ impl Engine {
             registry: OnceLock::new(),
             replies: ReplySlots::new(),
             pending_count: AtomicU64::new(0),
-            sent: AtomicU64::new(0),
+            control_sent: AtomicU64::new(0),
             received: AtomicU64::new(0),
             handlers: AtomicUsize::new(0),
             outbox: Mutex::new(VecDeque::new()),
@@ -179,6 +192,9 @@ impl Engine {
         header: Header,
         payload: &[&[u8]],
     ) -> Result<(), Error> {
+        // A remote call declared inline must not send (a send may wait
+        // for room): this panics inside one.
+        crate::sched::no_wait::check_send(dest);
         let len: usize = payload.iter().map(|p| p.len()).sum();
         let max = self.max_message.load(Ordering::Relaxed);
         if len > max {
@@ -283,10 +299,22 @@ impl Engine {
     /// fragment of a stream counts, as a frame of its own.
     fn offer(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
         self.transport.try_send(dest, net, parts)?;
-        if counted(parts) {
-            self.sent.fetch_add(1, Ordering::Relaxed);
+        if !counted(parts) {
+            // Release: pairs with the Acquire load in `sent`.
+            self.control_sent.fetch_add(1, Ordering::Release);
         }
         Ok(())
+    }
+
+    /// Program messages sent (termination detection's counter): every
+    /// frame the transport took but control frames. Control first: a
+    /// control frame is counted here only after the transport counted it
+    /// (Acquire, pairing with the Release increment in `offer`), so a
+    /// read between the two can only count one frame too many, which
+    /// delays termination by a wave and never ends a job early.
+    pub(crate) fn sent(&self) -> u64 {
+        let control = self.control_sent.load(Ordering::Acquire);
+        self.transport.frames_taken() - control
     }
 
     /// Polls on behalf of a sender that found no room: replies only when
@@ -300,6 +328,12 @@ impl Engine {
         });
     }
 
+    /// Whether a poll would find something: a frame in the transport, or
+    /// one in the outbox (a few loads, no lock).
+    pub(crate) fn ready(&self) -> bool {
+        self.transport.ready() || self.sends_waiting()
+    }
+
     /// Polls the transport now, under the driver's poll token if it is
     /// free (from a task waiting for a reply: its worker would not poll
     /// while the task spins). Returns how many frames it handled.
@@ -310,10 +344,17 @@ impl Engine {
     /// One poll of `nets` under the driver's poll token (0 if another
     /// thread holds it, or the runtime is gone).
     fn poll_nets(&self, nets: Nets) -> usize {
-        let Some(reg) = self.registry.get().and_then(Weak::upgrade) else {
+        let Some(weak) = self.registry.get() else {
             return 0;
         };
-        poll_with(&reg, |cx| poll_transport(&*self.transport, self, nets, cx))
+        let poll = |reg: &Registry| poll_with(reg, |cx| poll_transport(&*self.transport, self, nets, cx));
+        // A worker of this engine's runtime (a waiting caller's task, a
+        // sender with no room) borrows the registry its worker holds: no
+        // reference count to take and drop on every poll of a wait loop.
+        match crate::sched::WorkerLocal::current() {
+            Some(l) if std::ptr::eq(Arc::as_ptr(&l.registry), weak.as_ptr()) => poll(&l.registry),
+            _ => weak.upgrade().map_or(0, |reg| poll(&reg)),
+        }
     }
 
     /// Sends a request for handler `id` with encoded arguments; returns
@@ -326,6 +367,8 @@ impl Engine {
         args: &[u8],
         wants_reply: bool,
     ) -> Result<Option<u64>, Error> {
+        // Before a reply slot is taken: a panic here leaves nothing behind.
+        crate::sched::no_wait::check_send(dest);
         let token = if wants_reply {
             let token = self.replies.issue();
             // Release: pairs with the Acquire load in `in_flight`.
@@ -420,6 +463,10 @@ impl Engine {
             }
             return;
         };
+        if handler.inline {
+            self.serve_inline(src, h.token, handler, args, cx);
+            return;
+        }
         let call = Served::take(src, h.token, handler, args);
         let me = self
             .me
@@ -441,7 +488,18 @@ impl Engine {
             ref mut out,
         } = *call;
         let outcome = (handler.run)(args, out);
-        match &outcome {
+        self.report(src, token, handler, &outcome);
+        if token != 0 {
+            self.reply(src, token, handler.name, outcome, out);
+        }
+        self.handlers.fetch_sub(1, Ordering::Relaxed);
+        call.give_back();
+    }
+
+    /// Says on this locale's standard error that a call panicked, or that
+    /// a detached one was refused (a caller that waits gets either back).
+    fn report(&self, src: usize, token: u64, handler: &Handler, outcome: &Outcome) {
+        match outcome {
             Outcome::Panicked(msg) => eprintln!(
                 "cantus: remote call {} from locale {src} panicked on locale {}: {msg}",
                 handler.name, self.here
@@ -452,11 +510,67 @@ impl Engine {
             ),
             _ => {}
         }
+    }
+
+    /// Runs a call declared inline (`Remote::INLINE`) here, inside the
+    /// poll that took its request, with its arguments read in place (from
+    /// the ring, or the reassembled frame), in a no-wait region
+    /// (`sched::no_wait`: anything that would wait panics), and sends the
+    /// reply without waiting: now if the ring has room, else through the
+    /// outbox (a poll never waits, serving rule 1 in `README.md`). A
+    /// result too large for one frame goes from a task, which may wait
+    /// to stream it.
+    fn serve_inline(
+        &self,
+        src: usize,
+        token: u64,
+        handler: &'static Handler,
+        args: Body<'_>,
+        cx: &DriverContext<'_>,
+    ) {
+        let mut out = INLINE_RESULT.take();
+        let outcome = {
+            let _region = NoWait::enter(handler.name);
+            (handler.run)(args.as_slice(), &mut out)
+        };
+        self.report(src, token, handler, &outcome);
         if token != 0 {
-            self.reply(src, token, handler.name, outcome, out);
+            let (status, payload) = match &outcome {
+                Outcome::Done => (Status::Done, &out[..]),
+                Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
+                Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
+            };
+            let header = Header::reply(token, status);
+            if payload.len() <= self.max_payload() {
+                let h = header.encode(payload.len());
+                match self.offer(src, Network::Reply, &[&h, payload]) {
+                    Ok(()) => {}
+                    Err(SendError::Full) => self.send_from_poll(src, Network::Reply, header, payload),
+                    Err(SendError::Failed(e)) => eprintln!(
+                        "cantus: remote call {} from locale {src} ran on locale {}, but its reply \
+                         could not be sent: {e}",
+                        handler.name, self.here
+                    ),
+                }
+            } else {
+                // Only a result can be this long (a message is cut by
+                // `send_from_poll`, with a note): hand it to a task.
+                let mut call = Served::take(src, token, handler, Body::Borrowed(&[]));
+                std::mem::swap(&mut call.out, &mut out);
+                let me = self
+                    .me
+                    .upgrade()
+                    .expect("the engine is alive while it polls");
+                cx.spawn(move || {
+                    me.reply(src, token, handler.name, Outcome::Done, &call.out);
+                    call.give_back();
+                });
+            }
         }
-        self.handlers.fetch_sub(1, Ordering::Relaxed);
-        call.give_back();
+        out.clear();
+        if out.capacity() <= INLINE_RESULT_KEPT {
+            INLINE_RESULT.set(out);
+        }
     }
 
     /// Sends the reply to request `token` from `src`. No accepted call is
@@ -536,7 +650,7 @@ impl Engine {
             Control::Probe => {
                 let active = !cx.quiescent() as u64;
                 let counts = wire::words(&[
-                    self.sent.load(Ordering::Relaxed),
+                    self.sent(),
                     self.received.load(Ordering::Relaxed),
                     active,
                 ]);
@@ -667,7 +781,7 @@ impl Engine {
                 deadlock.check(self, registry);
             }
             let answers = self.wave();
-            let mut sent = self.sent.load(Ordering::Relaxed);
+            let mut sent = self.sent();
             let mut received = self.received.load(Ordering::Relaxed);
             let mut active = !registry.quiescent();
             for [s, r, a] in answers {
@@ -756,6 +870,10 @@ impl Dispatch for Engine {
 
     fn before_poll(&self) {
         self.flush_outbox();
+    }
+
+    fn sends_waiting(&self) -> bool {
+        self.outbox_len() > 0
     }
 
     fn accepting(&self) -> Nets {

@@ -83,8 +83,51 @@ use std::sync::OnceLock;
 pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
     /// What the call returns to its caller.
     type Output: Serialize + DeserializeOwned + Send + 'static;
+    /// Declares that [`run`](Self::run) never waits and never talks to
+    /// another locale, so that the locale that receives the call may run
+    /// it inside the poll that found it, on whatever thread polled, and
+    /// send its result back at once, with no task in between (a short
+    /// lookup, an update, a counter: GASNet's rule for active-message
+    /// handlers). The round trip is then shorter by a task's start
+    /// (`BENCHMARKS.md`, issue 15).
+    ///
+    /// Such a call may compute, read and write memory, use atomics and
+    /// PGAS puts and gets, and spawn tasks (`cantus::begin`), which may do
+    /// anything. It must not block on a sync variable, join, sleep, yield,
+    /// or send to another locale (a remote call, a Chant message): it
+    /// would hold up every other arrival of its locale meanwhile. Any of
+    /// those panics inside it, naming the call and the operation, and the
+    /// caller's `join` returns that panic as its error. A long
+    /// computation is allowed but delays the locale's other arrivals by as
+    /// long. The default, `false`, runs the call as a task, which may do
+    /// all of the above.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// static HITS: AtomicU64 = AtomicU64::new(0);
+    ///
+    /// /// Counts a hit where it runs; never waits.
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Hit;
+    /// impl cantus::Remote for Hit {
+    ///     type Output = u64;
+    ///     const INLINE: bool = true;
+    ///     fn run(self) -> u64 {
+    ///         HITS.fetch_add(1, Ordering::Relaxed) + 1
+    ///     }
+    /// }
+    /// cantus::remote!(Hit);
+    ///
+    /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
+    /// assert_eq!(rt.block_on(|| cantus::on(cantus::here(), Hit).join()).unwrap(), 1);
+    /// ```
+    const INLINE: bool = false;
     /// The body, run as a task on the target locale (it may block on sync
-    /// variables, spawn tasks, and make remote calls of its own).
+    /// variables, spawn tasks, and make remote calls of its own), or, for
+    /// a call declared [`INLINE`](Self::INLINE), inside the poll that
+    /// received it.
     fn run(self) -> Self::Output;
 }
 
@@ -139,7 +182,11 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> RemoteData for T {}
 pub trait RemotePod: bytemuck::Pod + Send {
     /// What the call returns to its caller.
     type Output: bytemuck::Pod + Send;
-    /// The body, run as a task on the target locale.
+    /// As [`Remote::INLINE`]: the call never waits nor talks to another
+    /// locale, and runs inside the poll that received it.
+    const INLINE: bool = false;
+    /// The body, run as a task on the target locale (or inside the poll,
+    /// if [`INLINE`](Self::INLINE)).
     fn run(self) -> Self::Output;
 }
 
@@ -209,6 +256,8 @@ pub struct Handler {
     /// encoded result into the buffer (empty on entry), which the engine
     /// reuses from call to call.
     pub(crate) run: fn(&[u8], &mut Vec<u8>) -> Outcome,
+    /// Declared never to wait ([`Remote::INLINE`]): runs inside the poll.
+    pub(crate) inline: bool,
 }
 
 impl Handler {
@@ -218,6 +267,7 @@ impl Handler {
             name: R::NAME,
             id: R::ID,
             run: run_encoded::<R>,
+            inline: R::INLINE,
         }
     }
 }
@@ -229,6 +279,7 @@ impl Handler {
             name: R::NAME,
             id: R::ID,
             run: run_pod::<R>,
+            inline: R::INLINE,
         }
     }
 }
@@ -406,7 +457,12 @@ mod tests {
         fn run(_: &[u8], _: &mut Vec<u8>) -> Outcome {
             Outcome::Done
         }
-        Box::leak(Box::new(Handler { name, id, run }))
+        Box::leak(Box::new(Handler {
+            name,
+            id,
+            run,
+            inline: false,
+        }))
     }
 
     #[test]

@@ -29,6 +29,8 @@ use crate::sync::SyncVar;
 use engine::Engine;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use wire::Status;
 
@@ -186,16 +188,56 @@ pub(crate) fn run_handler<T>(id: u64, f: impl FnOnce() -> T) -> std::thread::Res
 /// The engine of this process's locale, while a multi-locale runtime runs.
 static ENGINE: RwLock<Option<Arc<Engine>>> = RwLock::new(None);
 
+/// Changed (Release) after every change of `ENGINE`: a thread whose copy
+/// of the engine is of the current epoch uses it without the lock.
+static ENGINE_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's copy of `ENGINE`, and the epoch it was taken at
+    /// (`u64::MAX`: none yet). A remote call finds its engine here with
+    /// one load of the epoch: no lock, no reference count on a line every
+    /// caller shares.
+    static ENGINE_HERE: RefCell<(u64, Option<Arc<Engine>>)> =
+        const { RefCell::new((u64::MAX, None)) };
+}
+
 pub(crate) fn install(engine: Arc<Engine>) {
     *ENGINE.write().unwrap() = Some(engine);
+    ENGINE_EPOCH.fetch_add(1, Ordering::Release);
 }
 
 pub(crate) fn uninstall() {
     *ENGINE.write().unwrap() = None;
+    ENGINE_EPOCH.fetch_add(1, Ordering::Release);
+}
+
+/// Runs `f` with this locale's engine (`None` outside a job of several
+/// locales). `f` must not look the engine up again (the thread's copy is
+/// borrowed meanwhile): it reads a field or clones the `Arc`. A thread
+/// that reads the epoch just before a change uses the engine of before,
+/// as it would had it looked a moment earlier: an engine that was
+/// removed fails its sends with an error.
+fn with_engine<R>(f: impl FnOnce(Option<&Arc<Engine>>) -> R) -> R {
+    // Acquire: pairs with the Release bump after a change, so the copy
+    // taken below is at least as new as the epoch.
+    let epoch = ENGINE_EPOCH.load(Ordering::Acquire);
+    let mut f = Some(f);
+    let here = ENGINE_HERE.try_with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != epoch {
+            *c = (epoch, ENGINE.read().unwrap().clone());
+        }
+        (f.take().expect("called once"))(c.1.as_ref())
+    });
+    match here {
+        Ok(r) => r,
+        // This thread's locals are being torn down: ask the lock.
+        Err(_) => (f.take().expect("called once"))(ENGINE.read().unwrap().as_ref()),
+    }
 }
 
 fn engine() -> Option<Arc<Engine>> {
-    ENGINE.read().unwrap().clone()
+    with_engine(|e| e.cloned())
 }
 
 /// Sends a raw frame to `dest` (tests that play a faulty peer); `reply`
@@ -223,13 +265,13 @@ pub fn limit_message_bytes(max: usize) {
 
 /// The locale this task (or thread) runs on: `0..num_locales()`.
 pub fn here() -> usize {
-    engine().map_or(0, |e| e.here())
+    with_engine(|e| e.map_or(0, |e| e.here()))
 }
 
 /// The number of locales in the job (1 unless started with
 /// `CANTUS_LOCALES` or [`Builder::locales`](crate::Builder::locales)).
 pub fn num_locales() -> usize {
-    engine().map_or(1, |e| e.locales())
+    with_engine(|e| e.map_or(1, |e| e.locales()))
 }
 
 /// A remote call's result, to come: [`join`](RemoteHandle::join) waits
@@ -345,7 +387,8 @@ fn await_reply(e: &Engine, token: u64) {
         if e.replies.is_full(token) {
             return;
         }
-        if e.poll_now() == 0 {
+        // `ready` first: loads only, where a poll takes the poll token.
+        if !e.ready() || e.poll_now() == 0 {
             std::hint::spin_loop();
         }
     }

@@ -126,6 +126,7 @@ mod tests {
         name: "test::H",
         id: 1,
         run: |_, _| Outcome::Done,
+        inline: false,
     };
 
     #[test]

@@ -23,6 +23,13 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     /// chance to retry sends that found no room earlier.
     fn before_poll(&self) {}
 
+    /// Whether frames wait for `before_poll` to send them (cheap: a
+    /// load). Part of the driver's `ready`, so that a worker polls for
+    /// them even when nothing arrived.
+    fn sends_waiting(&self) -> bool {
+        false
+    }
+
     /// Which networks a poll may drain now: `Nets::Replies` while the
     /// layer holds as many unfinished requests as it allows (flow
     /// control: requests stay in the transport and their senders wait).
@@ -101,7 +108,7 @@ impl Driver for CommDriver {
     }
 
     fn ready(&self) -> bool {
-        self.transport.ready()
+        self.transport.ready() || self.dispatch.sends_waiting()
     }
 
     fn in_flight(&self) -> u64 {

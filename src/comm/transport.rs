@@ -123,6 +123,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Whether `poll(Nets::Both, ..)` would find a frame now (cheap).
     fn ready(&self) -> bool;
 
+    /// Frames `try_send` has taken so far, to every destination on both
+    /// networks: a count that only grows (termination detection's
+    /// messages sent, counted where sending is serialized anyway, so that
+    /// a send pays no shared counter of its own).
+    fn frames_taken(&self) -> u64;
+
     /// Blocks the calling thread until a frame may have arrived, `unpark`
     /// was called (before or during the park: a token), or `timeout`
     /// passed.

@@ -10,6 +10,7 @@ pub(crate) mod deadlock;
 pub(crate) mod deque;
 pub(crate) mod driver;
 pub(crate) mod idle;
+pub(crate) mod no_wait;
 pub(crate) mod outside;
 pub(crate) mod registry;
 pub(crate) mod sleep;

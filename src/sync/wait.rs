@@ -42,6 +42,10 @@ impl Waiter {
         addr: usize,
         #[cfg_attr(loom, allow(unused_variables))] what: &str,
     ) -> Waiter {
+        // An inline remote call (running inside a poll) must not wait:
+        // this panics before anything is linked (`Node::new`).
+        #[cfg(not(loom))]
+        crate::sched::no_wait::check_wait(what);
         #[cfg(not(loom))]
         if let Some(handle) = crate::sched::TaskHandle::current() {
             return Waiter {

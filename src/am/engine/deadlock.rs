@@ -33,7 +33,7 @@ impl Engine {
     /// Program messages sent and received (termination's counters).
     fn message_counts(&self) -> (u64, u64) {
         (
-            self.sent.load(Ordering::Relaxed),
+            self.sent(),
             self.received.load(Ordering::Relaxed),
         )
     }

@@ -105,6 +105,32 @@ impl Plan {
     }
 }
 
+/// A ring that takes frames from this locale, and how many it took.
+struct Outgoing {
+    ring: Producer,
+    /// Frames committed to `ring` (only written under its mutex).
+    taken: u64,
+}
+
+/// A ring that brings frames to this locale.
+struct Incoming {
+    /// The ring's base in the region, for [`unread`](Self::unread).
+    base: NonNull<u8>,
+    /// Its consumer; only the poller (one at a time, by the driver's
+    /// token) locks it.
+    consumer: Mutex<Consumer>,
+}
+
+impl Incoming {
+    /// Whether the ring holds a frame not yet taken (two loads, no lock).
+    fn unread(&self) -> bool {
+        // SAFETY: `base` is the ring the consumer was attached to, in the
+        // region's mapping, which outlives the transport that holds this;
+        // `unread` only loads its two indices.
+        unsafe { ring::unread(self.base) }
+    }
+}
+
 /// This locale's end of the shared-memory transport.
 pub(crate) struct ShmTransport {
     region: Region,
@@ -113,12 +139,9 @@ pub(crate) struct ShmTransport {
     max_frame: usize,
     /// Our producers, by destination and network (`None` for ourselves).
     /// A mutex each: any thread of this locale may send.
-    out: Vec<[Option<Mutex<Producer>>; 2]>,
-    /// Our consumers, by source and network; only the poller (one at a
-    /// time, by the driver's token) locks them.
-    inc: Vec<[Option<Mutex<Consumer>>; 2]>,
-    /// The bases of our incoming rings, for `ready`.
-    inc_bases: Vec<NonNull<u8>>,
+    out: Vec<[Option<Mutex<Outgoing>>; 2]>,
+    /// Our incoming rings, by source and network.
+    inc: Vec<[Option<Incoming>; 2]>,
     /// Each locale's line (doorbell, sleeping).
     lines: Vec<usize>,
     /// The global address space's areas.
@@ -218,7 +241,6 @@ impl ShmTransport {
     ) -> Result<ShmTransport, Error> {
         let mut out = Vec::with_capacity(locales);
         let mut inc = Vec::with_capacity(locales);
-        let mut inc_bases = Vec::new();
         for other in 0..locales {
             if other == here {
                 out.push([None, None]);
@@ -235,10 +257,15 @@ impl ShmTransport {
                 // this locale is the only producer of the rings from it
                 // and the only consumer of the rings to it.
                 unsafe {
-                    o[net as usize] = Some(Mutex::new(Producer::attach(to, ring_bytes)?));
-                    i[net as usize] = Some(Mutex::new(Consumer::attach(from, ring_bytes)?));
+                    o[net as usize] = Some(Mutex::new(Outgoing {
+                        ring: Producer::attach(to, ring_bytes)?,
+                        taken: 0,
+                    }));
+                    i[net as usize] = Some(Incoming {
+                        base: from,
+                        consumer: Mutex::new(Consumer::attach(from, ring_bytes)?),
+                    });
                 }
-                inc_bases.push(from);
             }
             out.push(o);
             inc.push(i);
@@ -249,7 +276,6 @@ impl ShmTransport {
             max_frame: ring::max_payload(ring_bytes),
             out,
             inc,
-            inc_bases,
             lines: plan.lines.iter().map(|a| a.offset()).collect(),
             pgas_control: plan.pgas_control,
             pgas_scratch: plan.pgas_scratch,
@@ -351,7 +377,8 @@ impl Transport for ShmTransport {
         }
         {
             let mut p = producer.lock().unwrap();
-            let mut slot = p.try_reserve(0, len).map_err(|_| SendError::Full)?;
+            let p = &mut *p;
+            let mut slot = p.ring.try_reserve(0, len).map_err(|_| SendError::Full)?;
             let buf = slot.payload_mut();
             let mut at = 0;
             for part in parts {
@@ -359,6 +386,7 @@ impl Transport for ShmTransport {
                 at += part.len();
             }
             slot.commit();
+            p.taken += 1;
         }
         self.wake_if_sleeping(dest);
         Ok(())
@@ -371,7 +399,11 @@ impl Transport for ShmTransport {
         deliver: &mut dyn FnMut(Arrival<'_>),
     ) -> Result<usize, Error> {
         let n = self.locales;
-        let start = self.next_src.fetch_add(1, Ordering::Relaxed) % n;
+        // Only one thread polls at a time (the `Transport` contract), so a
+        // load and a store rotate the starting ring; were that broken, the
+        // rotation would only be less fair, never wrong.
+        let start = self.next_src.load(Ordering::Relaxed) % n;
+        self.next_src.store(start + 1, Ordering::Relaxed);
         let mut handled = 0;
         // Replies first: they complete work that already waits.
         for net in [Network::Reply, Network::Request] {
@@ -380,10 +412,18 @@ impl Transport for ShmTransport {
             }
             for k in 0..n {
                 let src = (start + k) % n;
-                let Some(c) = &self.inc[src][net as usize] else {
+                let Some(ring) = &self.inc[src][net as usize] else {
                     continue;
                 };
-                let Ok(mut c) = c.try_lock() else { continue };
+                // An empty ring is passed over without touching its lock:
+                // an empty poll makes no read-modify-write at all.
+                if !ring.unread() {
+                    continue;
+                }
+                let Ok(mut c) = ring.consumer.try_lock() else {
+                    continue;
+                };
+                let before = handled;
                 while handled < budget {
                     let frame = c.try_peek().map_err(|e| {
                         Error::new(
@@ -403,7 +443,7 @@ impl Transport for ShmTransport {
                     frame.release();
                     handled += 1;
                 }
-                if handled > 0 {
+                if handled > before {
                     // Hand the room back now: a sender may be waiting.
                     c.publish();
                 }
@@ -413,11 +453,16 @@ impl Transport for ShmTransport {
     }
 
     fn ready(&self) -> bool {
-        self.inc_bases.iter().any(|&b| {
-            // SAFETY: `b` is one of our incoming rings, which stay mapped
-            // while the transport lives; `unread` only loads its indices.
-            unsafe { ring::unread(b) }
-        })
+        self.inc.iter().flatten().flatten().any(Incoming::unread)
+    }
+
+    fn frames_taken(&self) -> u64 {
+        self.out
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|o| o.lock().unwrap().taken)
+            .sum()
     }
 
     fn park(&self, timeout: Option<Duration>) {

@@ -43,7 +43,9 @@ pub(crate) trait Driver: Send + Sync + 'static {
     /// deadlock check would look like progress).
     fn poll(&self, cx: &DriverContext<'_>) -> usize;
 
-    /// Whether `poll` would find something now (cheap).
+    /// Whether `poll` would find something now (cheap: idle workers ask
+    /// it before every poll, and poll only when it says yes, so it must
+    /// never say no while `poll` has something to do).
     fn ready(&self) -> bool;
 
     /// Work held by the driver that will still become runtime work.
@@ -196,7 +198,11 @@ pub(crate) fn poll_with(reg: &Registry, f: impl FnOnce(&DriverContext<'_>) -> us
     }
     let n = f(&DriverContext { registry: reg });
     if n > 0 {
-        slot.handled.fetch_add(n as u64, Ordering::AcqRel);
+        // Only the token's holder writes it: a load and a store, no
+        // read-modify-write. Release: readers (the deadlock samples) that
+        // see the new count see what this poll did.
+        let h = slot.handled.load(Ordering::Relaxed);
+        slot.handled.store(h + n as u64, Ordering::Release);
     }
     // Release: the next poller sees this poll's effects on the driver.
     slot.polling.store(false, Ordering::Release);

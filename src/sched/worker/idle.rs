@@ -52,7 +52,9 @@ impl WorkerLocal {
             // (`has_work_probing` ignores the driver). So the idle-entry
             // counts stay still while locale 0's deadlock waves come and
             // go (`sleep/README.md`, "Deadlock detection across locales").
-            if reg.driver.is_some() && crate::sched::driver::poll(reg) > 0 {
+            // `ready` first: a few loads, where a poll takes the poll
+            // token (a read-modify-write on a line every worker touches).
+            if crate::sched::driver::ready(reg) && crate::sched::driver::poll(reg) > 0 {
                 break;
             }
             victim = (victim + 1) % workers;
@@ -87,6 +89,9 @@ impl WorkerLocal {
                 } else {
                     for _ in 0..backoff {
                         std::hint::spin_loop();
+                        if crate::sched::driver::ready(reg) {
+                            break;
+                        }
                     }
                     backoff *= 2;
                 }

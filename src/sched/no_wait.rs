@@ -1,0 +1,105 @@
+//! Code that must not wait.
+//!
+//! A remote call declared inline (`Remote::INLINE`) runs inside the poll
+//! that received it, on whatever thread polls, holding the driver's poll
+//! token (GASNet's rule for active-message handlers). Were it to wait (on
+//! a sync variable, a join, a reply, a sleep, a yield, a full ring), it
+//! would keep every other thread of its locale from polling, and so
+//! possibly from delivering the very thing it waits for. So its run is a
+//! *no-wait region*: every place where cantus would make the caller wait
+//! asks [`check_wait`] (or [`check_send`]) first, and in such a region that panics with a message
+//! naming the call and what it tried, before anything was changed. The
+//! handler's own panic catch turns that into the caller's error.
+//!
+//! The check costs one thread-local load, and only on paths that are
+//! about to wait (or to send to another locale), never on a fast path.
+
+use std::cell::Cell;
+
+thread_local! {
+    /// The inline call running on this thread, if any.
+    static NO_WAIT: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// While alive, the calling thread runs the inline call `name`: anything
+/// that would wait panics instead.
+pub(crate) struct NoWait {
+    outer: Option<&'static str>,
+}
+
+impl NoWait {
+    /// Enters a no-wait region for the inline call `name`.
+    pub(crate) fn enter(name: &'static str) -> NoWait {
+        NoWait {
+            outer: NO_WAIT.with(|c| c.replace(Some(name))),
+        }
+    }
+}
+
+impl Drop for NoWait {
+    fn drop(&mut self) {
+        NO_WAIT.with(|c| c.set(self.outer));
+    }
+}
+
+/// The inline call whose no-wait region the calling thread is in.
+pub(crate) fn inline_call() -> Option<&'static str> {
+    NO_WAIT.try_with(Cell::get).ok().flatten()
+}
+
+/// Panics if the calling thread is in a no-wait region; `op` names the
+/// operation that was about to wait (`SyncVar::read_fe`, `yield_now`).
+#[track_caller]
+pub(crate) fn check_wait(op: &str) {
+    if let Some(name) = inline_call() {
+        refuse(name, format_args!("it would have waited in {op}"));
+    }
+}
+
+/// Panics if the calling thread is in a no-wait region: it was about to
+/// send a frame to locale `dest` (a send may wait for room).
+#[track_caller]
+pub(crate) fn check_send(dest: usize) {
+    if let Some(name) = inline_call() {
+        refuse(name, format_args!("it tried to send to locale {dest}"));
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn refuse(name: &str, what: std::fmt::Arguments<'_>) -> ! {
+    panic!(
+        "cantus: remote call {name} is declared inline (`const INLINE: bool = true`: it runs \
+         inside the poll that received it), so it must neither wait nor talk to other locales, \
+         but {what}; without INLINE it runs as a task and may do both"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_nest_and_end() {
+        check_wait("wait");
+        {
+            let _outer = NoWait::enter("m::A");
+            assert_eq!(inline_call(), Some("m::A"));
+            {
+                let _inner = NoWait::enter("m::B");
+                assert_eq!(inline_call(), Some("m::B"));
+            }
+            assert_eq!(inline_call(), Some("m::A"));
+            let e = std::panic::catch_unwind(|| check_wait("SyncVar::read_fe")).unwrap_err();
+            let msg = crate::error::panic_text(&*e).unwrap().to_string();
+            assert!(msg.contains("m::A") && msg.contains("waited in SyncVar::read_fe"), "{msg}");
+            let e = std::panic::catch_unwind(|| check_send(3)).unwrap_err();
+            let msg = crate::error::panic_text(&*e).unwrap().to_string();
+            assert!(msg.contains("m::A") && msg.contains("send to locale 3"), "{msg}");
+        }
+        assert_eq!(inline_call(), None);
+        check_wait("wait");
+        check_send(1);
+    }
+}
