@@ -15,10 +15,22 @@ use std::time::{Duration, Instant};
 /// back of its worker's ready list; in an outside thread, the OS thread
 /// yields.
 pub fn yield_now() {
-    crate::sched::no_wait::check_wait("cantus::yield_now");
-    match WorkerLocal::current().filter(|l| l.in_task()) {
-        Some(local) => local.yield_current(),
-        None => std::thread::yield_now(),
+    const WHAT: &str = "cantus::yield_now";
+    match WorkerLocal::current() {
+        Some(local) => {
+            if let Some(name) = local.no_wait.get() {
+                crate::sched::no_wait::refuse(name, format_args!("it would have waited in {WHAT}"));
+            }
+            if local.in_task() {
+                local.yield_current()
+            } else {
+                std::thread::yield_now()
+            }
+        }
+        None => {
+            crate::sched::no_wait::check_wait(WHAT);
+            std::thread::yield_now()
+        }
     }
 }
 

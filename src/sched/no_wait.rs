@@ -11,14 +11,26 @@
 //! naming the call and what it tried, before anything was changed. The
 //! handler's own panic catch turns that into the caller's error.
 //!
-//! The check costs one thread-local load, and only on paths that are
-//! about to wait (or to send to another locale), never on a fast path.
+//! The check costs a load, and only on paths that are about to wait (or
+//! to send to another locale), or that give the core away (`yield_now`,
+//! where it reads the worker state the yield reads anyway).
 
+use super::WorkerLocal;
 use std::cell::Cell;
 
 thread_local! {
-    /// The inline call running on this thread, if any.
+    /// The inline call running on this thread, if it is no worker (a
+    /// worker keeps it in its `WorkerLocal`).
     static NO_WAIT: Cell<Option<&'static str>> = const { Cell::new(None) };
+}
+
+/// Where the calling thread keeps its inline call: its worker's state, or
+/// this module's thread-local.
+fn with_cell<R>(f: impl FnOnce(&Cell<Option<&'static str>>) -> R) -> Option<R> {
+    match WorkerLocal::current() {
+        Some(l) => Some(f(&l.no_wait)),
+        None => NO_WAIT.try_with(f).ok(),
+    }
 }
 
 /// While alive, the calling thread runs the inline call `name`: anything
@@ -31,20 +43,20 @@ impl NoWait {
     /// Enters a no-wait region for the inline call `name`.
     pub(crate) fn enter(name: &'static str) -> NoWait {
         NoWait {
-            outer: NO_WAIT.with(|c| c.replace(Some(name))),
+            outer: with_cell(|c| c.replace(Some(name))).flatten(),
         }
     }
 }
 
 impl Drop for NoWait {
     fn drop(&mut self) {
-        NO_WAIT.with(|c| c.set(self.outer));
+        with_cell(|c| c.set(self.outer));
     }
 }
 
 /// The inline call whose no-wait region the calling thread is in.
 pub(crate) fn inline_call() -> Option<&'static str> {
-    NO_WAIT.try_with(Cell::get).ok().flatten()
+    with_cell(Cell::get).flatten()
 }
 
 /// Panics if the calling thread is in a no-wait region; `op` names the
@@ -68,7 +80,7 @@ pub(crate) fn check_send(dest: usize) {
 #[cold]
 #[inline(never)]
 #[track_caller]
-fn refuse(name: &str, what: std::fmt::Arguments<'_>) -> ! {
+pub(crate) fn refuse(name: &str, what: std::fmt::Arguments<'_>) -> ! {
     panic!(
         "cantus: remote call {name} is declared inline (`const INLINE: bool = true`: it runs \
          inside the poll that received it), so it must neither wait nor talk to other locales, \

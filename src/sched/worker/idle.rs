@@ -86,12 +86,18 @@ impl WorkerLocal {
                 spins = spins.saturating_add(1);
                 if backoff >= IDLE_BACKOFF {
                     std::thread::yield_now();
-                } else {
+                } else if reg.driver.is_some() {
+                    // An arrival ends the backoff at once.
                     for _ in 0..backoff {
                         std::hint::spin_loop();
                         if crate::sched::driver::ready(reg) {
                             break;
                         }
+                    }
+                    backoff *= 2;
+                } else {
+                    for _ in 0..backoff {
+                        std::hint::spin_loop();
                     }
                     backoff *= 2;
                 }

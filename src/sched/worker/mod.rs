@@ -110,6 +110,10 @@ pub(crate) struct WorkerLocal {
     task_seq: Cell<u64>,
     rng: Cell<u64>,
     max_resident: Cell<usize>,
+    /// The inline remote call this worker runs, if any (`no_wait.rs`):
+    /// kept here, beside what a task operation reads anyway, so that the
+    /// check on `yield_now` costs no thread-local lookup of its own.
+    pub(crate) no_wait: Cell<Option<&'static str>>,
 }
 
 /// Whether `id` may be a task id that a worker of `reg` has handed out
@@ -397,6 +401,7 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Q
             0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
         ),
         max_resident: Cell::new(0),
+        no_wait: Cell::new(None),
     };
     WORKER.with(|w| w.set(&local));
     guard::set_running((0, 0), 0, 0);
