@@ -50,6 +50,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_LOCALES` | a positive integer: processes (locales) in the job | 1 |
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
 /// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
+/// | `CANTUS_TRANSPORT` | `shm` (locales on this machine) or `mpi` (needs the `mpi` feature) | `mpi` under an MPI launcher, else `shm` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     workers: Option<usize>,
@@ -87,9 +88,56 @@ pub(crate) const LOCALE_VAR: &str = "CANTUS_LOCALE";
 /// the locales it starts).
 pub(crate) const LOCALES_VAR: &str = "CANTUS_LOCALES";
 
+/// Chooses the transport (`shm` or `mpi`); by default `mpi` when an MPI
+/// launcher started the process.
+pub(crate) const TRANSPORT_VAR: &str = "CANTUS_TRANSPORT";
+
+/// How this process takes part in a job of locales: decided before the
+/// rest of the configuration, from the environment (`comm/job.rs` starts
+/// what it names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Launch {
+    /// One locale, no transport.
+    Alone,
+    /// Locales on this machine talking through shared memory: locale 0
+    /// starts the others as copies of this program.
+    SharedMemory,
+    /// One locale per rank of a job that an MPI launcher (`mpirun`,
+    /// `mpiexec`) started; the MPI size is the number of locales.
+    Mpi,
+}
+
+/// Variables by which MPI launchers tell a process its place (Open MPI,
+/// MPICH's Hydra and other PMI launchers, PMIx): `(name, gives the size)`.
+const MPI_LAUNCHER_VARS: [(&str, bool); 4] = [
+    ("OMPI_COMM_WORLD_SIZE", true),
+    ("PMI_SIZE", true),
+    ("PMIX_RANK", false),
+    ("PMI_RANK", false),
+];
+
+/// If an MPI launcher started this process: the variable that says so,
+/// and the job's size if the launcher gives it.
+pub(crate) fn mpi_launcher() -> Option<(&'static str, Option<usize>)> {
+    let found = MPI_LAUNCHER_VARS
+        .iter()
+        .find(|(name, _)| std::env::var_os(name).is_some())?;
+    let size = MPI_LAUNCHER_VARS
+        .iter()
+        .filter(|(_, gives_size)| *gives_size)
+        .find_map(|(name, _)| std::env::var(name).ok()?.trim().parse::<usize>().ok());
+    Some((found.0, size))
+}
+
 /// A validated configuration.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
+    /// How this process joins its job.
+    pub(crate) launch: Launch,
+    /// Whether the worker count was given (builder or `CANTUS_WORKERS`),
+    /// not derived from the CPUs (an MPI job derives it once it knows
+    /// the node's ranks: [`Config::place`]).
+    pub(crate) workers_given: bool,
     pub(crate) workers: usize,
     pub(crate) stack_size: usize,
     pub(crate) wait_policy: WaitPolicy,
@@ -208,6 +256,7 @@ impl Builder {
     /// Applies environment overrides and defaults, and validates.
     pub(crate) fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
         let env = |name: &str| if self.ignore_env { None } else { env(name) };
+        let launch = self.launch(&env)?;
         // A locale started by locale 0 takes its place in the job from the
         // variables locale 0 set, whatever `ignore_env` says.
         let here = match std::env::var(LOCALE_VAR) {
@@ -232,6 +281,10 @@ impl Builder {
                 }
             },
             (_, Some(v)) => parse_count(LOCALES_VAR, &v)?,
+            // Under MPI the launcher's size (checked again against MPI's
+            // own once it is initialized); a builder's count is for jobs
+            // cantus starts itself.
+            (_, None) if launch == Launch::Mpi => mpi_launcher().and_then(|l| l.1).unwrap_or(1),
             (_, None) => self.locales.unwrap_or(1),
         };
         if locales == 0 {
@@ -287,9 +340,12 @@ impl Builder {
             ));
         }
         let cpus = cpu_share(&affinity_cpus(), here, locales);
-        let workers = match env("CANTUS_WORKERS") {
-            Some(v) => parse_count("CANTUS_WORKERS", &v)?,
-            None => self.workers.unwrap_or(cpus.len().max(1)),
+        let (workers, workers_given) = match env("CANTUS_WORKERS") {
+            Some(v) => (parse_count("CANTUS_WORKERS", &v)?, true),
+            None => match self.workers {
+                Some(n) => (n, true),
+                None => (cpus.len().max(1), false),
+            },
         };
         if workers == 0 {
             // Only the builder can give 0: the variable's parser refuses it.
@@ -377,6 +433,12 @@ impl Builder {
         }
         let page = page_size();
         Ok(Config {
+            launch: if launch == Launch::SharedMemory && locales == 1 && here == 0 {
+                Launch::Alone
+            } else {
+                launch
+            },
+            workers_given,
             workers,
             stack_size: stack_size.div_ceil(page) * page,
             wait_policy,
@@ -395,6 +457,72 @@ impl Builder {
             ring_bytes,
             heap_bytes: heap_bytes.next_multiple_of(page),
         })
+    }
+}
+
+impl Builder {
+    /// How this process joins a job (`CANTUS_TRANSPORT`, an MPI launcher's
+    /// variables, `CANTUS_LOCALE`), before anything else is resolved.
+    fn launch(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Launch, Error> {
+        // A locale that locale 0 started over shared memory (it inherits
+        // locale 0's environment, launcher variables included).
+        if std::env::var_os(LOCALE_VAR).is_some() {
+            return Ok(Launch::SharedMemory);
+        }
+        let launcher = mpi_launcher();
+        match env(TRANSPORT_VAR).map(|v| v.trim().to_ascii_lowercase()) {
+            Some(v) if v == "shm" => return Ok(Launch::SharedMemory),
+            Some(v) if v == "mpi" => {
+                return if cfg!(feature = "mpi") {
+                    Ok(Launch::Mpi)
+                } else {
+                    Err(without_mpi(&format!("{TRANSPORT_VAR}=mpi asks for MPI")))
+                };
+            }
+            Some(v) => return Err(invalid(TRANSPORT_VAR, &v, "shm or mpi")),
+            None => {}
+        }
+        match launcher {
+            Some(_) if cfg!(feature = "mpi") => Ok(Launch::Mpi),
+            // One rank: running the program as it is is what was asked.
+            Some((_, Some(1))) => Ok(Launch::SharedMemory),
+            Some((var, size)) => Err(without_mpi(&match size {
+                Some(n) => format!("an MPI launcher started this program as one of {n} ranks ({var} is set)"),
+                None => format!("an MPI launcher started this program ({var} is set)"),
+            })),
+            None => Ok(Launch::SharedMemory),
+        }
+    }
+}
+
+/// The error for MPI asked of a build without the `mpi` feature.
+fn without_mpi(why: &str) -> Error {
+    Error::new(
+        ErrorKind::InvalidConfig,
+        format!(
+            "cantus: {why}, but cantus was built without its `mpi` feature, so each rank would \
+             run the whole program alone; build with `--features cantus/mpi` (MPI and libclang \
+             installed), or start the job without mpirun (CANTUS_LOCALES=n runs n locales on \
+             this machine), or set {TRANSPORT_VAR}=shm to run each rank as a job of its own"
+        ),
+    )
+}
+
+impl Config {
+    /// Places this process in an MPI job once MPI told it where it is:
+    /// locale `rank` of `size`, rank `node_rank` of the `node_size` on
+    /// its node. The CPUs are shared among the node's ranks (not by the
+    /// global locale number), and unless the worker count was given, each
+    /// rank runs one worker fewer than its share of CPUs (at least one),
+    /// leaving room for its MPI thread.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn place(&mut self, rank: usize, size: usize, node_rank: usize, node_size: usize) {
+        self.here = rank;
+        self.locales = size;
+        self.cpus = cpu_share(&affinity_cpus(), node_rank, node_size);
+        if !self.workers_given {
+            self.workers = self.cpus.len().saturating_sub(1).max(1);
+        }
     }
 }
 

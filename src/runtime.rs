@@ -4,8 +4,8 @@ use crate::am::engine::Engine;
 #[cfg(not(loom))]
 use crate::comm::driver::CommDriver;
 #[cfg(not(loom))]
-use crate::comm::shm::launch::{self, Monitor};
-use crate::config::{Builder, Config};
+use crate::comm::job::Job;
+use crate::config::{Builder, Config, Launch};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
 use crate::sched::block::BlockKind;
@@ -36,18 +36,19 @@ mod turn;
 pub struct Runtime {
     registry: Arc<Registry>,
     threads: Vec<JoinHandle<()>>,
-    /// Locale 0 of a job of several locales: its engine and its watch
-    /// over the others, used at shutdown.
-    job: Option<Job>,
+    /// Locale 0 of a job of several locales: its engine and its part of
+    /// the job, used at shutdown.
+    job: Option<Joined>,
     /// This process's turn to run a runtime, given back at the end of
     /// shutdown (`runtime/turn.rs`).
     turn: Option<Turn>,
 }
 
-struct Job {
+/// A locale's engine and its part of the job.
+struct Joined {
     engine: Arc<Engine>,
     #[cfg(not(loom))]
-    monitor: Monitor,
+    job: Box<dyn Job>,
 }
 
 impl Runtime {
@@ -68,10 +69,9 @@ impl Runtime {
         // Before any remote call can run: SPMD bodies are told apart.
         #[cfg(not(loom))]
         crate::pgas::attach();
-        let mut rt = if config.locales > 1 {
-            Runtime::start_locale(config)?
-        } else {
-            Runtime::start_with_driver(config, None)?
+        let mut rt = match config.launch {
+            Launch::Alone => Runtime::start_with_driver(config, None)?,
+            Launch::SharedMemory | Launch::Mpi => Runtime::start_locale(config)?,
         };
         rt.turn = Some(turn);
         Ok(rt)
@@ -90,51 +90,46 @@ impl Runtime {
     }
 
     #[cfg(not(loom))]
-    fn start_locale(config: Config) -> Result<Runtime, Error> {
+    fn start_locale(mut config: Config) -> Result<Runtime, Error> {
         let table = crate::am::handlers::table()?;
+        // Over MPI this also places `config` (its locale, the number of
+        // locales, its CPUs).
+        let job = crate::comm::job::start(&mut config)?;
         let here = config.here;
-        let (transport, monitor) = if here == 0 {
-            let (t, m) = launch::start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
-            (t, Some(m))
-        } else {
-            (launch::join_job(here)?, None)
-        };
-        crate::pgas::install(&transport);
+        let transport = job.transport();
+        if let Some(shm) = job.shared_memory() {
+            crate::pgas::install(&shm);
+        }
         let engine = Engine::new(transport.clone(), table);
         let driver = Arc::new(CommDriver::new(transport, engine.clone()));
         let mut rt = match Runtime::start_with_driver(config, Some(driver)) {
             Ok(rt) => rt,
             Err(e) => {
                 crate::pgas::uninstall();
-                if let Some(m) = monitor {
-                    m.abandon();
-                }
+                job.abandon();
                 return Err(e);
             }
         };
         engine.attach(&rt.registry);
         crate::am::install(engine.clone());
-        match monitor {
-            Some(monitor) => {
-                if let Err(e) = engine.await_hellos() {
-                    monitor.abandon();
-                    crate::am::uninstall();
-                    rt.stop();
-                    return Err(e);
-                }
-                rt.job = Some(Job { engine, monitor });
-                Ok(rt)
-            }
-            None => {
-                if let Err(e) = engine.say_hello() {
-                    eprintln!("cantus: locale {here} could not reach locale 0: {e}");
-                    std::process::exit(1);
-                }
-                engine.await_shutdown();
-                rt.stop();
+        if here == 0 {
+            if let Err(e) = engine.await_hellos() {
                 crate::am::uninstall();
-                std::process::exit(0);
+                rt.stop();
+                job.abandon();
+                return Err(e);
             }
+            rt.job = Some(Joined { engine, job });
+            Ok(rt)
+        } else {
+            if let Err(e) = engine.say_hello() {
+                job.abort(&format!("cantus: locale {here} could not reach locale 0: {e}"));
+            }
+            engine.await_shutdown();
+            rt.stop();
+            crate::am::uninstall();
+            job.finish();
+            std::process::exit(0);
         }
     }
 
@@ -223,14 +218,15 @@ impl Runtime {
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
         let here = crate::am::here();
-        if let Some(job) = self.job.take() {
+        let job = self.job.take().map(|j| {
             // Every locale's work, and every message between them, is done
             // before any locale stops its workers.
-            job.engine.terminate(&self.registry);
+            j.engine.terminate(&self.registry);
             #[cfg(not(loom))]
-            job.monitor.finish();
+            j.job.shutdown_ordered();
             crate::am::uninstall();
-        }
+            j
+        });
         if !self.threads.is_empty() {
             let _blocked = crate::sched::outside::long_wait(|| {
                 OutsideBlocked::enter(BlockKind::GroupWait, Arc::as_ptr(&self.registry) as usize)
@@ -251,6 +247,12 @@ impl Runtime {
         crate::am::chant::at_shutdown(here);
         #[cfg(not(loom))]
         crate::pgas::uninstall();
+        // Last of the job: the others end (locale 0 waits for them; over
+        // MPI, every locale finalizes).
+        #[cfg(not(loom))]
+        if let Some(j) = job {
+            j.job.finish();
+        }
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
         }

@@ -6,10 +6,18 @@
 //!   poller at a time, park/unpark for the last idle worker).
 //! - `driver.rs`: a transport plus a dispatcher as the scheduler's
 //!   `Driver`.
+//! - `job.rs`: the launch seam: how this process joins a job (its
+//!   transport, how the job ends), whatever the transport.
 //! - `shm/`: the shared-memory transport: the job's shared region, futex
 //!   words and single-producer single-consumer frame rings
 //!   (`shm/README.md`).
+//! - `mpi/` (the `mpi` feature): the MPI transport, one thread making
+//!   every MPI call (`mpi/README.md`).
 
 pub(crate) mod driver;
+#[cfg(not(loom))]
+pub(crate) mod job;
+#[cfg(all(feature = "mpi", not(loom)))]
+pub(crate) mod mpi;
 pub(crate) mod shm;
 pub(crate) mod transport;

@@ -21,12 +21,84 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::{LOCALE_VAR, LOCALES_VAR};
+use crate::comm::job::Job;
+use crate::comm::transport::Transport;
+use crate::config::{Config, LOCALE_VAR, LOCALES_VAR};
 
 /// How often the monitor looks at the other locales.
 const WATCH_EVERY: Duration = Duration::from_millis(10);
 /// How long locale 0 waits for the others to exit after ordering shutdown.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
+
+/// `eprintln!` to the process's stderr itself: from a test, `eprintln!`
+/// goes into the test's captured output, which is lost when the job
+/// ends the process.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// This process's part of a job of locales on this machine.
+struct ShmJob {
+    transport: Arc<ShmTransport>,
+    /// Locale 0's watch over the others (`None` on the others).
+    monitor: Option<Monitor>,
+}
+
+/// Starts the job `config` describes (locale 0) or joins it (the others).
+pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
+    let job = if config.here == 0 {
+        let (transport, monitor) =
+            start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
+        ShmJob {
+            transport,
+            monitor: Some(monitor),
+        }
+    } else {
+        ShmJob {
+            transport: join_job(config.here)?,
+            monitor: None,
+        }
+    };
+    Ok(Box::new(job))
+}
+
+impl Job for ShmJob {
+    fn transport(&self) -> Arc<dyn Transport> {
+        self.transport.clone()
+    }
+
+    fn shared_memory(&self) -> Option<Arc<ShmTransport>> {
+        Some(self.transport.clone())
+    }
+
+    fn shutdown_ordered(&self) {
+        if let Some(m) = &self.monitor {
+            m.expect_ends();
+        }
+    }
+
+    fn finish(self: Box<Self>) {
+        if let Some(m) = self.monitor {
+            m.finish();
+        }
+    }
+
+    fn abandon(self: Box<Self>) {
+        if let Some(m) = self.monitor {
+            m.abandon();
+        }
+    }
+
+    fn abort(&self, message: &str) -> ! {
+        say!("{message}");
+        // Locale 0's exit ends the others (PR_SET_PDEATHSIG); another
+        // locale's is seen by locale 0's monitor, which ends the job.
+        std::process::exit(1)
+    }
+}
 
 /// Locale 0's watch over the others.
 pub(crate) struct Monitor {
@@ -119,9 +191,14 @@ pub(crate) fn join_job(here: usize) -> Result<Arc<ShmTransport>, Error> {
 }
 
 impl Monitor {
+    /// Locale 0, ordering shutdown: the others' exits are expected now.
+    pub(crate) fn expect_ends(&self) {
+        self.ending.store(true, Ordering::Release);
+    }
+
     /// Locale 0, after ordering shutdown: waits for the others to exit.
     pub(crate) fn finish(mut self) {
-        self.ending.store(true, Ordering::Release);
+        self.expect_ends();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -194,16 +271,6 @@ fn kill_all(children: Started) {
         let _ = c.kill();
         let _ = c.wait();
     }
-}
-
-/// `eprintln!` to the process's stderr itself: from a test, `eprintln!`
-/// goes into the test's captured output, which is lost when the job
-/// ends the process.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
 }
 
 /// Watches the locales until they all exited. One that exits before

@@ -1,0 +1,70 @@
+//! The launch seam: how this process joins a job of locales, whatever
+//! the transport. `runtime.rs` asks [`start`] for a [`Job`] and talks to
+//! it alone (its transport, its memory, how it ends); it names no
+//! transport. Which one is chosen is configuration ([`Launch`], decided
+//! before the rest of the configuration is resolved, `config.rs`):
+//!
+//! - [`Launch::SharedMemory`]: locales on this machine; locale 0 creates
+//!   the shared region and starts the others as copies of this program
+//!   (`shm/launch.rs`), which attach to it;
+//! - [`Launch::Mpi`] (the `mpi` feature): an MPI launcher started one
+//!   process per rank; each initializes MPI on a thread of its own and
+//!   is the locale of its rank (`mpi/`).
+//!
+//! [`Launch`]: crate::config::Launch
+//! [`Launch::SharedMemory`]: crate::config::Launch::SharedMemory
+//! [`Launch::Mpi`]: crate::config::Launch::Mpi
+
+use super::transport::Transport;
+use crate::config::{Config, Launch};
+use crate::error::{Error, ErrorKind};
+use std::sync::Arc;
+
+/// This process's part of a job of several locales.
+pub(crate) trait Job: Send + Sync {
+    /// The transport to the other locales.
+    fn transport(&self) -> Arc<dyn Transport>;
+
+    /// The shared-memory transport, for the global address space, which
+    /// still maps its region directly (to be replaced by a memory that
+    /// names no transport).
+    fn shared_memory(&self) -> Option<Arc<super::shm::transport::ShmTransport>>;
+
+    /// Locale 0 ordered the others to shut down (termination was
+    /// detected): from now on their ends are expected, not failures.
+    fn shutdown_ordered(&self);
+
+    /// Every locale's work is done and no message is in flight
+    /// (termination was detected, `am/`): releases the job. Locale 0
+    /// waits for the others to end; over MPI, every locale completes its
+    /// sends and finalizes MPI.
+    fn finish(self: Box<Self>);
+
+    /// This locale could not start after all: ends the job now (the
+    /// other locales are stopped, or the MPI job aborted).
+    fn abandon(self: Box<Self>);
+
+    /// A fatal error on this locale: ends the whole job at once with
+    /// `message`, from any thread. Does not return.
+    fn abort(&self, message: &str) -> !;
+}
+
+/// Joins (or, on locale 0 of a shared-memory job, starts) the job that
+/// `config` describes. Over MPI this also places `config` in it: its
+/// locale, the number of locales and its share of the node's CPUs.
+pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
+    match config.launch {
+        Launch::SharedMemory => super::shm::launch::start(config),
+        #[cfg(feature = "mpi")]
+        Launch::Mpi => super::mpi::start(config),
+        #[cfg(not(feature = "mpi"))]
+        Launch::Mpi => Err(Error::new(
+            ErrorKind::InvalidConfig,
+            "cantus: an MPI job needs cantus's `mpi` feature",
+        )),
+        Launch::Alone => Err(Error::new(
+            ErrorKind::Locale,
+            "cantus: a job of one locale has no transport to start",
+        )),
+    }
+}
