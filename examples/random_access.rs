@@ -259,6 +259,12 @@ fn main() {
             eprintln!("random_access: {e}");
             std::process::exit(1)
         });
+    // The job's own count: an MPI launcher's, or the one asked for.
+    let locales = cantus::num_locales();
+    assert!(
+        locales.is_power_of_two(),
+        "the job's {locales} locales must be a power of two (the table splits evenly)"
+    );
     let shape = Shape { log_table, locales };
     let (t_on, t_agg, table) = rt.block_on(|| {
         cantus::coforall_locales(|_| Init(shape)).expect("every locale sets up");

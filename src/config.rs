@@ -487,7 +487,9 @@ impl Builder {
             // One rank: running the program as it is is what was asked.
             Some((_, Some(1))) => Ok(Launch::SharedMemory),
             Some((var, size)) => Err(without_mpi(&match size {
-                Some(n) => format!("an MPI launcher started this program as one of {n} ranks ({var} is set)"),
+                Some(n) => format!(
+                    "an MPI launcher started this program as one of {n} ranks ({var} is set)"
+                ),
                 None => format!("an MPI launcher started this program ({var} is set)"),
             })),
             None => Ok(Launch::SharedMemory),

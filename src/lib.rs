@@ -95,6 +95,8 @@ pub mod __fuzz {
 #[doc(hidden)]
 pub mod __test {
     pub use crate::am::{limit_message_bytes, send_raw_frame};
+    #[cfg(all(feature = "mpi", not(loom)))]
+    pub use crate::comm::mpi::{finalize_mpi_for_test, init_mpi_for_test};
 }
 
 /// Re-exports for the expansion of [`remote!`]; not part of the API.

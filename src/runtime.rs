@@ -106,7 +106,7 @@ impl Runtime {
             Ok(rt) => rt,
             Err(e) => {
                 crate::pgas::uninstall();
-                job.abandon();
+                job.abandon(&e);
                 return Err(e);
             }
         };
@@ -116,14 +116,16 @@ impl Runtime {
             if let Err(e) = engine.await_hellos() {
                 crate::am::uninstall();
                 rt.stop();
-                job.abandon();
+                job.abandon(&e);
                 return Err(e);
             }
             rt.job = Some(Joined { engine, job });
             Ok(rt)
         } else {
             if let Err(e) = engine.say_hello() {
-                job.abort(&format!("cantus: locale {here} could not reach locale 0: {e}"));
+                job.abort(&format!(
+                    "cantus: locale {here} could not reach locale 0: {e}"
+                ));
             }
             engine.await_shutdown();
             rt.stop();
@@ -218,14 +220,13 @@ impl Runtime {
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
         let here = crate::am::here();
-        let job = self.job.take().map(|j| {
+        let job = self.job.take().inspect(|j| {
             // Every locale's work, and every message between them, is done
             // before any locale stops its workers.
             j.engine.terminate(&self.registry);
             #[cfg(not(loom))]
             j.job.shutdown_ordered();
             crate::am::uninstall();
-            j
         });
         if !self.threads.is_empty() {
             let _blocked = crate::sched::outside::long_wait(|| {

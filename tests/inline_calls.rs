@@ -25,7 +25,10 @@ impl Remote for Hit {
     type Output = (u64, usize);
     const INLINE: bool = true;
     fn run(self) -> (u64, usize) {
-        (HITS.fetch_add(self.0, Ordering::Relaxed) + self.0, cantus::here())
+        (
+            HITS.fetch_add(self.0, Ordering::Relaxed) + self.0,
+            cantus::here(),
+        )
     }
 }
 
@@ -187,7 +190,9 @@ fn inline_calls_answer_like_any_call() {
                 assert!(got == pattern(n as usize), "{n} bytes back");
             }
             // A panic is the caller's error; the locale goes on.
-            let e = cantus::on(1, Boom("the inline fuse".into())).join().unwrap_err();
+            let e = cantus::on(1, Boom("the inline fuse".into()))
+                .join()
+                .unwrap_err();
             assert_eq!(e.kind(), ErrorKind::RemotePanic);
             assert!(
                 e.to_string().contains("Boom") && e.to_string().contains("the inline fuse"),
@@ -249,12 +254,20 @@ fn an_inline_call_that_would_wait_fails_naming_what_it_tried() {
                     assert_eq!(cantus::on(1, Add(2, 3)).join().unwrap(), 5);
                 }
                 // A task it spawns may wait: it ends once the gate opens.
-                assert_eq!(cantus::on(1, Misbehave(Misuse::SpawnWaiter)).join().unwrap(), 1);
+                assert_eq!(
+                    cantus::on(1, Misbehave(Misuse::SpawnWaiter))
+                        .join()
+                        .unwrap(),
+                    1
+                );
                 let before = cantus::on(1, ReadHits).join().unwrap();
                 cantus::on(1, Open(40)).join().unwrap();
                 let deadline = std::time::Instant::now() + Duration::from_secs(20);
                 while cantus::on(1, ReadHits).join().unwrap() != before + 40 {
-                    assert!(std::time::Instant::now() < deadline, "the spawned task never ran");
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "the spawned task never ran"
+                    );
                     cantus::sleep(Duration::from_millis(1));
                 }
             });

@@ -879,3 +879,61 @@ fn a_handler_blocked_forever_is_reported_at_shutdown() {
         &["locale 1: task", "locale 0: nothing blocked"],
     );
 }
+
+/// A build without the `mpi` feature, started as one of several ranks by
+/// an MPI launcher, says so instead of running the whole program once per
+/// rank (the launcher's variables are set here by hand).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_build_without_mpi_started_by_mpirun_says_so() {
+    if is_child() {
+        let e = cantus::Runtime::builder().build().err().expect("refused");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("OMPI_COMM_WORLD_SIZE")
+                && msg.contains("one of 4 ranks")
+                && msg.contains("features cantus/mpi"),
+            "{msg}"
+        );
+        // One rank is a plain run; CANTUS_TRANSPORT=shm keeps every rank alone.
+        return;
+    }
+    for env in [
+        &[("OMPI_COMM_WORLD_SIZE", "4")][..],
+        &[("PMI_SIZE", "4"), ("OMPI_COMM_WORLD_SIZE", "4")][..],
+    ] {
+        let (status, stderr) = run_child("a_build_without_mpi_started_by_mpirun_says_so", env);
+        assert!(status.success(), "{stderr}");
+    }
+    for (env, ok) in [
+        (&[("OMPI_COMM_WORLD_SIZE", "1")][..], true),
+        (
+            &[("OMPI_COMM_WORLD_SIZE", "4"), ("CANTUS_TRANSPORT", "shm")][..],
+            true,
+        ),
+        (&[("CANTUS_TRANSPORT", "mpi")][..], false),
+        (&[("CANTUS_TRANSPORT", "carrier pigeon")][..], false),
+    ] {
+        let (status, stderr) = run_child("a_lone_rank_runs_alone", env);
+        assert_eq!(status.success(), ok, "{env:?}: {stderr}");
+        if !ok {
+            assert!(stderr.contains("CANTUS_TRANSPORT"), "{env:?}: {stderr}");
+        }
+    }
+}
+
+/// Builds a runtime and runs a task (see the test above).
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_lone_rank_runs_alone() {
+    if !is_child() {
+        return;
+    }
+    match cantus::Runtime::builder().build() {
+        Ok(rt) => assert_eq!(rt.block_on(|| cantus::num_locales()), 1),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(3);
+        }
+    }
+}

@@ -73,6 +73,8 @@ pub(crate) struct Engine {
     /// This engine, for the handler tasks it spawns.
     me: Weak<Engine>,
     transport: Arc<dyn Transport>,
+    /// The transport moves frames on a thread of its own (`pause`).
+    progress_thread: bool,
     table: &'static Table,
     here: usize,
     locales: usize,
@@ -139,6 +141,7 @@ impl Engine {
             me: me.clone(),
             here: transport.here(),
             locales,
+            progress_thread: transport.has_progress_thread(),
             transport,
             table,
             registry: OnceLock::new(),
@@ -328,6 +331,17 @@ impl Engine {
         });
     }
 
+    /// One step of a task's wait by spinning: a `spin_loop` hint, or, if
+    /// the transport moves frames on a thread of its own (MPI), the core
+    /// given away, so that thread can run (it may share the core).
+    pub(crate) fn pause(&self) {
+        if self.progress_thread {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
     /// Whether a poll would find something: a frame in the transport, or
     /// one in the outbox (a few loads, no lock).
     pub(crate) fn ready(&self) -> bool {
@@ -347,7 +361,8 @@ impl Engine {
         let Some(weak) = self.registry.get() else {
             return 0;
         };
-        let poll = |reg: &Registry| poll_with(reg, |cx| poll_transport(&*self.transport, self, nets, cx));
+        let poll =
+            |reg: &Registry| poll_with(reg, |cx| poll_transport(&*self.transport, self, nets, cx));
         // A worker of this engine's runtime (a waiting caller's task, a
         // sender with no room) borrows the registry its worker holds: no
         // reference count to take and drop on every poll of a wait loop.
@@ -545,7 +560,9 @@ impl Engine {
                 let h = header.encode(payload.len());
                 match self.offer(src, Network::Reply, &[&h, payload]) {
                     Ok(()) => {}
-                    Err(SendError::Full) => self.send_from_poll(src, Network::Reply, header, payload),
+                    Err(SendError::Full) => {
+                        self.send_from_poll(src, Network::Reply, header, payload)
+                    }
                     Err(SendError::Failed(e)) => eprintln!(
                         "cantus: remote call {} from locale {src} ran on locale {}, but its reply \
                          could not be sent: {e}",
@@ -649,11 +666,8 @@ impl Engine {
             }
             Control::Probe => {
                 let active = !cx.quiescent() as u64;
-                let counts = wire::words(&[
-                    self.sent(),
-                    self.received.load(Ordering::Relaxed),
-                    active,
-                ]);
+                let counts =
+                    wire::words(&[self.sent(), self.received.load(Ordering::Relaxed), active]);
                 self.send_from_poll(
                     src,
                     Network::Reply,

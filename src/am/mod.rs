@@ -27,9 +27,9 @@ pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 use crate::error::{Error, ErrorKind, Locales};
 use crate::sync::SyncVar;
 use engine::Engine;
+use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use wire::Status;
@@ -389,7 +389,7 @@ fn await_reply(e: &Engine, token: u64) {
         }
         // `ready` first: loads only, where a poll takes the poll token.
         if !e.ready() || e.poll_now() == 0 {
-            std::hint::spin_loop();
+            e.pause();
         }
     }
     e.replies.wait(token);

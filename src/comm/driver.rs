@@ -130,6 +130,10 @@ impl Driver for CommDriver {
         self.dispatch.job_waiters()
     }
 
+    fn progress_thread(&self) -> bool {
+        self.transport.has_progress_thread()
+    }
+
     fn can_park(&self) -> bool {
         true
     }

@@ -40,9 +40,10 @@ pub(crate) trait Job: Send + Sync {
     /// sends and finalizes MPI.
     fn finish(self: Box<Self>);
 
-    /// This locale could not start after all: ends the job now (the
-    /// other locales are stopped, or the MPI job aborted).
-    fn abandon(self: Box<Self>);
+    /// This locale could not start after all (`why`): ends the job now
+    /// (the other locales are stopped; an MPI job is aborted, saying why,
+    /// since its other ranks may wait for this one).
+    fn abandon(self: Box<Self>, why: &Error);
 
     /// A fatal error on this locale: ends the whole job at once with
     /// `message`, from any thread. Does not return.

@@ -123,6 +123,14 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Whether `poll(Nets::Both, ..)` would find a frame now (cheap).
     fn ready(&self) -> bool;
 
+    /// Whether a thread of this process beside the workers moves the
+    /// frames (an MPI thread), which may share a core with them: a task
+    /// that waits by spinning must give the core away (`sched_yield`)
+    /// between its checks, or that thread cannot move its frame.
+    fn has_progress_thread(&self) -> bool {
+        false
+    }
+
     /// Frames `try_send` has taken so far, to every destination on both
     /// networks: a count that only grows (termination detection's
     /// messages sent, counted where sending is serialized anyway, so that

@@ -105,10 +105,16 @@ mod tests {
             assert_eq!(inline_call(), Some("m::A"));
             let e = std::panic::catch_unwind(|| check_wait("SyncVar::read_fe")).unwrap_err();
             let msg = crate::error::panic_text(&*e).unwrap().to_string();
-            assert!(msg.contains("m::A") && msg.contains("waited in SyncVar::read_fe"), "{msg}");
+            assert!(
+                msg.contains("m::A") && msg.contains("waited in SyncVar::read_fe"),
+                "{msg}"
+            );
             let e = std::panic::catch_unwind(|| check_send(3)).unwrap_err();
             let msg = crate::error::panic_text(&*e).unwrap().to_string();
-            assert!(msg.contains("m::A") && msg.contains("send to locale 3"), "{msg}");
+            assert!(
+                msg.contains("m::A") && msg.contains("send to locale 3"),
+                "{msg}"
+            );
         }
         assert_eq!(inline_call(), None);
         check_wait("wait");

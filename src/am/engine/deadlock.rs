@@ -32,10 +32,7 @@ const TOKEN_TRIES: u32 = 1000;
 impl Engine {
     /// Program messages sent and received (termination's counters).
     fn message_counts(&self) -> (u64, u64) {
-        (
-            self.sent(),
-            self.received.load(Ordering::Relaxed),
-        )
+        (self.sent(), self.received.load(Ordering::Relaxed))
     }
 
     /// This locale's answer, from inside a poll.

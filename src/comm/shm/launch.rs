@@ -50,8 +50,7 @@ struct ShmJob {
 /// Starts the job `config` describes (locale 0) or joins it (the others).
 pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     let job = if config.here == 0 {
-        let (transport, monitor) =
-            start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
+        let (transport, monitor) = start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
         ShmJob {
             transport,
             monitor: Some(monitor),
@@ -86,7 +85,7 @@ impl Job for ShmJob {
         }
     }
 
-    fn abandon(self: Box<Self>) {
+    fn abandon(self: Box<Self>, _why: &Error) {
         if let Some(m) = self.monitor {
             m.abandon();
         }

@@ -77,6 +77,14 @@ pub(crate) trait Driver: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Whether the driver moves its messages on a thread of its own,
+    /// which may share a core with the workers (an MPI thread): an idle
+    /// worker then gives the core away (`sched_yield`) between its polls
+    /// instead of spinning, or that thread could not run.
+    fn progress_thread(&self) -> bool {
+        false
+    }
+
     /// Whether this driver can block the last idle worker (`park`).
     fn can_park(&self) -> bool {
         false

@@ -1,0 +1,282 @@
+//! The MPI transport (the `mpi` feature): locales on any number of
+//! machines, one per rank of a job an MPI launcher started, funneled
+//! through one thread per locale (seed 001, Tascell over MPI: only
+//! `MPI_THREAD_FUNNELED` and two-sided messages, one thread making every
+//! MPI call, workers that never wait on MPI).
+//!
+//! - `sys.rs`: the MPI calls made, over rsmpi's raw bindings, each
+//!   returning a cantus error with MPI's own text;
+//! - `transport.rs`: the locale's threads' side (`try_send` queues a
+//!   frame under a credit, `poll` hands on what arrived, `park`);
+//! - `progress.rs`: the MPI thread (batches, credit, matched receives,
+//!   waiting when idle, the ordered end).
+//!
+//! `README.md` beside this file states the protocols and why no locale
+//! can deadlock.
+
+mod progress;
+mod sys;
+mod transport;
+
+use crate::comm::job::Job;
+use crate::comm::transport::Transport;
+use crate::config::{Config, LOCALES_VAR};
+use crate::error::{Error, ErrorKind};
+use progress::Progress;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use transport::{MpiTransport, Shared};
+
+/// MPI may be initialized once per process: set by the first MPI job.
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// How long a fatal error on another thread waits for the MPI thread to
+/// abort the job before calling `MPI_Abort` itself.
+const ABORT_GRACE: Duration = Duration::from_secs(3);
+
+/// Where MPI placed this process.
+struct Placement {
+    rank: usize,
+    size: usize,
+    node_rank: usize,
+    node_size: usize,
+}
+
+/// This process's part of an MPI job.
+struct MpiJob {
+    shared: Arc<Shared>,
+    transport: Arc<MpiTransport>,
+    /// The MPI thread; joined when the job finishes.
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Initializes MPI on a thread of its own (which makes every MPI call
+/// from then on), places `config` in the job (its locale is its rank, the
+/// number of locales the MPI size, its CPUs a share of its node's) and
+/// returns the job.
+pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return Err(Error::new(
+            ErrorKind::AlreadyRunning,
+            "cantus: this process already ran a job over MPI; MPI is initialized once per \
+             process, so a process runs one multi-locale runtime under MPI",
+        ));
+    }
+    let frame_bytes = config.ring_bytes / 2;
+    let (tx, rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("cantus-mpi".into())
+        .spawn(move || mpi_thread(frame_bytes, tx))
+        .map_err(|e| {
+            Error::new(
+                ErrorKind::Os,
+                format!("cantus: could not start the MPI thread: {e}"),
+            )
+        })?;
+    let (placement, shared) = match rx.recv() {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            let _ = thread.join();
+            return Err(e);
+        }
+        Err(_) => {
+            let _ = thread.join();
+            return Err(Error::new(
+                ErrorKind::Locale,
+                "cantus: the MPI thread ended before MPI was initialized",
+            ));
+        }
+    };
+    let job = MpiJob {
+        transport: Arc::new(MpiTransport {
+            shared: shared.clone(),
+        }),
+        shared,
+        thread: Mutex::new(Some(thread)),
+    };
+    if let Some(v) = std::env::var(LOCALES_VAR)
+        .ok()
+        .filter(|v| v.trim().parse::<usize>().ok() != Some(placement.size))
+    {
+        let e = Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "cantus: {LOCALES_VAR}={v} but the MPI launcher started {} ranks: under MPI the \
+                 number of ranks is the number of locales (unset {LOCALES_VAR}, or start as many \
+                 ranks)",
+                placement.size
+            ),
+        );
+        // Every rank sees the same variable and says the same.
+        job.end_quietly();
+        return Err(e);
+    }
+    config.place(
+        placement.rank,
+        placement.size,
+        placement.node_rank,
+        placement.node_size,
+    );
+    Ok(Box::new(job))
+}
+
+/// The MPI thread's body: initializes MPI, reports where it placed this
+/// process (or why it could not), then runs the transport until the job
+/// finishes. A panic or an MPI error here aborts the job.
+fn mpi_thread(frame_bytes: usize, tx: mpsc::Sender<Result<(Placement, Arc<Shared>), Error>>) {
+    let started = std::panic::catch_unwind(|| init(frame_bytes));
+    let progress = match started {
+        Ok(Ok((placement, progress, shared))) => {
+            let _ = tx.send(Ok((placement, shared)));
+            progress
+        }
+        Ok(Err(e)) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
+        Err(_) => {
+            let _ = tx.send(Err(Error::new(
+                ErrorKind::Locale,
+                "cantus: the MPI thread panicked while initializing MPI",
+            )));
+            return;
+        }
+    };
+    let here = progress.here();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| progress.run())) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            eprintln!("cantus: locale {here}: {e}; aborting the MPI job");
+            sys::abort(1);
+        }
+        Err(p) => {
+            eprintln!(
+                "cantus: locale {here}: the MPI thread panicked ({}); aborting the MPI job",
+                crate::error::panic_text(&*p).unwrap_or("a panic")
+            );
+            sys::abort(1);
+        }
+    }
+}
+
+/// Initializes MPI (or adopts a program's own, if it allows calls from
+/// any thread), duplicates `MPI_COMM_WORLD` and finds this process's place.
+fn init(frame_bytes: usize) -> Result<(Placement, Progress, Arc<Shared>), Error> {
+    let (initialized, finalized) = sys::init_state()?;
+    if finalized {
+        return Err(Error::new(
+            ErrorKind::Locale,
+            "cantus: MPI was already finalized in this process, and MPI cannot be initialized \
+             again",
+        ));
+    }
+    let (funneled, multiple) = sys::funneled_and_multiple();
+    let owns_mpi = !initialized;
+    if owns_mpi {
+        let provided = sys::init_thread(funneled)?;
+        if provided < funneled {
+            let _ = sys::finalize();
+            return Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: this MPI provides only {}, and cantus needs MPI_THREAD_FUNNELED \
+                     (one thread of its own makes every MPI call); use an MPI built with \
+                     thread support",
+                    sys::thread_level_name(provided)
+                ),
+            ));
+        }
+    } else {
+        let provided = sys::query_thread()?;
+        if provided != multiple {
+            return Err(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: the program initialized MPI itself with {}; cantus makes its MPI \
+                     calls from a thread of its own, beside the program's, which needs \
+                     MPI_THREAD_MULTIPLE: initialize MPI with MPI_Init_thread(..., \
+                     MPI_THREAD_MULTIPLE, ...), or let cantus initialize it",
+                    sys::thread_level_name(provided)
+                ),
+            ));
+        }
+    }
+    let comm = sys::dup_returning_errors(sys::world())?;
+    let (rank, size) = sys::rank_and_size(comm)?;
+    let (node_rank, node_size) = sys::node_rank_and_size(comm)?;
+    let shared = Arc::new(Shared::new(rank, size, frame_bytes));
+    Ok((
+        Placement {
+            rank,
+            size,
+            node_rank,
+            node_size,
+        },
+        Progress::new(shared.clone(), comm, owns_mpi),
+        shared,
+    ))
+}
+
+/// Initializes MPI as a program of its own would, at `multiple` or
+/// funneled thread support (tests of a program that initialized MPI
+/// before cantus).
+#[doc(hidden)]
+pub fn init_mpi_for_test(multiple: bool) {
+    let (funneled, multi) = sys::funneled_and_multiple();
+    sys::init_thread(if multiple { multi } else { funneled }).expect("MPI_Init_thread");
+}
+
+/// Finalizes an MPI that [`init_mpi_for_test`] initialized.
+#[doc(hidden)]
+pub fn finalize_mpi_for_test() {
+    sys::finalize().expect("MPI_Finalize");
+}
+
+impl MpiJob {
+    /// Lets the MPI thread finish (complete, drain, finalize) and waits
+    /// for it.
+    fn end_quietly(&self) {
+        self.shared.finishing.store(true, Ordering::Release);
+        self.shared.mpi_bell.ring();
+        if let Some(t) = self.thread.lock().unwrap().take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Job for MpiJob {
+    fn transport(&self) -> Arc<dyn Transport> {
+        self.transport.clone()
+    }
+
+    fn shared_memory(&self) -> Option<Arc<crate::comm::shm::transport::ShmTransport>> {
+        None
+    }
+
+    fn shutdown_ordered(&self) {}
+
+    fn finish(self: Box<Self>) {
+        self.end_quietly();
+    }
+
+    fn abandon(self: Box<Self>, why: &Error) {
+        // The other ranks may wait for this one (locale 0 for its hello):
+        // end them all, saying why.
+        self.abort(&format!(
+            "cantus: locale {} could not start: {why}; aborting the MPI job",
+            self.shared.here
+        ));
+    }
+
+    fn abort(&self, message: &str) -> ! {
+        self.shared.request_abort(message.to_string());
+        // The MPI thread prints the message and calls MPI_Abort; if it
+        // cannot (it is gone or stuck), this thread does, as a last
+        // resort.
+        std::thread::sleep(ABORT_GRACE);
+        eprintln!("{message}");
+        sys::abort(1)
+    }
+}

@@ -1,0 +1,372 @@
+//! The MPI thread: the only thread of a locale that calls MPI
+//! (`MPI_THREAD_FUNNELED`, seed 001's probe/send loop). It sends the
+//! frames the locale's threads queued, in batches per (destination,
+//! network), returns credit for the frames its locale handed on, completes
+//! its sends, and receives what arrived, with a matched probe and receive.
+//! It never waits on anything but MPI calls that return at once, and
+//! sleeps only after a while with nothing to do. `README.md` beside this
+//! file states the protocol.
+
+use super::sys::{self, MPI_Comm, MPI_Request};
+use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
+use crate::comm::transport::Network;
+use crate::error::Error;
+use std::os::raw::c_int;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// Message tags on our communicator: a batch of frames per network, and
+/// credit returned.
+pub(super) const TAG_REQUESTS: c_int = 0;
+pub(super) const TAG_REPLIES: c_int = 1;
+pub(super) const TAG_CREDIT: c_int = 2;
+
+/// A batch is closed and sent once it would grow past this (a frame
+/// larger than it travels alone).
+const BATCH_BYTES: usize = 64 << 10;
+/// Messages taken per receiving pass, so that sends are not starved.
+const RECEIVE_BUDGET: usize = 64;
+/// Bytes of a credit message: network, frames, bytes.
+const CREDIT_BYTES: usize = 24;
+
+/// Idle passes spent spinning before the thread starts yielding the core.
+const SPIN_PASSES: u32 = 16;
+/// How long the thread yields between passes after its last work before
+/// it starts sleeping.
+const YIELD_FOR: Duration = Duration::from_millis(2);
+/// The first and the longest sleep of an idle MPI thread: an arrival
+/// while it sleeps waits at most this long (a send or credit to return
+/// wakes it at once).
+const FIRST_NAP: Duration = Duration::from_micros(50);
+const LONGEST_NAP: Duration = Duration::from_millis(1);
+
+fn tag_of(net: Network) -> c_int {
+    match net {
+        Network::Request => TAG_REQUESTS,
+        Network::Reply => TAG_REPLIES,
+    }
+}
+
+/// The MPI thread's state; every MPI handle lives here, on its thread.
+pub(super) struct Progress {
+    shared: Arc<Shared>,
+    comm: MPI_Comm,
+    /// Whether this process initialized MPI (and so finalizes it).
+    owns_mpi: bool,
+    /// Sends in flight and the buffers they read (same index).
+    requests: Vec<MPI_Request>,
+    buffers: Vec<Vec<u8>>,
+    completed: Vec<c_int>,
+    /// Open batches per (destination, network) during a sending pass.
+    open: Vec<[Vec<u8>; 2]>,
+    /// The queue taken from the locale's threads, kept for its capacity.
+    taken: Vec<Outgoing>,
+    /// MPI messages sent to / received from each locale (all tags): the
+    /// shutdown's drain counts them.
+    sent_to: Vec<u64>,
+    received_from: Vec<u64>,
+    /// The last pass handed frames to the locale's threads.
+    delivered: bool,
+}
+
+impl Progress {
+    pub(super) fn new(shared: Arc<Shared>, comm: MPI_Comm, owns_mpi: bool) -> Progress {
+        let n = shared.locales;
+        Progress {
+            shared,
+            comm,
+            owns_mpi,
+            requests: Vec::new(),
+            buffers: Vec::new(),
+            completed: Vec::new(),
+            open: (0..n).map(|_| [Vec::new(), Vec::new()]).collect(),
+            taken: Vec::new(),
+            sent_to: vec![0; n],
+            received_from: vec![0; n],
+            delivered: false,
+        }
+    }
+
+    /// This locale.
+    pub(super) fn here(&self) -> usize {
+        self.shared.here
+    }
+
+    /// Runs until the locale finishes; then completes every send, drains
+    /// what the others sent, frees the communicator and finalizes MPI.
+    pub(super) fn run(mut self) -> Result<(), Error> {
+        let mut idle = 0u32;
+        let mut last_work = Instant::now();
+        let mut nap = FIRST_NAP;
+        loop {
+            if let Some(why) = self.shared.abort_request() {
+                eprintln!("{why}");
+                sys::abort(1);
+            }
+            let mut worked = self.send_queued()?;
+            worked |= self.return_credit()?;
+            worked |= self.complete_sends()?;
+            worked |= self.receive(true)?;
+            if self.shared.finishing.load(Ordering::Acquire)
+                && self.shared.outgoing_len.load(Ordering::Acquire) == 0
+            {
+                return self.finish();
+            }
+            if worked {
+                idle = 0;
+                nap = FIRST_NAP;
+                last_work = Instant::now();
+                if self.delivered {
+                    // A worker may share this core: let it take what
+                    // arrived now rather than after a spin.
+                    self.delivered = false;
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle < SPIN_PASSES {
+                std::hint::spin_loop();
+            } else if !self.requests.is_empty() || last_work.elapsed() < YIELD_FOR {
+                // Sends in flight need MPI calls to progress; and a quiet
+                // spell shorter than YIELD_FOR is likely to end soon.
+                std::thread::yield_now();
+            } else {
+                let s = &*self.shared;
+                s.mpi_bell.sleep(Some(nap), || {
+                    s.outgoing_len.load(Ordering::Acquire) > 0
+                        || s.owing.load(Ordering::Acquire)
+                        || s.finishing.load(Ordering::Acquire)
+                        || s.abort_request().is_some()
+                });
+                nap = (nap * 2).min(LONGEST_NAP);
+            }
+        }
+    }
+
+    /// Sends what the locale's threads queued, in batches per
+    /// (destination, network), in the order they queued it.
+    fn send_queued(&mut self) -> Result<bool, Error> {
+        let s = self.shared.clone();
+        if s.outgoing_len.load(Ordering::Acquire) == 0 {
+            return Ok(false);
+        }
+        {
+            let mut out = s.outgoing.lock().unwrap();
+            std::mem::swap(&mut out.0, &mut self.taken);
+            s.outgoing_len.store(0, Ordering::Release);
+        }
+        let mut frames = std::mem::take(&mut self.taken);
+        for f in frames.drain(..) {
+            let batch = &mut self.open[f.dest][f.net as usize];
+            if !batch.is_empty() && batch.len() + FRAME_PREFIX + f.bytes.len() > BATCH_BYTES {
+                self.close(f.dest, f.net)?;
+            }
+            let batch = &mut self.open[f.dest][f.net as usize];
+            if batch.capacity() == 0 {
+                batch.reserve(BATCH_BYTES.min(16 << 10));
+            }
+            batch.extend_from_slice(&(f.bytes.len() as u32).to_le_bytes());
+            batch.extend_from_slice(&f.bytes);
+        }
+        self.taken = frames;
+        for dest in 0..s.locales {
+            for net in Network::ALL {
+                if !self.open[dest][net as usize].is_empty() {
+                    self.close(dest, net)?;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Sends the open batch for (`dest`, `net`).
+    fn close(&mut self, dest: usize, net: Network) -> Result<(), Error> {
+        let batch = std::mem::take(&mut self.open[dest][net as usize]);
+        self.start_send(batch, dest, tag_of(net))
+    }
+
+    /// Starts sending `buf`, which is kept until the send completes.
+    fn start_send(&mut self, buf: Vec<u8>, dest: usize, tag: c_int) -> Result<(), Error> {
+        // SAFETY: `buf`'s heap block is moved into `self.buffers` below
+        // and neither written nor freed before `complete_sends` sees the
+        // request complete (moving a Vec does not move its block).
+        let req = unsafe { sys::isend(&buf, dest, tag, self.comm)? };
+        self.requests.push(req);
+        self.buffers.push(buf);
+        self.sent_to[dest] += 1;
+        Ok(())
+    }
+
+    /// Returns the credit owed for frames the locale handed on.
+    fn return_credit(&mut self) -> Result<bool, Error> {
+        let s = self.shared.clone();
+        if !s.owing.swap(false, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        for src in 0..s.locales {
+            for net in Network::ALL {
+                let owed = &s.owed[src][net as usize];
+                let frames = owed.frames.swap(0, Ordering::AcqRel);
+                let bytes = owed.bytes.swap(0, Ordering::AcqRel);
+                if frames == 0 && bytes == 0 {
+                    continue;
+                }
+                let mut m = Vec::with_capacity(CREDIT_BYTES);
+                m.extend_from_slice(&(net as u64).to_le_bytes());
+                m.extend_from_slice(&frames.to_le_bytes());
+                m.extend_from_slice(&bytes.to_le_bytes());
+                self.start_send(m, src, TAG_CREDIT)?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// Frees the buffers of sends that completed.
+    fn complete_sends(&mut self) -> Result<bool, Error> {
+        if self.requests.is_empty() {
+            return Ok(false);
+        }
+        sys::test_some(&mut self.requests, &mut self.completed)?;
+        if self.completed.is_empty() {
+            return Ok(false);
+        }
+        self.completed.sort_unstable_by(|a, b| b.cmp(a));
+        for &i in &self.completed {
+            let i = i as usize;
+            self.requests.swap_remove(i);
+            self.buffers.swap_remove(i);
+        }
+        Ok(true)
+    }
+
+    /// Takes what arrived: batches go to the locale's threads (if
+    /// `deliver`; at shutdown they are only counted), credit to its
+    /// senders' windows.
+    fn receive(&mut self, deliver: bool) -> Result<bool, Error> {
+        let s = self.shared.clone();
+        let mut any = false;
+        for _ in 0..RECEIVE_BUDGET {
+            let Some(m) = sys::receive_any(self.comm)? else {
+                break;
+            };
+            any = true;
+            if m.src >= s.locales {
+                eprintln!(
+                    "cantus: locale {}: a message from rank {}, outside the job; dropped",
+                    s.here, m.src
+                );
+                continue;
+            }
+            self.received_from[m.src] += 1;
+            match m.tag {
+                TAG_REQUESTS | TAG_REPLIES => {
+                    if !deliver {
+                        continue;
+                    }
+                    let net = if m.tag == TAG_REQUESTS {
+                        Network::Request
+                    } else {
+                        Network::Reply
+                    };
+                    match count_frames(&m.bytes) {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            self.delivered = true;
+                            s.arrive(
+                                net,
+                                n,
+                                Batch {
+                                    src: m.src,
+                                    bytes: m.bytes,
+                                    at: 0,
+                                },
+                            )
+                        }
+                        Err(why) => eprintln!(
+                            "cantus: locale {}: a malformed batch from locale {} was dropped: {why}",
+                            s.here, m.src
+                        ),
+                    }
+                }
+                TAG_CREDIT => match parse_credit(&m.bytes) {
+                    Some((net, frames, bytes)) => s.credit[m.src][net as usize].give(frames, bytes),
+                    None => eprintln!(
+                        "cantus: locale {}: a malformed credit message from locale {} was dropped",
+                        s.here, m.src
+                    ),
+                },
+                tag => eprintln!(
+                    "cantus: locale {}: a message with tag {tag} from locale {} was dropped",
+                    s.here, m.src
+                ),
+            }
+        }
+        Ok(any)
+    }
+
+    /// The end, once the locale stopped (nothing more will be queued):
+    /// every send completes; every locale tells every other how many
+    /// messages it sent it (`MPI_Alltoall`), and receives until it has
+    /// them all, so no message is left in flight; then the communicator
+    /// is freed and MPI finalized (in that order: rsmpi issue 142).
+    fn finish(mut self) -> Result<(), Error> {
+        self.send_queued()?;
+        while !self.requests.is_empty() {
+            if !self.complete_sends()? {
+                self.receive(false)?;
+                std::thread::yield_now();
+            }
+        }
+        let expected = sys::all_to_all(&self.sent_to, self.comm)?;
+        loop {
+            let missing = expected
+                .iter()
+                .zip(&self.received_from)
+                .any(|(want, got)| got < want);
+            if !missing {
+                break;
+            }
+            if !self.receive(false)? {
+                std::thread::yield_now();
+            }
+        }
+        sys::free(&mut self.comm)?;
+        if self.owns_mpi {
+            sys::finalize()?;
+        }
+        Ok(())
+    }
+}
+
+/// A credit message: (network, frames, bytes).
+fn parse_credit(b: &[u8]) -> Option<(Network, u64, u64)> {
+    if b.len() != CREDIT_BYTES {
+        return None;
+    }
+    let word = |i: usize| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("eight bytes"));
+    let net = match word(0) {
+        0 => Network::Request,
+        1 => Network::Reply,
+        _ => return None,
+    };
+    Some((net, word(1), word(2)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credit_messages_read_back_and_bad_ones_are_refused() {
+        let mut m = Vec::new();
+        for w in [Network::Reply as u64, 7, 4096] {
+            m.extend_from_slice(&w.to_le_bytes());
+        }
+        assert_eq!(parse_credit(&m), Some((Network::Reply, 7, 4096)));
+        assert_eq!(parse_credit(&m[..23]), None);
+        m[0] = 9;
+        assert_eq!(parse_credit(&m), None);
+    }
+}

@@ -1,0 +1,348 @@
+//! The MPI calls the transport makes, over rsmpi's raw bindings
+//! (`mpi::ffi`): each returns a cantus error carrying MPI's own error
+//! string. Only the MPI thread (`progress.rs`) calls them, except
+//! [`abort`], the last resort of a fatal error.
+//!
+//! Our communicator's error handler is `MPI_ERRORS_RETURN`, so errors on
+//! it come back as codes instead of aborting inside MPI.
+
+use crate::error::{Error, ErrorKind};
+use mpi::ffi;
+use std::os::raw::{c_char, c_int, c_void};
+
+pub(super) use ffi::{MPI_Comm, MPI_Message, MPI_Request, MPI_Status};
+
+/// MPI's text for error `code`.
+pub(super) fn error_text(code: c_int) -> String {
+    let mut buf = vec![0 as c_char; ffi::MPI_MAX_ERROR_STRING as usize + 1];
+    let mut len: c_int = 0;
+    // SAFETY: `buf` holds MPI_MAX_ERROR_STRING characters and more, as
+    // MPI_Error_string requires; `len` is a valid out-parameter. It may be
+    // called at any time, even before MPI_Init.
+    let rc = unsafe { ffi::MPI_Error_string(code, buf.as_mut_ptr(), &mut len) };
+    if rc != ffi::MPI_SUCCESS as c_int {
+        return format!("MPI error code {code}");
+    }
+    let bytes: Vec<u8> = buf[..len.clamp(0, buf.len() as c_int) as usize]
+        .iter()
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// `Ok` for `MPI_SUCCESS`, else an error naming the call and MPI's text.
+pub(super) fn check(rc: c_int, call: &str) -> Result<(), Error> {
+    if rc == ffi::MPI_SUCCESS as c_int {
+        Ok(())
+    } else {
+        Err(Error::new(
+            ErrorKind::Locale,
+            format!("cantus: {call} failed: {}", error_text(rc)),
+        ))
+    }
+}
+
+/// `MPI_THREAD_*` levels, in order.
+pub(super) fn thread_level_name(level: c_int) -> &'static str {
+    // SAFETY: reading constants rsmpi's C shim defines; never written.
+    let (single, funneled, serialized, multiple) = unsafe {
+        (
+            ffi::RSMPI_THREAD_SINGLE,
+            ffi::RSMPI_THREAD_FUNNELED,
+            ffi::RSMPI_THREAD_SERIALIZED,
+            ffi::RSMPI_THREAD_MULTIPLE,
+        )
+    };
+    match level {
+        l if l == single => "MPI_THREAD_SINGLE",
+        l if l == funneled => "MPI_THREAD_FUNNELED",
+        l if l == serialized => "MPI_THREAD_SERIALIZED",
+        l if l == multiple => "MPI_THREAD_MULTIPLE",
+        _ => "an unknown thread level",
+    }
+}
+
+/// `MPI_THREAD_FUNNELED` and `MPI_THREAD_MULTIPLE`.
+pub(super) fn funneled_and_multiple() -> (c_int, c_int) {
+    // SAFETY: constants of rsmpi's C shim.
+    unsafe { (ffi::RSMPI_THREAD_FUNNELED, ffi::RSMPI_THREAD_MULTIPLE) }
+}
+
+/// Whether MPI was initialized, and whether it was finalized.
+pub(super) fn init_state() -> Result<(bool, bool), Error> {
+    let (mut init, mut fin) = (0, 0);
+    // SAFETY: both may be called at any time, from any thread; the
+    // out-parameters are valid.
+    unsafe {
+        check(ffi::MPI_Initialized(&mut init), "MPI_Initialized")?;
+        check(ffi::MPI_Finalized(&mut fin), "MPI_Finalized")?;
+    }
+    Ok((init != 0, fin != 0))
+}
+
+/// `MPI_Init_thread` asking for `required`; returns the level provided.
+pub(super) fn init_thread(required: c_int) -> Result<c_int, Error> {
+    let mut provided: c_int = 0;
+    // SAFETY: MPI allows null argc/argv; called once per process, before
+    // any other MPI call but the ones above (the caller checked that MPI
+    // was not initialized).
+    let rc = unsafe {
+        ffi::MPI_Init_thread(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            required,
+            &mut provided,
+        )
+    };
+    check(rc, "MPI_Init_thread")?;
+    Ok(provided)
+}
+
+/// The thread level of an MPI that someone else initialized.
+pub(super) fn query_thread() -> Result<c_int, Error> {
+    let mut provided: c_int = 0;
+    // SAFETY: MPI is initialized (checked by the caller); valid out-param.
+    check(
+        unsafe { ffi::MPI_Query_thread(&mut provided) },
+        "MPI_Query_thread",
+    )?;
+    Ok(provided)
+}
+
+/// `MPI_COMM_WORLD`.
+pub(super) fn world() -> MPI_Comm {
+    // SAFETY: a constant handle of rsmpi's C shim.
+    unsafe { ffi::RSMPI_COMM_WORLD }
+}
+
+/// A duplicate of `comm` whose errors return codes instead of aborting.
+pub(super) fn dup_returning_errors(comm: MPI_Comm) -> Result<MPI_Comm, Error> {
+    let mut new = std::mem::MaybeUninit::<MPI_Comm>::uninit();
+    // SAFETY: `comm` is a valid communicator; `new` is written by MPI on
+    // success before we read it.
+    let new = unsafe {
+        check(ffi::MPI_Comm_dup(comm, new.as_mut_ptr()), "MPI_Comm_dup")?;
+        new.assume_init()
+    };
+    // SAFETY: `new` is the valid communicator just made; the handler is a
+    // constant of rsmpi's shim.
+    let rc = unsafe { ffi::MPI_Comm_set_errhandler(new, ffi::RSMPI_ERRORS_RETURN) };
+    check(rc, "MPI_Comm_set_errhandler")?;
+    Ok(new)
+}
+
+/// This process's rank in `comm`, and the size of `comm`.
+pub(super) fn rank_and_size(comm: MPI_Comm) -> Result<(usize, usize), Error> {
+    let (mut rank, mut size) = (0, 0);
+    // SAFETY: a valid communicator and valid out-parameters.
+    unsafe {
+        check(ffi::MPI_Comm_rank(comm, &mut rank), "MPI_Comm_rank")?;
+        check(ffi::MPI_Comm_size(comm, &mut size), "MPI_Comm_size")?;
+    }
+    Ok((rank as usize, size as usize))
+}
+
+/// This process's rank among the processes of `comm` on its node, and
+/// how many there are (`MPI_Comm_split_type`, `MPI_COMM_TYPE_SHARED`).
+pub(super) fn node_rank_and_size(comm: MPI_Comm) -> Result<(usize, usize), Error> {
+    let mut node = std::mem::MaybeUninit::<MPI_Comm>::uninit();
+    // SAFETY: a valid communicator; constants of rsmpi's shim; `node` is
+    // written on success before we read it.
+    let mut node = unsafe {
+        check(
+            ffi::MPI_Comm_split_type(
+                comm,
+                ffi::RSMPI_COMM_TYPE_SHARED,
+                0,
+                ffi::RSMPI_INFO_NULL,
+                node.as_mut_ptr(),
+            ),
+            "MPI_Comm_split_type",
+        )?;
+        node.assume_init()
+    };
+    let r = rank_and_size(node);
+    // SAFETY: `node` is ours, used by no request; freed once.
+    let freed = check(unsafe { ffi::MPI_Comm_free(&mut node) }, "MPI_Comm_free");
+    let r = r?;
+    freed?;
+    Ok(r)
+}
+
+/// Frees a communicator made by [`dup_returning_errors`].
+pub(super) fn free(comm: &mut MPI_Comm) -> Result<(), Error> {
+    // SAFETY: `comm` is a communicator we made, with no pending request
+    // (the caller completed every one), freed once.
+    check(unsafe { ffi::MPI_Comm_free(comm) }, "MPI_Comm_free")
+}
+
+/// `MPI_Finalize`.
+pub(super) fn finalize() -> Result<(), Error> {
+    // SAFETY: called once, by the thread that initialized MPI, after every
+    // request completed and our communicator was freed.
+    check(unsafe { ffi::MPI_Finalize() }, "MPI_Finalize")
+}
+
+/// Starts sending `buf` to `dest` with `tag`; the buffer must stay put
+/// and unchanged until the request completes.
+///
+/// # Safety
+///
+/// `buf` must not be moved, freed or written until [`test_some`] reports
+/// the returned request complete.
+pub(super) unsafe fn isend(
+    buf: &[u8],
+    dest: usize,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, Error> {
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: `buf` is valid for `buf.len()` bytes and, by the caller's
+    // contract, stays so until the request completes; the count fits an
+    // int (frames and batches are far below 2 GiB, checked by the caller);
+    // the datatype is a constant of rsmpi's shim; `req` is written on
+    // success before we read it.
+    unsafe {
+        check(
+            ffi::MPI_Isend(
+                buf.as_ptr().cast::<c_void>(),
+                buf.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                dest as c_int,
+                tag,
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Isend",
+        )?;
+        Ok(req.assume_init())
+    }
+}
+
+/// Tests `reqs`; returns the indices of those that completed (their
+/// entries become `MPI_REQUEST_NULL`).
+pub(super) fn test_some(reqs: &mut [MPI_Request], done: &mut Vec<c_int>) -> Result<(), Error> {
+    done.clear();
+    if reqs.is_empty() {
+        return Ok(());
+    }
+    done.resize(reqs.len(), 0);
+    let mut out: c_int = 0;
+    // SAFETY: `reqs` holds valid (or null) requests; `done` has room for
+    // as many indices; statuses are ignored (rsmpi's STATUSES_IGNORE).
+    unsafe {
+        check(
+            ffi::MPI_Testsome(
+                reqs.len() as c_int,
+                reqs.as_mut_ptr(),
+                &mut out,
+                done.as_mut_ptr(),
+                ffi::RSMPI_STATUSES_IGNORE,
+            ),
+            "MPI_Testsome",
+        )?;
+    }
+    // MPI_UNDEFINED (negative) when no request was active.
+    done.truncate(out.max(0) as usize);
+    Ok(())
+}
+
+/// A message that arrived: who sent it, its tag, its bytes.
+pub(super) struct Received {
+    pub(super) src: usize,
+    pub(super) tag: c_int,
+    pub(super) bytes: Vec<u8>,
+}
+
+/// Takes one message that arrived on `comm`, if any, from any source with
+/// any tag: a matched probe and a receive of that very message
+/// (`MPI_Improbe`, `MPI_Mrecv`), so no other receive can take it.
+pub(super) fn receive_any(comm: MPI_Comm) -> Result<Option<Received>, Error> {
+    let mut flag: c_int = 0;
+    let mut msg = std::mem::MaybeUninit::<MPI_Message>::uninit();
+    let mut status = std::mem::MaybeUninit::<MPI_Status>::zeroed();
+    // SAFETY: valid communicator, constants of rsmpi's shim, valid
+    // out-parameters; `msg` and `status` are read only if `flag` says a
+    // message matched.
+    unsafe {
+        check(
+            ffi::MPI_Improbe(
+                ffi::RSMPI_ANY_SOURCE,
+                ffi::RSMPI_ANY_TAG,
+                comm,
+                &mut flag,
+                msg.as_mut_ptr(),
+                status.as_mut_ptr(),
+            ),
+            "MPI_Improbe",
+        )?;
+    }
+    if flag == 0 {
+        return Ok(None);
+    }
+    // SAFETY: written by the matching probe.
+    let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+    let mut count: c_int = 0;
+    // SAFETY: a status from a matched probe; valid out-parameter.
+    unsafe {
+        check(
+            ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut count),
+            "MPI_Get_count",
+        )?;
+    }
+    let mut bytes = vec![0u8; count.max(0) as usize];
+    // SAFETY: `msg` is the matched message, received exactly once here;
+    // `bytes` has room for its `count` bytes.
+    unsafe {
+        check(
+            ffi::MPI_Mrecv(
+                bytes.as_mut_ptr().cast::<c_void>(),
+                count,
+                ffi::RSMPI_UINT8_T,
+                &mut msg,
+                ffi::RSMPI_STATUS_IGNORE,
+            ),
+            "MPI_Mrecv",
+        )?;
+    }
+    Ok(Some(Received {
+        src: status.MPI_SOURCE as usize,
+        tag: status.MPI_TAG,
+        bytes,
+    }))
+}
+
+/// Every process of `comm` sends each one `counts[dest]` and receives
+/// theirs: `MPI_Alltoall` of one u64 each (at shutdown).
+pub(super) fn all_to_all(counts: &[u64], comm: MPI_Comm) -> Result<Vec<u64>, Error> {
+    let mut theirs = vec![0u64; counts.len()];
+    // SAFETY: both buffers hold one u64 per process of `comm` (the caller
+    // passes `size` entries); constants of rsmpi's shim.
+    unsafe {
+        check(
+            ffi::MPI_Alltoall(
+                counts.as_ptr().cast::<c_void>(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                theirs.as_mut_ptr().cast::<c_void>(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                comm,
+            ),
+            "MPI_Alltoall",
+        )?;
+    }
+    Ok(theirs)
+}
+
+/// Ends every process of the job (`MPI_Abort` on `MPI_COMM_WORLD`).
+pub(super) fn abort(code: c_int) -> ! {
+    // SAFETY: MPI_Abort may be called with any valid communicator; it does
+    // not return when MPI works. (Under MPI_THREAD_FUNNELED only the MPI
+    // thread may call MPI; a fatal error on another thread calls this
+    // only after the MPI thread did not, as a last resort.)
+    unsafe {
+        ffi::MPI_Abort(ffi::RSMPI_COMM_WORLD, code);
+    }
+    std::process::abort()
+}

@@ -1,0 +1,509 @@
+//! The MPI transport's side that the locale's threads see: `try_send`
+//! queues a frame for the MPI thread (after taking a credit), `poll`
+//! hands on the frames the MPI thread received. No thread but the MPI
+//! thread (`progress.rs`) calls MPI. `README.md` beside this file states
+//! the protocols (credits, batches, waking each side) and why no locale
+//! can deadlock.
+
+use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::error::{Error, ErrorKind, Locales};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// Bytes in front of each frame in a batch: its length (u32, LE).
+pub(super) const FRAME_PREFIX: usize = 4;
+
+/// A frame waiting for the MPI thread to send it.
+pub(super) struct Outgoing {
+    pub(super) dest: usize,
+    pub(super) net: Network,
+    pub(super) bytes: Vec<u8>,
+}
+
+/// Frames received in one MPI message (a batch), handed on one by one.
+pub(super) struct Batch {
+    pub(super) src: usize,
+    pub(super) bytes: Vec<u8>,
+    /// Where the next frame's length prefix starts.
+    pub(super) at: usize,
+}
+
+/// What a sender may still put in flight towards one (destination,
+/// network): frames and bytes its receiver has not yet handed on. The
+/// MPI thread adds back what the receiver reports handed on.
+pub(super) struct Credit {
+    frames: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Credit {
+    fn new(frames: u64, bytes: u64) -> Credit {
+        Credit {
+            frames: AtomicU64::new(frames),
+            bytes: AtomicU64::new(bytes),
+        }
+    }
+
+    /// Takes one frame of `len` bytes, if there is credit for it.
+    fn take(&self, len: u64) -> bool {
+        // Decrement-then-check: a concurrent sender that drives a count
+        // below what it needs undoes its own step, so neither count ever
+        // stays below zero, and credits are never created.
+        if !take_one(&self.frames, 1) {
+            return false;
+        }
+        if !take_one(&self.bytes, len) {
+            self.frames.fetch_add(1, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    /// Returns `frames` frames of `bytes` bytes (the receiver handed them
+    /// on).
+    pub(super) fn give(&self, frames: u64, bytes: u64) {
+        self.frames.fetch_add(frames, Ordering::AcqRel);
+        self.bytes.fetch_add(bytes, Ordering::AcqRel);
+    }
+}
+
+/// Subtracts `n` from `c` if it holds at least `n`.
+fn take_one(c: &AtomicU64, n: u64) -> bool {
+    c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(n))
+        .is_ok()
+}
+
+/// Frames and bytes this locale handed on from one (source, network) and
+/// has not yet told the source about: its credit to return. Written by
+/// the poller (one at a time), taken by the MPI thread.
+pub(super) struct Owed {
+    pub(super) frames: AtomicU64,
+    pub(super) bytes: AtomicU64,
+}
+
+/// How a sleeping thread is woken: a flag it sets before it sleeps, and a
+/// condition variable (the store-buffer pattern: the waker publishes,
+/// fences, reads the flag; the sleeper sets the flag, fences, re-checks).
+pub(super) struct Bell {
+    sleeping: AtomicBool,
+    rung: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Bell {
+    fn new() -> Bell {
+        Bell {
+            sleeping: AtomicBool::new(false),
+            rung: Mutex::new(false),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Wakes the sleeper, if it sleeps (or is about to: it re-checks
+    /// after announcing itself). Call after publishing what it should see.
+    pub(super) fn ring_if_sleeping(&self) {
+        // SeqCst fence: pairs with the sleeper's fence between its
+        // announcement and its re-check; one of the two sees the other's
+        // write (the publication, or the flag).
+        fence(Ordering::SeqCst);
+        if self.sleeping.load(Ordering::Relaxed) {
+            self.ring();
+        }
+    }
+
+    /// Wakes the current or next `sleep` (a token).
+    pub(super) fn ring(&self) {
+        *self.rung.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+
+    /// Sleeps until rung, `timeout`, or `ready()` (re-checked after the
+    /// announcement, so a publication before it is never missed).
+    pub(super) fn sleep(&self, timeout: Option<Duration>, ready: impl Fn() -> bool) {
+        self.sleeping.store(true, Ordering::Relaxed);
+        // SeqCst: pairs with `ring_if_sleeping`'s fence.
+        fence(Ordering::SeqCst);
+        let mut rung = self.rung.lock().unwrap();
+        if !*rung && !ready() {
+            rung = match timeout {
+                Some(t) => self.cv.wait_timeout(rung, t).unwrap().0,
+                None => self.cv.wait(rung).unwrap(),
+            };
+        }
+        *rung = false;
+        drop(rung);
+        self.sleeping.store(false, Ordering::Relaxed);
+    }
+}
+
+/// What the locale's threads and its MPI thread share.
+pub(super) struct Shared {
+    pub(super) here: usize,
+    pub(super) locales: usize,
+    pub(super) max_frame: usize,
+    /// Credit windows per (destination, network), and their sizes.
+    pub(super) credit: Vec<[Credit; 2]>,
+    pub(super) window_frames: u64,
+    pub(super) window_bytes: u64,
+    /// Frames to send, in the order `try_send` took them, and how many
+    /// frames it took in all (`frames_taken`), under the same lock.
+    pub(super) outgoing: Mutex<(Vec<Outgoing>, u64)>,
+    /// Whether `outgoing` holds anything (a load for the MPI thread).
+    pub(super) outgoing_len: AtomicUsize,
+    /// Batches received, per network (index `Network as usize`).
+    pub(super) arrived: [Mutex<VecDeque<Batch>>; 2],
+    /// Frames in `arrived`, per network.
+    pub(super) arrived_frames: [AtomicUsize; 2],
+    /// Credit this locale owes, per (source, network).
+    pub(super) owed: Vec<[Owed; 2]>,
+    /// Whether `owed` holds credit worth returning now.
+    pub(super) owing: AtomicBool,
+    /// Wakes the MPI thread (a frame to send, credit to return, the end).
+    pub(super) mpi_bell: Bell,
+    /// Wakes a worker parked in the transport (`park`).
+    pub(super) park_bell: Bell,
+    /// Set to make the MPI thread finish (`finish`).
+    pub(super) finishing: AtomicBool,
+    /// A fatal error's message, for the MPI thread to print before it
+    /// aborts the job (`MPI_Abort` is an MPI call: the MPI thread's).
+    aborting: AtomicBool,
+    abort_message: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub(super) fn new(here: usize, locales: usize, frame_bytes: usize) -> Shared {
+        // A window of 8 frames of the largest size, or 4096 frames, per
+        // (peer, network): enough that credit returns (a quarter window
+        // at a time) stay off a stream's path.
+        let window_bytes = (8 * frame_bytes) as u64;
+        let window_frames = 4096;
+        Shared {
+            here,
+            locales,
+            max_frame: frame_bytes,
+            credit: (0..locales)
+                .map(|_| {
+                    [
+                        Credit::new(window_frames, window_bytes),
+                        Credit::new(window_frames, window_bytes),
+                    ]
+                })
+                .collect(),
+            window_frames,
+            window_bytes,
+            outgoing: Mutex::new((Vec::new(), 0)),
+            outgoing_len: AtomicUsize::new(0),
+            arrived: [Mutex::new(VecDeque::new()), Mutex::new(VecDeque::new())],
+            arrived_frames: [AtomicUsize::new(0), AtomicUsize::new(0)],
+            owed: (0..locales)
+                .map(|_| {
+                    [
+                        Owed {
+                            frames: AtomicU64::new(0),
+                            bytes: AtomicU64::new(0),
+                        },
+                        Owed {
+                            frames: AtomicU64::new(0),
+                            bytes: AtomicU64::new(0),
+                        },
+                    ]
+                })
+                .collect(),
+            owing: AtomicBool::new(false),
+            mpi_bell: Bell::new(),
+            park_bell: Bell::new(),
+            finishing: AtomicBool::new(false),
+            aborting: AtomicBool::new(false),
+            abort_message: Mutex::new(None),
+        }
+    }
+
+    /// Asks the MPI thread to print `message` and abort the job.
+    pub(super) fn request_abort(&self, message: String) {
+        self.abort_message.lock().unwrap().get_or_insert(message);
+        self.aborting.store(true, Ordering::Release);
+        self.mpi_bell.ring();
+    }
+
+    /// The message of an abort asked for, if any (a load, then the lock).
+    pub(super) fn abort_request(&self) -> Option<String> {
+        if !self.aborting.load(Ordering::Acquire) {
+            return None;
+        }
+        self.abort_message.lock().unwrap().clone()
+    }
+
+    /// The MPI thread: a batch of `frames` frames from `src` on `net`.
+    pub(super) fn arrive(&self, net: Network, frames: usize, batch: Batch) {
+        self.arrived[net as usize].lock().unwrap().push_back(batch);
+        // Release: pairs with the Acquire loads of `ready`; the batch was
+        // queued under the lock before.
+        self.arrived_frames[net as usize].fetch_add(frames, Ordering::Release);
+        self.park_bell.ring_if_sleeping();
+    }
+
+    /// Whether frames wait to be handed on.
+    pub(super) fn has_arrivals(&self) -> bool {
+        self.arrived_frames
+            .iter()
+            .any(|n| n.load(Ordering::Acquire) > 0)
+    }
+}
+
+/// The transport: the locale's threads' end of [`Shared`].
+pub(crate) struct MpiTransport {
+    pub(super) shared: std::sync::Arc<Shared>,
+}
+
+impl MpiTransport {
+    /// Counts `len` bytes of a frame from `src` on `net` as handed on;
+    /// asks the MPI thread to return the credit once a quarter window is
+    /// owed. Only the poller calls it.
+    fn handed_on(&self, src: usize, net: Network, len: usize) {
+        let s = &*self.shared;
+        let owed = &s.owed[src][net as usize];
+        // Written by the poller only, taken (swapped) by the MPI thread:
+        // read-modify-writes, since both change it.
+        let frames = owed.frames.fetch_add(1, Ordering::AcqRel) + 1;
+        let bytes = owed.bytes.fetch_add(len as u64, Ordering::AcqRel) + len as u64;
+        if (frames >= s.window_frames / 4 || bytes >= s.window_bytes / 4)
+            && !s.owing.swap(true, Ordering::AcqRel)
+        {
+            s.mpi_bell.ring_if_sleeping();
+        }
+    }
+}
+
+impl Transport for MpiTransport {
+    fn here(&self) -> usize {
+        self.shared.here
+    }
+
+    fn locales(&self) -> usize {
+        self.shared.locales
+    }
+
+    fn max_frame(&self) -> usize {
+        self.shared.max_frame
+    }
+
+    fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        let s = &*self.shared;
+        if dest >= s.locales || dest == s.here {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: locale {} cannot send to locale {dest} (the job has {})",
+                    s.here,
+                    Locales(s.locales)
+                ),
+            )));
+        }
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > s.max_frame {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "cantus: a {len}-byte frame is larger than the MPI transport's {} bytes",
+                    s.max_frame
+                ),
+            )));
+        }
+        if !s.credit[dest][net as usize].take(len as u64) {
+            return Err(SendError::Full);
+        }
+        let mut bytes = Vec::with_capacity(len);
+        for p in parts {
+            bytes.extend_from_slice(p);
+        }
+        {
+            let mut out = s.outgoing.lock().unwrap();
+            out.0.push(Outgoing { dest, net, bytes });
+            out.1 += 1;
+            // Release (under the lock as well): the MPI thread's Acquire
+            // load that sees it finds the frame when it takes the lock.
+            s.outgoing_len.store(out.0.len(), Ordering::Release);
+        }
+        s.mpi_bell.ring_if_sleeping();
+        Ok(())
+    }
+
+    fn poll(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error> {
+        let s = &*self.shared;
+        let mut handled = 0;
+        // Replies first: they complete work that already waits.
+        for net in [Network::Reply, Network::Request] {
+            if !nets.includes(net) || s.arrived_frames[net as usize].load(Ordering::Acquire) == 0 {
+                continue;
+            }
+            while handled < budget {
+                // One frame at a time out of the front batch, the lock not
+                // held while it is delivered (delivery may send, and the
+                // MPI thread must be able to queue arrivals meanwhile).
+                let Some(mut batch) = s.arrived[net as usize].lock().unwrap().pop_front() else {
+                    break;
+                };
+                while handled < budget && batch.at < batch.bytes.len() {
+                    let (src, frame) = next_frame(&mut batch).map_err(|why| {
+                        Error::new(
+                            ErrorKind::Locale,
+                            format!(
+                                "cantus: locale {}: a malformed batch from locale {}: {why}",
+                                s.here, batch.src
+                            ),
+                        )
+                    })?;
+                    deliver(Arrival {
+                        src,
+                        net,
+                        bytes: &batch.bytes[frame.clone()],
+                    });
+                    s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
+                    self.handed_on(src, net, frame.len());
+                    handled += 1;
+                }
+                if batch.at < batch.bytes.len() {
+                    // Budget spent: the rest first next time.
+                    s.arrived[net as usize].lock().unwrap().push_front(batch);
+                }
+            }
+        }
+        Ok(handled)
+    }
+
+    fn ready(&self) -> bool {
+        self.shared.has_arrivals()
+    }
+
+    fn has_progress_thread(&self) -> bool {
+        true
+    }
+
+    fn frames_taken(&self) -> u64 {
+        self.shared.outgoing.lock().unwrap().1
+    }
+
+    fn park(&self, timeout: Option<Duration>) {
+        let s = &*self.shared;
+        s.park_bell.sleep(timeout, || s.has_arrivals());
+    }
+
+    fn unpark(&self) {
+        self.shared.park_bell.ring();
+    }
+}
+
+/// The next frame of `batch`: its source and its byte range; advances.
+pub(super) fn next_frame(batch: &mut Batch) -> Result<(usize, std::ops::Range<usize>), String> {
+    let at = batch.at;
+    let Some(prefix) = batch.bytes.get(at..at + FRAME_PREFIX) else {
+        return Err(format!("a length prefix cut at byte {at}"));
+    };
+    let len = u32::from_le_bytes(prefix.try_into().expect("four bytes")) as usize;
+    let start = at + FRAME_PREFIX;
+    let end = start
+        .checked_add(len)
+        .filter(|&e| e <= batch.bytes.len())
+        .ok_or_else(|| format!("a {len}-byte frame at byte {at} runs past the batch's end"))?;
+    batch.at = end;
+    Ok((batch.src, start..end))
+}
+
+/// Counts the frames of a received batch, checking its structure, so that
+/// a malformed batch from a faulty peer is refused whole, before any of
+/// it is handed on.
+pub(super) fn count_frames(bytes: &[u8]) -> Result<usize, String> {
+    let mut at = 0;
+    let mut n = 0;
+    while at < bytes.len() {
+        let Some(prefix) = bytes.get(at..at + FRAME_PREFIX) else {
+            return Err(format!("a length prefix cut at byte {at}"));
+        };
+        let len = u32::from_le_bytes(prefix.try_into().expect("four bytes")) as usize;
+        at = (at + FRAME_PREFIX)
+            .checked_add(len)
+            .filter(|&e| e <= bytes.len())
+            .ok_or_else(|| format!("a {len}-byte frame at byte {at} runs past the batch's end"))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch_of(frames: &[&[u8]]) -> Vec<u8> {
+        let mut v = Vec::new();
+        for f in frames {
+            v.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            v.extend_from_slice(f);
+        }
+        v
+    }
+
+    #[test]
+    fn batches_split_into_their_frames_and_bad_ones_are_refused() {
+        let bytes = batch_of(&[b"abc", b"", b"0123456789"]);
+        assert_eq!(count_frames(&bytes), Ok(3));
+        let mut b = Batch {
+            src: 2,
+            bytes,
+            at: 0,
+        };
+        let mut got = Vec::new();
+        while b.at < b.bytes.len() {
+            let (src, r) = next_frame(&mut b).unwrap();
+            got.push((src, b.bytes[r].to_vec()));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (2, b"abc".to_vec()),
+                (2, vec![]),
+                (2, b"0123456789".to_vec())
+            ]
+        );
+        let mut cut = batch_of(&[b"abc"]);
+        cut.pop();
+        assert!(
+            count_frames(&cut)
+                .unwrap_err()
+                .contains("past the batch's end")
+        );
+        assert!(count_frames(&[1, 0]).unwrap_err().contains("prefix cut"));
+        assert_eq!(count_frames(&[]), Ok(0));
+    }
+
+    #[test]
+    fn credit_is_never_overdrawn_nor_created() {
+        let c = Credit::new(2, 100);
+        assert!(c.take(60));
+        assert!(
+            !c.take(60),
+            "bytes short: refused, and the frame given back"
+        );
+        assert!(c.take(40));
+        assert!(!c.take(0), "frames short");
+        c.give(2, 100);
+        assert!(c.take(100));
+        assert_eq!(c.frames.load(Ordering::Relaxed), 1);
+        assert_eq!(c.bytes.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_bell_rung_before_the_sleep_is_not_lost() {
+        let b = Bell::new();
+        b.ring();
+        let t = std::time::Instant::now();
+        b.sleep(Some(Duration::from_secs(5)), || false);
+        assert!(t.elapsed() < Duration::from_secs(1));
+    }
+}

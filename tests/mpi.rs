@@ -1,0 +1,499 @@
+//! Jobs over MPI (the `mpi` feature): each test re-runs this test binary
+//! under `mpirun` (one locale per rank, 2 to 4 ranks, oversubscribed on
+//! a small machine), whose rank 0 runs the test's body and whose other
+//! ranks serve. Every mpirun runs in a process group of its own under a
+//! deadline (mpirun's own `--timeout` too), so a hang fails fast with
+//! what the ranks printed, and no rank outlives its test. Also run over
+//! Open MPI's TCP path (`--mca btl self,tcp`), the path that crosses a
+//! network, on one machine.
+//!
+//! As root, Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM); the tests set
+//! them for the mpirun they start.
+
+#![cfg(feature = "mpi")]
+
+mod common;
+
+use cantus::chant::{self, Source, Tag};
+use cantus::{ErrorKind, Remote};
+use common::is_child;
+use serde::{Deserialize, Serialize};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// What a locale says about itself.
+#[derive(Serialize, Deserialize)]
+struct WhoAmI;
+impl Remote for WhoAmI {
+    type Output = (usize, usize, u32);
+    fn run(self) -> (usize, usize, u32) {
+        (cantus::here(), cantus::num_locales(), std::process::id())
+    }
+}
+
+/// Adds, as a task.
+#[derive(Serialize, Deserialize)]
+struct Add(u64, u64);
+impl Remote for Add {
+    type Output = u64;
+    fn run(self) -> u64 {
+        self.0 + self.1
+    }
+}
+
+/// Adds, inside the poll.
+#[derive(Serialize, Deserialize)]
+struct AddInline(u64, u64);
+impl Remote for AddInline {
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        self.0 + self.1
+    }
+}
+
+static BUMPS: AtomicU64 = AtomicU64::new(0);
+
+#[derive(Serialize, Deserialize)]
+struct Bump;
+impl Remote for Bump {
+    type Output = ();
+    fn run(self) {
+        BUMPS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Bumps;
+impl Remote for Bumps {
+    type Output = u64;
+    fn run(self) -> u64 {
+        BUMPS.load(Ordering::Relaxed)
+    }
+}
+
+/// A digest of a large argument, and a large result.
+#[derive(Serialize, Deserialize)]
+struct Digest(Vec<u8>, u64);
+impl Remote for Digest {
+    type Output = (u64, Vec<u8>);
+    fn run(self) -> (u64, Vec<u8>) {
+        (fnv(&self.0), pattern(self.1 as usize))
+    }
+}
+
+/// Panics where it runs.
+#[derive(Serialize, Deserialize)]
+struct Explode;
+impl Remote for Explode {
+    type Output = u64;
+    fn run(self) -> u64 {
+        panic!("the remote fuse")
+    }
+}
+
+/// Echoes Chant messages back to `boss` until tag 0.
+#[derive(Serialize, Deserialize)]
+struct Echo {
+    boss: chant::TaskId,
+}
+impl Remote for Echo {
+    type Output = u64;
+    fn run(self) -> u64 {
+        chant::send(self.boss, HELLO, &[]).expect("hello");
+        let mut n = 0;
+        loop {
+            let m = chant::recv(Source::Task(self.boss), Tag::Any);
+            if m.tag() == 0 {
+                return n;
+            }
+            n += 1;
+            chant::send(self.boss, m.tag(), m.bytes()).expect("echo");
+        }
+    }
+}
+
+/// The tag of an echo task's first message.
+const HELLO: u32 = u32::MAX;
+
+/// Ends its own process: with a status, or killed by SIGKILL.
+#[derive(Serialize, Deserialize)]
+struct Die(Option<i32>);
+impl Remote for Die {
+    type Output = ();
+    fn run(self) {
+        match self.0 {
+            Some(code) => std::process::exit(code),
+            None => {
+                // SAFETY: sends a signal to this process; no memory involved.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+        }
+    }
+}
+
+cantus::remote!(
+    WhoAmI, Add, AddInline, Bump, Bumps, Digest, Explode, Echo, Die
+);
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i * 31 + i / 257) as u8).collect()
+}
+
+/// How long one mpirun may take before it is killed.
+const MPIRUN_LIMIT: Duration = Duration::from_secs(90);
+
+/// Runs this test binary's `test` under `mpirun -n ranks` with `extra`
+/// mpirun arguments and `env`; returns (success, stdout, stderr). The
+/// whole process group is killed if it runs past [`MPIRUN_LIMIT`].
+fn mpirun(
+    test: &str,
+    ranks: usize,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (bool, String, String) {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--timeout",
+        "80",
+        "-n",
+        &ranks.to_string(),
+    ])
+    .args(extra)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .env("CANTUS_CHILD", "1");
+    for (k, v) in env {
+        cmd.env(k, v).args(["-x", k]);
+    }
+    cmd.args(["-x", "CANTUS_CHILD"])
+        .arg(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = cmd
+        .spawn()
+        .expect("mpirun (Open MPI) must be installed for the mpi tests");
+    let pgid = child.id() as i32;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + MPIRUN_LIMIT;
+            while Instant::now() < deadline {
+                if done.load(Ordering::Acquire) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // SAFETY: signals the process group this test started.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            true
+        })
+    };
+    let out = child.wait_with_output().expect("wait for mpirun");
+    done.store(true, Ordering::Release);
+    let killed = watchdog.join().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        !killed,
+        "{test} under mpirun -n {ranks} still ran after {MPIRUN_LIMIT:?}; killed. stderr:\n{stderr}"
+    );
+    (out.status.success(), stdout, stderr)
+}
+
+/// Runs `body` on rank 0 of a job of `ranks` ranks (the other ranks serve
+/// inside `build`); asserts the job succeeded.
+fn on_ranks(test: &str, ranks: &[usize], extra: &[&str], body: impl FnOnce()) {
+    if is_child() {
+        body();
+        return;
+    }
+    for &n in ranks {
+        let (ok, stdout, stderr) = mpirun(test, n, extra, &[]);
+        assert!(
+            ok,
+            "{test} under mpirun -n {n} {extra:?} failed:\n{stdout}\n{stderr}"
+        );
+    }
+}
+
+fn job() -> cantus::Runtime {
+    cantus::Runtime::builder()
+        .build()
+        .expect("a job over MPI starts")
+}
+
+/// Remote calls of every kind between every pair of ranks.
+fn calls_everywhere() {
+    let rt = job();
+    let n = cantus::num_locales();
+    assert_eq!(cantus::here(), 0);
+    let pids = rt.block_on(|| {
+        let who = cantus::coforall_locales(|_| WhoAmI).unwrap();
+        for (l, &(here, count, _)) in who.iter().enumerate() {
+            assert_eq!((here, count), (l, n), "locale {l} knows where it is");
+        }
+        for l in 0..n {
+            assert_eq!(
+                cantus::on(l, Add(l as u64, 40)).join().unwrap(),
+                l as u64 + 40
+            );
+            assert_eq!(
+                cantus::on(l, AddInline(l as u64, 2)).join().unwrap(),
+                l as u64 + 2
+            );
+        }
+        // Many calls in flight, detached ones counted behind them.
+        for round in 0..20u64 {
+            let calls: Vec<_> = (0..64)
+                .map(|k| cantus::on((k % n as u64) as usize, Add(round, k)))
+                .collect();
+            for (k, c) in calls.into_iter().enumerate() {
+                assert_eq!(c.join().unwrap(), round + k as u64);
+            }
+        }
+        for l in 0..n {
+            for _ in 0..500 {
+                cantus::begin_on(l, Bump).unwrap();
+            }
+        }
+        for l in 0..n {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while cantus::on(l, Bumps).join().unwrap() != 500 {
+                assert!(
+                    Instant::now() < deadline,
+                    "locale {l}'s bumps never all arrived"
+                );
+                cantus::sleep(Duration::from_millis(1));
+            }
+        }
+        // Arguments and results larger than a frame travel in pieces.
+        let last = n - 1;
+        for size in [100, 200 << 10, 3 << 20] {
+            let arg = pattern(size);
+            let (h, back) = cantus::on(last, Digest(arg.clone(), size as u64 / 2))
+                .join()
+                .unwrap();
+            assert_eq!(h, fnv(&arg), "{size}-byte argument");
+            assert!(back == pattern(size / 2), "{}-byte result", size / 2);
+        }
+        // A remote panic is an error naming the call and the locale.
+        let e = cantus::on(last, Explode).join().unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RemotePanic);
+        assert!(
+            e.to_string().contains("Explode") && e.to_string().contains("the remote fuse"),
+            "{e}"
+        );
+        who.iter().map(|w| w.2).collect::<Vec<_>>()
+    });
+    let mut distinct = pids.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), n, "each locale is a process of its own");
+    // From main, an outside thread, too.
+    assert_eq!(cantus::on(n - 1, Add(1, 2)).join().unwrap(), 3);
+    rt.shutdown();
+}
+
+#[test]
+fn remote_calls_cross_every_pair_of_ranks() {
+    on_ranks(
+        "remote_calls_cross_every_pair_of_ranks",
+        &[2, 3, 4],
+        &[],
+        calls_everywhere,
+    );
+}
+
+#[test]
+fn remote_calls_cross_ranks_over_tcp() {
+    on_ranks(
+        "remote_calls_cross_ranks_over_tcp",
+        &[2, 3],
+        &["--mca", "btl", "self,tcp"],
+        calls_everywhere,
+    );
+}
+
+/// Chant messages of every size, in order, between a task of rank 0 and
+/// an echoing task of every other rank.
+fn chant_both_ways() {
+    let rt = job();
+    let n = cantus::num_locales();
+    rt.block_on(|| {
+        let me = chant::me();
+        let echoes: Vec<_> = (1..n).map(|l| cantus::on(l, Echo { boss: me })).collect();
+        // Each echo task says hello first, so its id is known.
+        let mut ids = vec![None; n];
+        for _ in 1..n {
+            let m = chant::recv(Source::Any, Tag::Is(HELLO));
+            ids[m.source().locale] = Some(m.source());
+        }
+        let sizes = [0usize, 1, 8, 4096, 100 << 10, 2 << 20];
+        for (l, to) in ids.iter().enumerate().skip(1) {
+            let to = to.expect("every echo said hello");
+            // Several in flight at once: they come back in order.
+            for (i, &size) in sizes.iter().enumerate() {
+                chant::send(to, i as u32 + 1, &pattern(size + l)).unwrap();
+            }
+            for (i, &size) in sizes.iter().enumerate() {
+                let m = chant::recv(Source::Task(to), Tag::Any);
+                assert_eq!(m.tag(), i as u32 + 1, "order from locale {l}");
+                assert!(
+                    m.bytes() == pattern(size + l).as_slice(),
+                    "{size} bytes via locale {l}"
+                );
+            }
+            chant::send(to, 0, &[]).unwrap();
+        }
+        for e in echoes {
+            assert_eq!(e.join().unwrap(), sizes.len() as u64);
+        }
+    });
+    rt.shutdown();
+}
+
+#[test]
+fn chant_messages_cross_ranks_in_order() {
+    on_ranks(
+        "chant_messages_cross_ranks_in_order",
+        &[2, 3],
+        &[],
+        chant_both_ways,
+    );
+}
+
+/// Runs `test` under mpirun expecting the job to fail; returns stderr.
+fn failing_job(
+    test: &str,
+    ranks: usize,
+    env: &[(&str, &str)],
+    body: impl FnOnce(),
+) -> Option<String> {
+    if is_child() {
+        body();
+        return None;
+    }
+    let start = Instant::now();
+    let (ok, _, stderr) = mpirun(test, ranks, &[], env);
+    assert!(!ok, "{test}: the job should have failed:\n{stderr}");
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{test}: the job took {:?} to end",
+        start.elapsed()
+    );
+    Some(stderr)
+}
+
+#[test]
+fn a_rank_killed_by_sigkill_ends_the_job() {
+    let stderr = failing_job("a_rank_killed_by_sigkill_ends_the_job", 3, &[], || {
+        let rt = job();
+        rt.block_on(|| {
+            assert_eq!(cantus::on(2, Add(1, 1)).join().unwrap(), 2);
+            cantus::begin_on(1, Die(None)).unwrap();
+            // Locale 1 is gone: the job ends under us (mpirun stops it).
+            loop {
+                let _ = cantus::on(2, Add(1, 1)).join();
+                cantus::sleep(Duration::from_millis(10));
+            }
+        });
+    });
+    if let Some(stderr) = stderr {
+        assert!(
+            stderr.contains("signal 9") || stderr.contains("Killed"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_that_exits_early_ends_the_job() {
+    let stderr = failing_job("a_rank_that_exits_early_ends_the_job", 2, &[], || {
+        let rt = job();
+        rt.block_on(|| {
+            cantus::begin_on(1, Die(Some(3))).unwrap();
+            loop {
+                cantus::sleep(Duration::from_millis(10));
+            }
+        });
+    });
+    if let Some(stderr) = stderr {
+        assert!(
+            stderr.contains("exit") || stderr.contains("status"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_panic_in_main_ends_the_job_with_its_message() {
+    let stderr = failing_job(
+        "a_panic_in_main_ends_the_job_with_its_message",
+        3,
+        &[],
+        || {
+            let rt = job();
+            assert_eq!(rt.block_on(|| cantus::on(1, Add(2, 2)).join().unwrap()), 4);
+            panic!("main gives up on locale {}", cantus::here());
+        },
+    );
+    if let Some(stderr) = stderr {
+        assert!(stderr.contains("main gives up on locale 0"), "{stderr}");
+    }
+}
+
+#[test]
+fn cantus_locales_that_disagree_with_the_ranks_is_an_error() {
+    let stderr = failing_job(
+        "cantus_locales_that_disagree_with_the_ranks_is_an_error",
+        2,
+        &[("CANTUS_LOCALES", "3")],
+        || {
+            let e = cantus::Runtime::builder().build().err().expect("refused");
+            assert!(e.to_string().contains("CANTUS_LOCALES=3"), "{e}");
+            eprintln!("refused: {e}");
+            std::process::exit(7);
+        },
+    );
+    if let Some(stderr) = stderr {
+        assert!(stderr.contains("2 ranks"), "{stderr}");
+    }
+}
+
+#[test]
+fn mpi_initialized_by_the_program_without_multiple_is_refused() {
+    on_ranks(
+        "mpi_initialized_by_the_program_without_multiple_is_refused",
+        &[2],
+        &[],
+        || {
+            cantus::__test::init_mpi_for_test(false);
+            let e = cantus::Runtime::builder().build().err().expect("refused");
+            let msg = e.to_string();
+            assert!(
+                msg.contains("MPI_THREAD_FUNNELED") && msg.contains("MPI_THREAD_MULTIPLE"),
+                "{msg}"
+            );
+            // A second runtime in this process is refused too.
+            let e = cantus::Runtime::builder().build().err().expect("refused");
+            assert!(e.to_string().contains("once per process"), "{e}");
+            cantus::__test::finalize_mpi_for_test();
+        },
+    );
+}
