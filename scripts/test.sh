@@ -25,6 +25,26 @@ cargo build --release --examples
 ./target/release/examples/stream_ep 1000000 2
 ./target/release/examples/putget 1000
 
+echo "== the MPI transport (feature mpi): tests and examples under mpirun"
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
+    # Open MPI refuses root unless told; past 2 ranks on a small machine
+    # it must oversubscribe.
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    cargo test --features mpi --test mpi
+    cargo build --release --features mpi --examples
+    for n in 2 3 4; do
+        for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "random_access 12" "fib 24"; do
+            # shellcheck disable=SC2086
+            timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/$ex
+        done
+    done
+    # The examples above were built with the feature; rebuild them
+    # without it for the benchmarks below.
+    cargo build --release --examples
+else
+    echo "(skipped: MPI is not installed; .ci/run installs Open MPI and libclang)"
+fi
+
 echo "== benchmark smoke runs (every benchmark checks its own result)"
 cargo run --release -q -p cantus-bench -- all --quick
 cargo run --release -q -p cantus-bench -- comm --quick

@@ -220,6 +220,7 @@ impl Runtime {
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
         let here = crate::am::here();
+        #[cfg_attr(loom, allow(unused_variables))]
         let job = self.job.take().inspect(|j| {
             // Every locale's work, and every message between them, is done
             // before any locale stops its workers.
