@@ -75,10 +75,13 @@ pub(crate) fn block_current_task(kind: BlockKind, addr: usize) {
 /// Whether the calling task may spin before blocking: it is a task and
 /// its worker has nothing else ready to run (so blocking would only idle
 /// the worker, and spinning catches a quick hand-off from another worker
-/// without two switches and a wake-up).
+/// without two switches and a wake-up), and no progress thread of the
+/// driver may need the core (then the task blocks at once, and its idle
+/// worker gives the core away between polls).
 #[inline]
 pub(crate) fn may_spin_before_blocking() -> bool {
-    WorkerLocal::current().is_some_and(|l| l.in_task() && l.nothing_else_here())
+    WorkerLocal::current()
+        .is_some_and(|l| l.in_task() && !l.registry.progress_thread && l.nothing_else_here())
 }
 
 /// From a task that spins before it blocks: polls the runtime's driver

@@ -104,6 +104,10 @@ pub(crate) struct Registry {
     pub(crate) driver_slot: DriverSlot,
     /// Set while a worker sleeps parked in the driver.
     pub(crate) driver_parked: CachePadded<AtomicBool>,
+    /// The driver moves its messages on a thread of its own that may
+    /// share a core with the workers (`Driver::progress_thread`): waiting
+    /// by spinning gives the core away instead.
+    pub(crate) progress_thread: bool,
     pub(crate) page: usize,
 }
 
@@ -149,6 +153,7 @@ impl Registry {
             roots: SegQueue::new(),
             report_gen: CachePadded::new(AtomicU64::new(0)),
             report: Mutex::new(DeadlockReport::default()),
+            progress_thread: driver.as_ref().is_some_and(|d| d.progress_thread()),
             driver,
             driver_slot: DriverSlot::new(),
             driver_parked: CachePadded::new(AtomicBool::new(false)),
