@@ -8,7 +8,9 @@
  *   peer of `am_pipelined`;
  * - a pipelined stream of 8-byte messages from rank 0 to rank 1
  *   (MPI_Isend windows, rank 1 MPI_Recv): `pipelined_us`, per message,
- *   the peer of `am_stream`.
+ *   the peer of `am_stream`;
+ * - ping-pongs of 1 B, 1 KiB, 64 KiB and 1 MiB messages (MPI_Send/Recv):
+ *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`.
  * Run as `mpirun -np 2 mpi_pingpong ROUNDS`. */
 #include <mpi.h>
 #include <stdio.h>
@@ -114,6 +116,35 @@ int main(int argc, char **argv) {
         printf("rtt_us %.4f\nrequest_reply_us %.4f\npipelined_us %.4f\n", rtt * 1e6,
                request_reply * 1e6, piped * 1e6);
     }
+    /* Ping-pongs of each size, bytes checked at the end. */
+    static const int sizes[] = {1, 1 << 10, 64 << 10, 1 << 20};
+    unsigned char *buf = malloc(1 << 20);
+    for (int s = 0; s < 4; s++) {
+        int size = sizes[s];
+        long n_size = rounds / (1 + size / 1024);
+        if (n_size < 20) n_size = 20;
+        for (int i = 0; i < size; i++) buf[i] = (unsigned char)(i * 7 + s);
+        MPI_Barrier(MPI_COMM_WORLD);
+        start = MPI_Wtime();
+        for (long i = 0; i < n_size; i++) {
+            if (rank == 0) {
+                MPI_Send(buf, size, MPI_BYTE, 1, 5, MPI_COMM_WORLD);
+                MPI_Recv(buf, size, MPI_BYTE, 1, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            } else {
+                MPI_Recv(buf, size, MPI_BYTE, 0, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(buf, size, MPI_BYTE, 0, 5, MPI_COMM_WORLD);
+            }
+        }
+        double oneway = (MPI_Wtime() - start) / (double)n_size / 2;
+        for (int i = 0; i < size; i++) {
+            if (buf[i] != (unsigned char)(i * 7 + s)) {
+                fprintf(stderr, "mpi_pingpong: %d-byte message changed\n", size);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        }
+        if (rank == 0) printf("oneway_us_%d %.4f\n", size, oneway * 1e6);
+    }
+    free(buf);
     MPI_Finalize();
     return 0;
 }

@@ -26,8 +26,11 @@
 //!   replies in flight (of `am_pipelined`) and an `MPI_Isend` stream (of
 //!   `am_stream`). Every peer runs in every repetition, after the rows.
 //!
+//! - `chant_sizes_*`: Chant messages of 1 B, 1 KiB, 64 KiB and 1 MiB, one
+//!   way (the MPI peer's `oneway_us_*` are the same sizes' ping-pongs).
+//!
 //! `--only ROW` runs the rows whose name starts with ROW (`am` all of
-//! them, `transfer` the transfer rows).
+//! them, `transfer` the transfer rows, `chant_sizes` the sweep).
 //!
 //! The locales are copies of this program: locale 1 re-runs
 //! `cantus-bench comm ...` and serves until locale 0 is done.
@@ -208,6 +211,9 @@ pub(crate) fn run(opts: &Options) {
     if opts.wants("transfer") {
         transfers(&rt, reps, opts.quick);
     }
+    if opts.wants("chant_sizes") {
+        chant_sizes(&rt, reps, opts.quick);
+    }
     rt.shutdown();
     if !calls {
         return;
@@ -334,6 +340,55 @@ fn streamed(rounds: u64) -> f64 {
 /// (half the round trip to a task that echoes it).
 fn chant_8b_one_way(rounds: u64) -> f64 {
     chant_one_way(8, rounds).as_secs_f64() * 1e6
+}
+
+/// Sizes of the `chant_sizes` rows (the MPI peer's `oneway_us_SIZE`).
+const CHANT_SIZES: [usize; 4] = [1, 1 << 10, 64 << 10, 1 << 20];
+
+/// `chant_sizes`: microseconds one way of a Chant message of each size
+/// (half a ping-pong's round trip with an echoing task on locale 1),
+/// beside Open MPI's ping-pong of the same sizes when the peer runs here.
+fn chant_sizes(rt: &cantus::Runtime, reps: usize, quick: bool) {
+    let mut samples: Vec<Samples> = CHANT_SIZES.iter().map(|_| Samples::new()).collect();
+    let mut peer: Vec<Samples> = CHANT_SIZES.iter().map(|_| Samples::new()).collect();
+    let mut peer_error = None;
+    let base: u64 = if quick { 200 } else { 20_000 };
+    section("chant_sizes", || {
+        for _ in 0..reps {
+            if peer_error.is_none() {
+                match mpi(base) {
+                    Ok(m) => {
+                        for (s, f) in peer.iter_mut().zip(m.one_way) {
+                            s.push(f);
+                        }
+                    }
+                    Err(e) => peer_error = Some(e),
+                }
+            }
+            let figures: Vec<f64> = rt.block_on(|| {
+                CHANT_SIZES
+                    .iter()
+                    .map(|&size| {
+                        let rounds = (base / (1 + size as u64 / 1024)).max(20);
+                        chant_one_way(size, rounds).as_secs_f64() * 1e6
+                    })
+                    .collect()
+            });
+            for (s, f) in samples.iter_mut().zip(figures) {
+                s.push(f);
+            }
+        }
+    });
+    for ((size, s), p) in CHANT_SIZES.iter().zip(&samples).zip(&peer) {
+        let c = figure(&format!("chant_sizes_{size}"), s, "us");
+        if peer_error.is_none() {
+            let m = figure(&format!("chant_sizes_{size}.mpi"), p, "us");
+            ratio(&format!("chant_sizes_{size}"), "mpi", c, m);
+        }
+    }
+    if let Some(e) = peer_error {
+        note(&format!("MPI peer unavailable: {e}"));
+    }
 }
 
 /// Sizes of the transfer rows.
@@ -486,6 +541,8 @@ struct Mpi {
     request_reply: f64,
     /// Per message of a one-way `MPI_Isend` stream.
     stream: f64,
+    /// One way, half a ping-pong, per size of `CHANT_SIZES`.
+    one_way: Vec<f64>,
 }
 
 /// Runs the MPI peer.
@@ -528,5 +585,9 @@ fn mpi(rounds: u64) -> Result<Mpi, String> {
         round_trip: get("rtt_us")?,
         request_reply: get("request_reply_us")?,
         stream: get("pipelined_us")?,
+        one_way: CHANT_SIZES
+            .iter()
+            .map(|s| get(&format!("oneway_us_{s}")))
+            .collect::<Result<_, _>>()?,
     })
 }
