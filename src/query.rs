@@ -22,6 +22,13 @@ pub fn yield_now() {
                 crate::sched::no_wait::refuse(name, format_args!("it would have waited in {WHAT}"));
             }
             if local.in_task() {
+                // A driver's progress thread (MPI) may share this core and
+                // be what the task waits for (room to send, a message):
+                // give the core away too, or a task that yields in a loop
+                // would keep it until the kernel's time slice ends.
+                if local.registry.progress_thread {
+                    std::thread::yield_now();
+                }
                 local.yield_current()
             } else {
                 std::thread::yield_now()
