@@ -95,6 +95,13 @@ pub mod __fuzz {
 #[doc(hidden)]
 pub mod __test {
     pub use crate::am::{limit_message_bytes, send_raw_frame};
+
+    /// Which memory this locale's global address space uses once it has
+    /// one: `"shared"` or `"messages"` (`CANTUS_PGAS`).
+    #[cfg(not(loom))]
+    pub fn pgas_memory() -> Option<&'static str> {
+        crate::pgas::installed_memory()
+    }
 }
 
 /// Re-exports for the expansion of [`remote!`]; not part of the API.

@@ -99,7 +99,12 @@ impl Runtime {
         } else {
             (launch::join_job(here)?, None)
         };
-        crate::pgas::install(&transport);
+        if let Err(e) = crate::pgas::install(&config, Some(transport.clone())) {
+            if let Some(m) = monitor {
+                m.abandon();
+            }
+            return Err(e);
+        }
         let engine = Engine::new(transport.clone(), table);
         let driver = Arc::new(CommDriver::new(transport, engine.clone()));
         let mut rt = match Runtime::start_with_driver(config, Some(driver)) {

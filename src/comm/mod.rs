@@ -6,10 +6,14 @@
 //!   poller at a time, park/unpark for the last idle worker).
 //! - `driver.rs`: a transport plus a dispatcher as the scheduler's
 //!   `Driver`.
+//! - `symmetric.rs`: memory every locale maps, offered by a transport
+//!   that has it (`SymmetricAreas`: the global address space's control
+//!   page, scratch areas and heap segments), named by no transport.
 //! - `shm/`: the shared-memory transport: the job's shared region, futex
 //!   words and single-producer single-consumer frame rings
 //!   (`shm/README.md`).
 
 pub(crate) mod driver;
 pub(crate) mod shm;
+pub(crate) mod symmetric;
 pub(crate) mod transport;

@@ -73,7 +73,10 @@ mod array;
 mod block;
 mod collective;
 mod heap;
+mod memory;
+mod messages;
 mod ptr;
+mod shared;
 mod space;
 
 pub use array::{GlobalArray, alloc};
@@ -81,7 +84,7 @@ pub use block::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
-pub(crate) use space::{install, uninstall};
+pub(crate) use space::{install, installed_memory, uninstall};
 
 use crate::am::Registered;
 use crate::error::Error;

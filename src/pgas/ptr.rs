@@ -1,15 +1,18 @@
 //! `GlobalPtr<T>`: a typed place in some locale's heap segment, named by
 //! (locale, offset) and the bounds of its allocation, never by an
-//! address. Puts and gets are copies in shared memory; atomics act on
-//! the shared memory directly.
+//! address. On a segment this process maps (every locale's, with shared
+//! memory; its own, over messages) puts and gets are copies and atomics
+//! act on the memory directly; on another, they go through the
+//! installed memory (`memory.rs`), which returns once they are done.
 
-use super::space::{Space, with_space};
+use super::memory::AtomicOp;
+use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 /// A pointer into global memory: element `i` of an allocation on locale
 /// `l`. It is plain data (`Copy`, serializable): pass it in remote calls
@@ -107,9 +110,9 @@ impl<T: Pod> GlobalPtr<T> {
         }
     }
 
-    /// This process's address of `n` elements from here, after checking
-    /// them against the allocation, the segment and the job.
-    fn locate(&self, s: &Space, n: usize, what: &str) -> Result<*mut u8, Error> {
+    /// Where `n` elements from here are, after checking them against
+    /// the allocation, the segment and the job.
+    fn locate(&self, s: &Space, n: usize, what: &str) -> Result<Place, Error> {
         let size = size_of::<T>() as u64;
         let elem = |b: u64| b.saturating_sub(self.start) / size.max(1);
         let out = |why: String| {
@@ -149,9 +152,12 @@ impl<T: Pod> GlobalPtr<T> {
                 s.heap_bytes()
             ));
         }
-        // SAFETY: offset + bytes <= end <= heap_bytes (checked above), so
-        // the address lies within the locale's segment.
-        Ok(unsafe { s.heap(self.locale()).as_ptr().add(self.offset as usize) })
+        Ok(match s.mapped(self.locale()) {
+            // SAFETY: offset + bytes <= end <= heap_bytes (checked above),
+            // so the address lies within the locale's segment.
+            Some(base) => Place::Mapped(unsafe { base.as_ptr().add(self.offset as usize) }),
+            None => Place::Remote(self.locale(), self.offset as usize),
+        })
     }
 
     /// Copies `src` to global memory starting here. Checks the whole
@@ -163,17 +169,28 @@ impl<T: Pod> GlobalPtr<T> {
     /// allocation (or the pointer names no locale of this job);
     /// [`ErrorKind::NoRuntime`] if no runtime runs.
     pub fn put(&self, src: &[T]) -> Result<(), Error> {
-        with_space("pgas::GlobalPtr::put", |s| {
-            let dst = self.locate(s, src.len(), "a put")?;
-            // SAFETY: `dst` is valid for `size_of_val(src)` bytes (checked
-            // by `locate`) in the shared mapping, which cannot overlap
-            // `src`, a Rust slice outside it... unless `src` was borrowed
-            // from global memory itself: `copy` allows the overlap.
-            unsafe {
-                std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src));
+        const CALL: &str = "pgas::GlobalPtr::put";
+        let place = with_space(CALL, |s| {
+            let place = self.locate(s, src.len(), "a put")?;
+            if let Place::Mapped(dst) = place {
+                // SAFETY: `dst` is valid for `size_of_val(src)` bytes
+                // (checked by `locate`) in a mapping of the memory, which
+                // cannot overlap `src`, a Rust slice outside it... unless
+                // `src` was borrowed from global memory itself: `copy`
+                // allows the overlap.
+                unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
             }
-            Ok(())
-        })?
+            Ok::<_, Error>(place)
+        })??;
+        match place {
+            Place::Mapped(_) => Ok(()),
+            // Outside the space's lock: the memory may wait for replies.
+            Place::Remote(locale, offset) => {
+                space(CALL)?
+                    .memory
+                    .put(locale, offset, bytemuck::cast_slice(src))
+            }
+        }
     }
 
     /// Copies global memory starting here into `dst`. Checks the whole
@@ -183,16 +200,28 @@ impl<T: Pod> GlobalPtr<T> {
     ///
     /// As [`put`](GlobalPtr::put).
     pub fn get(&self, dst: &mut [T]) -> Result<(), Error> {
-        with_space("pgas::GlobalPtr::get", |s| {
-            let src = self.locate(s, dst.len(), "a get")?;
-            // SAFETY: `src` is valid for the bytes of `dst` (checked by
-            // `locate`); `dst` is a unique borrow. Any bytes are a valid
-            // `T` (Pod). `copy` allows `dst` to lie in global memory.
-            unsafe {
-                std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst));
+        const CALL: &str = "pgas::GlobalPtr::get";
+        let place = with_space(CALL, |s| {
+            let place = self.locate(s, dst.len(), "a get")?;
+            if let Place::Mapped(src) = place {
+                // SAFETY: `src` is valid for the bytes of `dst` (checked
+                // by `locate`); `dst` is a unique borrow. Any bytes are a
+                // valid `T` (Pod). `copy` allows `dst` to lie in global
+                // memory.
+                unsafe {
+                    std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst));
+                }
             }
-            Ok(())
-        })?
+            Ok::<_, Error>(place)
+        })??;
+        match place {
+            Place::Mapped(_) => Ok(()),
+            Place::Remote(locale, offset) => {
+                space(CALL)?
+                    .memory
+                    .get(locale, offset, bytemuck::cast_slice_mut(dst))
+            }
+        }
     }
 
     /// The element here (a one-element [`get`](GlobalPtr::get)).
@@ -216,16 +245,31 @@ impl<T: Pod> GlobalPtr<T> {
     }
 }
 
-/// Remote atomics: operations on the 64-bit word in shared memory, as
-/// atomic as between threads, from any locale. Read-modify-writes are
-/// `AcqRel`, loads `Acquire`, stores `Release`: a locale's puts before a
-/// `store` or RMW are visible to a locale whose `load` or RMW sees that
-/// value (or a later one in its modification order).
+/// Where a range of global memory is.
+#[derive(Clone, Copy)]
+enum Place {
+    /// At this address of a mapping of this process.
+    Mapped(*mut u8),
+    /// At this offset of a locale's segment that this process does not
+    /// map.
+    Remote(usize, usize),
+}
+
+/// Remote atomics: operations on the 64-bit word, as atomic as between
+/// threads, from any locale (on a segment this process maps, atomic
+/// instructions on it; on another, the same instructions run by its
+/// owner, `README.md`, "Two memories"). Read-modify-writes are `AcqRel`,
+/// loads `Acquire`, stores `Release`: a locale's puts before a `store` or
+/// RMW are visible to a locale whose `load` or RMW sees that value (or a
+/// later one in its modification order).
 impl GlobalPtr<u64> {
-    fn atomic<R>(&self, what: &str, f: impl FnOnce(&AtomicU64) -> R) -> Result<R, Error> {
-        with_space("pgas::GlobalPtr atomics", |s| {
-            let p = self.locate(s, 1, what)?;
-            if p as usize % align_of::<AtomicU64>() != 0 {
+    fn atomic(&self, what: &str, op: AtomicOp) -> Result<Result<u64, u64>, Error> {
+        const CALL: &str = "pgas::GlobalPtr atomics";
+        let applied = with_space(CALL, |s| {
+            let place = self.locate(s, 1, what)?;
+            // Segments are aligned to a page in every process, so the
+            // offset tells the alignment.
+            if self.offset % align_of::<AtomicU64>() as u64 != 0 {
                 return Err(Error::new(
                     ErrorKind::OutOfBounds,
                     format!(
@@ -234,13 +278,21 @@ impl GlobalPtr<u64> {
                     ),
                 ));
             }
-            // SAFETY: `p` is in bounds (checked by `locate`) and aligned
-            // (checked above), in the shared mapping that lives while the
-            // space does (we hold it). Any bits are a valid AtomicU64.
-            // Other locales may access the word non-atomically with put or
-            // get: that is the race `GlobalPtr`'s docs describe.
-            Ok(f(unsafe { &*p.cast::<AtomicU64>() }))
-        })?
+            Ok(match place {
+                // SAFETY: `p` is in bounds (checked by `locate`) and
+                // aligned (checked above), in a mapping that lives while
+                // the space does (we hold it). Any bits are a valid
+                // AtomicU64. Other locales may access the word
+                // non-atomically with put or get: that is the race
+                // `GlobalPtr`'s docs describe.
+                Place::Mapped(p) => Ok(op.apply(unsafe { &*p.cast::<AtomicU64>() })),
+                Place::Remote(locale, offset) => Err((locale, offset)),
+            })
+        })??;
+        match applied {
+            Ok(r) => Ok(r),
+            Err((locale, offset)) => space(CALL)?.memory.atomic(locale, offset, op),
+        }
     }
 
     /// Adds `v` (wrapping) and returns the previous value.
@@ -249,7 +301,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`put`](GlobalPtr::put), or a word that is not 8-byte aligned.
     pub fn fetch_add(&self, v: u64) -> Result<u64, Error> {
-        self.atomic("a fetch_add", |a| a.fetch_add(v, Ordering::AcqRel))
+        self.atomic("a fetch_add", AtomicOp::FetchAdd(v))
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Stores `new` if the word holds `current`: `Ok(current)` if it did,
@@ -259,9 +312,10 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn compare_exchange(&self, current: u64, new: u64) -> Result<Result<u64, u64>, Error> {
-        self.atomic("a compare_exchange", |a| {
-            a.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-        })
+        self.atomic(
+            "a compare_exchange",
+            AtomicOp::CompareExchange(current, new),
+        )
     }
 
     /// Stores `v` and returns the previous value.
@@ -270,7 +324,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn swap(&self, v: u64) -> Result<u64, Error> {
-        self.atomic("a swap", |a| a.swap(v, Ordering::AcqRel))
+        self.atomic("a swap", AtomicOp::Swap(v))
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Loads the word (Acquire).
@@ -279,7 +334,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn load(&self) -> Result<u64, Error> {
-        self.atomic("a load", |a| a.load(Ordering::Acquire))
+        self.atomic("a load", AtomicOp::Load)
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Stores `v` (Release).
@@ -288,6 +344,6 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn store(&self, v: u64) -> Result<(), Error> {
-        self.atomic("a store", |a| a.store(v, Ordering::Release))
+        self.atomic("a store", AtomicOp::Store(v)).map(drop)
     }
 }
