@@ -169,7 +169,8 @@ fn leave_body(panicked: bool) {
 /// Call it from the SPMD body on every locale ([`spmd`](super::spmd));
 /// it panics if no runtime runs, if called outside an SPMD body (see
 /// [the rule](super#the-spmd-model)), or if another task of this locale
-/// is in a collective. A waiting task spins for about 20 µs, then sleeps for
+/// is in a collective. A waiting task spins for about 20 µs (polling the
+/// transport meanwhile where locales share no memory), then sleeps for
 /// growing pauses (up to 200 µs), so its worker runs other tasks and
 /// serves remote calls meanwhile; an outside thread sleeps.
 #[track_caller]

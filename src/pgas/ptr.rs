@@ -24,8 +24,10 @@ use std::sync::atomic::AtomicU64;
 /// [`BlockArray::ptr`](super::BlockArray::ptr); move it with
 /// [`add`](GlobalPtr::add).
 ///
-/// `put` and `get` are plain copies: a put and a get (or two puts) of the
-/// same element by different locales, not ordered by a
+/// `put` and `get` are plain copies (in shared memory, or by the owning
+/// locale when locales share no memory: then a `put` returns once the
+/// owner acknowledged it): a put and a get (or two puts) of the same
+/// element by different locales, not ordered by a
 /// [`barrier`](super::barrier) or an atomic, race and the values read are
 /// unspecified. The atomics on `GlobalPtr<u64>` order them: a `store` or
 /// RMW releases the caller's earlier puts to whoever `load`s or RMWs the
@@ -167,7 +169,9 @@ impl<T: Pod> GlobalPtr<T> {
     ///
     /// [`ErrorKind::OutOfBounds`] if the elements run outside the
     /// allocation (or the pointer names no locale of this job);
-    /// [`ErrorKind::NoRuntime`] if no runtime runs.
+    /// [`ErrorKind::NoRuntime`] if no runtime runs; where locales share no
+    /// memory, the error of the remote call to the owner if it failed (the
+    /// owner is gone).
     pub fn put(&self, src: &[T]) -> Result<(), Error> {
         const CALL: &str = "pgas::GlobalPtr::put";
         let place = with_space(CALL, |s| {
