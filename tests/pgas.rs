@@ -452,7 +452,43 @@ impl cantus::Remote for BigBroadcasts {
     }
 }
 
+/// The locales disagree on a broadcast's root (even locales name 0, odd
+/// ones 1): every locale's call panics with the same message, and the
+/// locales go on together. Returns the message.
+#[derive(Clone, Serialize, Deserialize)]
+struct DisagreeOnRoot;
+impl cantus::Remote for DisagreeOnRoot {
+    type Output = String;
+    fn run(self) -> String {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let mut buf = [me as u64; 4];
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pgas::broadcast(me % 2, &mut buf)
+        }))
+        .unwrap_err();
+        assert_eq!(buf, [me as u64; 4], "nothing was copied");
+        pgas::barrier();
+        assert_eq!(pgas::all_reduce(1u64, pgas::sum), n as u64);
+        panic_text(p)
+    }
+}
+
+/// Every body returns right after its last barrier: a locale whose
+/// verdict came early ends while others still wait for theirs, which is
+/// no reason for them to fail (it completed the barrier).
+#[derive(Clone, Serialize, Deserialize)]
+struct EndsAfterLastBarrier;
+impl cantus::Remote for EndsAfterLastBarrier {
+    type Output = ();
+    fn run(self) {
+        pgas::barrier();
+        pgas::barrier();
+    }
+}
+
 cantus::remote!(
+    DisagreeOnRoot,
+    EndsAfterLastBarrier,
     BoomOnOne,
     SkipsABarrier,
     Nested,
@@ -691,6 +727,37 @@ fn a_body_that_skips_a_barrier_ends_the_others_wait() {
                 "{msg}"
             );
             pgas::spmd(BarrierOrder(2)).unwrap();
+        },
+    );
+}
+
+/// Locales that disagree on a collective's root are all told alike, and
+/// can go on.
+#[test]
+fn locales_that_disagree_on_a_root_are_told_alike() {
+    in_jobs("locales_that_disagree_on_a_root_are_told_alike", &[2, 3], |_| {
+        let msgs = pgas::spmd(DisagreeOnRoot).unwrap();
+        assert!(
+            msgs[0].contains("do not match")
+                && msgs[0].contains("locale 0 called broadcast of 32 bytes from locale 0 but \
+                                     locale 1 called broadcast of 32 bytes from locale 1"),
+            "{msgs:?}"
+        );
+        assert!(msgs.iter().all(|m| *m == msgs[0]), "{msgs:?}");
+    });
+}
+
+/// Bodies that end as soon as their last collective completed never make
+/// a locale still finishing it fail.
+#[test]
+fn bodies_that_end_right_after_a_collective_are_no_error() {
+    in_jobs(
+        "bodies_that_end_right_after_a_collective_are_no_error",
+        &[3, 4],
+        |_| {
+            for _ in 0..50 {
+                pgas::spmd(EndsAfterLastBarrier).unwrap();
+            }
         },
     );
 }
