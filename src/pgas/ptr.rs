@@ -5,7 +5,7 @@
 //! act on the memory directly; on another, they go through the
 //! installed memory (`memory.rs`), which returns once they are done.
 
-use super::memory::AtomicOp;
+use super::memory::{AtomicOp, Memory};
 use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
@@ -173,28 +173,20 @@ impl<T: Pod> GlobalPtr<T> {
     /// memory, the error of the remote call to the owner if it failed (the
     /// owner is gone).
     pub fn put(&self, src: &[T]) -> Result<(), Error> {
-        const CALL: &str = "pgas::GlobalPtr::put";
-        let place = with_space(CALL, |s| {
-            let place = self.locate(s, src.len(), "a put")?;
-            if let Place::Mapped(dst) = place {
+        self.access(src.len(), "a put", "pgas::GlobalPtr::put", |at| match at {
+            Target::Mapped(dst) => {
                 // SAFETY: `dst` is valid for `size_of_val(src)` bytes
                 // (checked by `locate`) in a mapping of the memory, which
                 // cannot overlap `src`, a Rust slice outside it... unless
                 // `src` was borrowed from global memory itself: `copy`
                 // allows the overlap.
                 unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
+                Ok(())
             }
-            Ok::<_, Error>(place)
-        })??;
-        match place {
-            Place::Mapped(_) => Ok(()),
-            // Outside the space's lock: the memory may wait for replies.
-            Place::Remote(locale, offset) => {
-                space(CALL)?
-                    .memory
-                    .put(locale, offset, bytemuck::cast_slice(src))
+            Target::Remote(memory, locale, offset) => {
+                memory.put(locale, offset, bytemuck::cast_slice(src))
             }
-        }
+        })
     }
 
     /// Copies global memory starting here into `dst`. Checks the whole
@@ -204,27 +196,48 @@ impl<T: Pod> GlobalPtr<T> {
     ///
     /// As [`put`](GlobalPtr::put).
     pub fn get(&self, dst: &mut [T]) -> Result<(), Error> {
-        const CALL: &str = "pgas::GlobalPtr::get";
-        let place = with_space(CALL, |s| {
-            let place = self.locate(s, dst.len(), "a get")?;
-            if let Place::Mapped(src) = place {
+        self.access(dst.len(), "a get", "pgas::GlobalPtr::get", |at| match at {
+            Target::Mapped(src) => {
                 // SAFETY: `src` is valid for the bytes of `dst` (checked
                 // by `locate`); `dst` is a unique borrow. Any bytes are a
                 // valid `T` (Pod). `copy` allows `dst` to lie in global
                 // memory.
-                unsafe {
-                    std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst));
-                }
+                unsafe { std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst)) };
+                Ok(())
             }
-            Ok::<_, Error>(place)
-        })??;
-        match place {
-            Place::Mapped(_) => Ok(()),
+            Target::Remote(memory, locale, offset) => {
+                memory.get(locale, offset, bytemuck::cast_slice_mut(dst))
+            }
+        })
+    }
+
+    /// Checks `n` elements from here (`locate`) and runs `op` where they
+    /// are: under the space's read lock if this process maps them (a copy
+    /// or an atomic instruction never waits), else outside it, through
+    /// the memory (which may wait for replies), holding a reference to
+    /// the space instead.
+    fn access<R>(
+        &self,
+        n: usize,
+        what: &str,
+        call: &str,
+        op: impl FnOnce(Target<'_>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let mut op = Some(op);
+        let mut elsewhere = None;
+        let done = with_space(call, |s| match self.locate(s, n, what)? {
+            Place::Mapped(p) => op.take().map(|op| op(Target::Mapped(p))).transpose(),
             Place::Remote(locale, offset) => {
-                space(CALL)?
-                    .memory
-                    .get(locale, offset, bytemuck::cast_slice_mut(dst))
+                elsewhere = Some((locale, offset));
+                Ok(None)
             }
+        })??;
+        match (done, elsewhere, op) {
+            (Some(r), _, _) => Ok(r),
+            (None, Some((locale, offset)), Some(op)) => {
+                op(Target::Remote(&*space(call)?.memory, locale, offset))
+            }
+            _ => unreachable!("locate gives a mapped address or a locale's offset"),
         }
     }
 
@@ -259,6 +272,13 @@ enum Place {
     Remote(usize, usize),
 }
 
+/// Where an access goes: an address of a mapping of this process, or
+/// the memory that reaches the segment `(locale, offset)` lies in.
+enum Target<'a> {
+    Mapped(*mut u8),
+    Remote(&'a dyn Memory, usize, usize),
+}
+
 /// Remote atomics: operations on the 64-bit word, as atomic as between
 /// threads, from any locale (on a segment this process maps, atomic
 /// instructions on it; on another, the same instructions run by its
@@ -268,35 +288,31 @@ enum Place {
 /// later one in its modification order).
 impl GlobalPtr<u64> {
     fn atomic(&self, what: &str, op: AtomicOp) -> Result<Result<u64, u64>, Error> {
-        const CALL: &str = "pgas::GlobalPtr atomics";
-        let applied = with_space(CALL, |s| {
-            let place = self.locate(s, 1, what)?;
-            // Segments are aligned to a page in every process, so the
-            // offset tells the alignment.
-            if self.offset % align_of::<AtomicU64>() as u64 != 0 {
-                return Err(Error::new(
-                    ErrorKind::OutOfBounds,
-                    format!(
-                        "cantus::pgas: {what} at byte {} is not 8-byte aligned",
-                        self.offset
-                    ),
-                ));
-            }
-            Ok(match place {
-                // SAFETY: `p` is in bounds (checked by `locate`) and
-                // aligned (checked above), in a mapping that lives while
-                // the space does (we hold it). Any bits are a valid
-                // AtomicU64. Other locales may access the word
-                // non-atomically with put or get: that is the race
-                // `GlobalPtr`'s docs describe.
-                Place::Mapped(p) => Ok(op.apply(unsafe { &*p.cast::<AtomicU64>() })),
-                Place::Remote(locale, offset) => Err((locale, offset)),
-            })
-        })??;
-        match applied {
-            Ok(r) => Ok(r),
-            Err((locale, offset)) => space(CALL)?.memory.atomic(locale, offset, op),
+        // Segments are aligned to a page in every process, so the offset
+        // tells the alignment.
+        if self.offset % align_of::<AtomicU64>() as u64 != 0 {
+            // As `locate` would, first: a pointer outside its allocation
+            // is out of bounds whatever its alignment.
+            with_space("pgas::GlobalPtr atomics", |s| {
+                self.locate(s, 1, what).map(drop)
+            })??;
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "cantus::pgas: {what} at byte {} is not 8-byte aligned",
+                    self.offset
+                ),
+            ));
         }
+        self.access(1, what, "pgas::GlobalPtr atomics", |at| match at {
+            // SAFETY: `p` is in bounds (checked by `locate`) and aligned
+            // (checked above), in a mapping that lives while the space
+            // does (we hold its lock). Any bits are a valid AtomicU64.
+            // Other locales may access the word non-atomically with put or
+            // get: that is the race `GlobalPtr`'s docs describe.
+            Target::Mapped(p) => Ok(op.apply(unsafe { &*p.cast::<AtomicU64>() })),
+            Target::Remote(memory, locale, offset) => memory.atomic(locale, offset, op),
+        })
     }
 
     /// Adds `v` (wrapping) and returns the previous value.
