@@ -11,7 +11,7 @@
 //! | `Get` (raw) | offset, length (u64) | | the bytes |
 //! | `AtomicCall` (pod) | offset, operation, two operands | the atomic on its segment's word | value, and whether a CAS failed |
 //! | `Parcel` (raw, detached) | epoch, collective (u64), phase, sender (u32), bytes | posts them (`post.rs`) | (no reply) |
-//! | `GroupClaim` (pod, to 0) | handler id | claims the group word | the new epoch, or that a group runs |
+//! | `GroupClaim` (pod, to 0) | | claims the group word | the new epoch, or that a group runs |
 //! | `GroupBegin` (pod) | epoch, handler id | starts the group in its post | (acknowledgement) |
 //! | `BodyEnded` (pod) | epoch, locale, collectives done, panicked | records it; locale 0 poisons on the first panic | (acknowledgement) |
 //! | `GroupEnd` (pod, to 0) | | frees the group word | the poison |
@@ -206,7 +206,7 @@ impl RemotePod for AtomicCall {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 pub(crate) struct GroupClaim {
-    id: u64,
+    unused: u64,
 }
 
 impl RemotePod for GroupClaim {
@@ -214,7 +214,7 @@ impl RemotePod for GroupClaim {
     type Output = [u64; 2];
     const INLINE: bool = true;
     fn run(self) -> [u64; 2] {
-        messages(|m| m.claim(self.id)).map_or([0, 0], |epoch| [1, epoch])
+        messages(MessageMemory::claim).map_or([0, 0], |epoch| [1, epoch])
     }
 }
 
@@ -386,8 +386,8 @@ pub(crate) fn send_parcel(locale: usize, epoch: u64, key: Key, bytes: &[u8]) -> 
 
 /// Asks locale 0 for the group word: the new epoch, or `None` if a group
 /// runs.
-pub(crate) fn claim(id: u64) -> Result<Option<u64>, Error> {
-    let [ok, epoch] = crate::on_pod(0, GroupClaim { id }).join()?;
+pub(crate) fn claim() -> Result<Option<u64>, Error> {
+    let [ok, epoch] = crate::on_pod(0, GroupClaim { unused: 0 }).join()?;
     Ok((ok == 1).then_some(epoch))
 }
 

@@ -42,10 +42,10 @@ pub(crate) struct MessageMemory {
     entered: AtomicU64,
     completed: AtomicU64,
     /// Locale 0: the SPMD group's words (as `SharedMemory`'s control
-    /// page holds them): 1 while a group runs, its handler, its epoch,
-    /// and 0 or 1 + the locale whose body panicked first.
+    /// page holds them): 1 while a group runs, its epoch, and 0 or 1 + the
+    /// locale whose body panicked first. (Its handler is in every
+    /// locale's post.)
     running: AtomicU64,
-    group_id: AtomicU64,
     epoch: AtomicU64,
     poison: AtomicU64,
     /// Locale 0: the allocator's words (its block headers lie in locale
@@ -81,7 +81,6 @@ impl MessageMemory {
             entered: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             running: AtomicU64::new(0),
-            group_id: AtomicU64::new(0),
             epoch: AtomicU64::new(0),
             poison: AtomicU64::new(0),
             heap_lock: AtomicU32::new(0),
@@ -105,16 +104,15 @@ impl MessageMemory {
         }
     }
 
-    /// Locale 0: claims the group word for handler `id`; the new epoch,
-    /// or `None` if a group runs.
-    fn claim(&self, id: u64) -> Option<u64> {
+    /// Locale 0: claims the group word; the new epoch, or `None` if a
+    /// group runs.
+    fn claim(&self) -> Option<u64> {
         // Acquire: pairs with `finish_group`'s Release store (the last
         // group's words are behind us). These words are touched only on
         // locale 0, by its polls and its tasks.
         self.running
             .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
             .ok()?;
-        self.group_id.store(id, Ordering::Relaxed);
         self.poison.store(0, Ordering::Relaxed);
         Some(self.epoch.fetch_add(1, Ordering::Relaxed) + 1)
     }
@@ -522,9 +520,9 @@ impl Memory for MessageMemory {
     /// this returns, so a body finds its group in its locale's post.
     fn begin_group(&self, id: u64) -> Result<(), Error> {
         let epoch = if self.here == 0 {
-            self.claim(id)
+            self.claim()
         } else {
-            calls::claim(id)?
+            calls::claim()?
         }
         .ok_or_else(super::shared::group_running)?;
         let calls: Vec<_> = (0..self.locales)
@@ -673,8 +671,8 @@ mod tests {
             7,
             "a full heap is an answer too"
         );
-        assert_eq!(m.claim(3), Some(1));
-        assert_eq!(m.claim(3), None, "one group at a time");
+        assert_eq!(m.claim(), Some(1));
+        assert_eq!(m.claim(), None, "one group at a time");
         assert_eq!(m.finish_group(), None);
     }
 }
