@@ -24,6 +24,11 @@ cargo build --release --examples
 ./target/release/examples/histogram 100000 2
 ./target/release/examples/stream_ep 1000000 2
 ./target/release/examples/putget 1000
+# The global address space's examples again on the message memory (each
+# segment its owner's alone, reached by remote calls: pgas/README.md).
+for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000"; do
+    CANTUS_PGAS=messages ./target/release/examples/$example
+done
 
 echo "== the MPI transport (feature mpi): tests and examples under mpirun"
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then

@@ -51,6 +51,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
 /// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
 /// | `CANTUS_TRANSPORT` | `shm` (locales on this machine) or `mpi` (needs the `mpi` feature) | `mpi` under an MPI launcher, else `shm` |
+/// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
     workers: Option<usize>,
@@ -129,6 +130,22 @@ pub(crate) fn mpi_launcher() -> Option<(&'static str, Option<usize>)> {
     Some((found.0, size))
 }
 
+/// The variable that chooses the global address space's memory.
+const PGAS_VAR: &str = "CANTUS_PGAS";
+
+/// Which memory the global address space (`pgas`) uses
+/// (`pgas/README.md`, "Two memories").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PgasMemory {
+    /// Memory every locale maps (the shared-memory transport's areas):
+    /// puts are copies, atomics are CPU atomics on it.
+    Shared,
+    /// Each locale's segment is its own process's; the others reach it
+    /// by remote calls (the memory a transport without shared memory
+    /// gets; on one machine, to test it).
+    Messages,
+}
+
 /// A validated configuration.
 #[derive(Clone, Debug)]
 pub(crate) struct Config {
@@ -156,6 +173,9 @@ pub(crate) struct Config {
     pub(crate) ring_bytes: usize,
     /// Bytes of each locale's heap segment, a multiple of the page size.
     pub(crate) heap_bytes: usize,
+    /// The global address space's memory (`None`: the transport's
+    /// choice, `Shared` where it maps memory for every locale).
+    pub(crate) pgas: Option<PgasMemory>,
 }
 
 impl Builder {
@@ -339,6 +359,21 @@ impl Builder {
                 "a size in bytes from 64K (65536) to 64G (CANTUS_HEAP_BYTES)",
             ));
         }
+        let pgas = match env(PGAS_VAR) {
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "shared" => Some(PgasMemory::Shared),
+                "messages" => Some(PgasMemory::Messages),
+                _ => {
+                    return Err(invalid(
+                        PGAS_VAR,
+                        &v,
+                        "shared (global memory every locale maps) or messages (remote calls \
+                         to each segment's owner)",
+                    ));
+                }
+            },
+            None => None,
+        };
         let cpus = cpu_share(&affinity_cpus(), here, locales);
         let (workers, workers_given) = match env("CANTUS_WORKERS") {
             Some(v) => (parse_count("CANTUS_WORKERS", &v)?, true),
@@ -456,6 +491,7 @@ impl Builder {
             here,
             ring_bytes,
             heap_bytes: heap_bytes.next_multiple_of(page),
+            pgas,
         })
     }
 }
@@ -704,6 +740,11 @@ mod tests {
             ("CANTUS_MAX_THREADS", "x", "positive integer"),
             ("CANTUS_PIN", "maybe", "true/false"),
             ("CANTUS_DEADLOCK_MS", "soon", "milliseconds"),
+            (
+                "CANTUS_PGAS",
+                "mpi",
+                "shared (global memory every locale maps) or messages",
+            ),
         ] {
             let e = with_env(&[(var, val)]).unwrap_err();
             assert_eq!(e.kind(), ErrorKind::InvalidConfig);
@@ -811,6 +852,21 @@ mod tests {
             .to_string();
         assert!(
             e.contains("Builder::ring_bytes") && e.contains("from 4K to 1G"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_pgas_memory_is_chosen_by_name() {
+        assert_eq!(with_env(&[]).unwrap().pgas, None);
+        let c = with_env(&[("CANTUS_PGAS", " Messages")]).unwrap();
+        assert_eq!(c.pgas, Some(PgasMemory::Messages));
+        let c = with_env(&[("CANTUS_PGAS", "shared")]).unwrap();
+        assert_eq!(c.pgas, Some(PgasMemory::Shared));
+        let e = with_env(&[("CANTUS_PGAS", "")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("CANTUS_PGAS=\"\" is not valid: cantus accepts shared"),
             "{e}"
         );
     }

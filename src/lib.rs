@@ -97,6 +97,13 @@ pub mod __test {
     pub use crate::am::{limit_message_bytes, send_raw_frame};
     #[cfg(all(feature = "mpi", not(loom)))]
     pub use crate::comm::mpi::{finalize_mpi_for_test, init_mpi_for_test};
+
+    /// Which memory this locale's global address space uses once it has
+    /// one: `"shared"` or `"messages"` (`CANTUS_PGAS`).
+    #[cfg(not(loom))]
+    pub fn pgas_memory() -> Option<&'static str> {
+        crate::pgas::installed_memory()
+    }
 }
 
 /// Re-exports for the expansion of [`remote!`]; not part of the API.

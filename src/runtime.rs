@@ -97,8 +97,11 @@ impl Runtime {
         let job = crate::comm::job::start(&mut config)?;
         let here = config.here;
         let transport = job.transport();
-        if let Some(shm) = job.shared_memory() {
-            crate::pgas::install(&shm);
+        // Memory every locale maps, if the transport has it; else the
+        // global address space works by messages.
+        if let Err(e) = crate::pgas::install(&config, job.shared_memory()) {
+            job.abandon(&e);
+            return Err(e);
         }
         let engine = Engine::new(transport.clone(), table);
         let driver = Arc::new(CommDriver::new(transport, engine.clone()));

@@ -1,6 +1,9 @@
-//! The global address space with 1 to 4 locales: each test re-runs this
-//! binary as locale 0 of a job (which starts the others as further
-//! copies) under a kill timeout, and runs its SPMD bodies there.
+//! The global address space with 1 to 4 locales, on each of its two
+//! memories (`CANTUS_PGAS=shared`: the shared-memory areas every locale
+//! maps; `CANTUS_PGAS=messages`: remote calls to each segment's owner):
+//! each test re-runs this binary as locale 0 of a job (which starts the
+//! others as further copies) under a kill timeout, and runs its SPMD
+//! bodies there.
 
 mod common;
 
@@ -11,8 +14,11 @@ use serde::{Deserialize, Serialize};
 
 const HEAP: usize = 1 << 20;
 
+/// The memories every job runs on, in turn (`CANTUS_PGAS`).
+const MEMORIES: [&str; 2] = ["shared", "messages"];
+
 /// Runs `body` in a child whose job has `locales` locales, for each
-/// count in `counts`.
+/// count in `counts`, once on each memory.
 fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
     in_jobs_with_stacks(test, counts, 256 << 10, body);
 }
@@ -30,16 +36,27 @@ fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn
                     .stack_size(stack)
                     .build()
                     .expect("a job starts");
-                rt.block_on(|| body(n));
+                rt.block_on(|| {
+                    body(n);
+                    let asked = std::env::var("CANTUS_PGAS").expect("the memory is named");
+                    if let Some(used) = cantus::__test::pgas_memory() {
+                        assert_eq!(used, asked, "the job used the memory it was asked for");
+                    }
+                });
                 rt.shutdown();
             }
             continue;
         }
-        let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &n.to_string())]);
-        assert!(
-            status.success(),
-            "{test} with CANTUS_LOCALES={n} failed: {status}\n{stderr}"
-        );
+        for memory in MEMORIES {
+            let (status, stderr) = run_child(
+                test,
+                &[("CANTUS_LOCALES", &n.to_string()), ("CANTUS_PGAS", memory)],
+            );
+            assert!(
+                status.success(),
+                "{test} with CANTUS_LOCALES={n} CANTUS_PGAS={memory} failed: {status}\n{stderr}"
+            );
+        }
     }
 }
 
@@ -435,7 +452,43 @@ impl cantus::Remote for BigBroadcasts {
     }
 }
 
+/// The locales disagree on a broadcast's root (even locales name 0, odd
+/// ones 1): every locale's call panics with the same message, and the
+/// locales go on together. Returns the message.
+#[derive(Clone, Serialize, Deserialize)]
+struct DisagreeOnRoot;
+impl cantus::Remote for DisagreeOnRoot {
+    type Output = String;
+    fn run(self) -> String {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let mut buf = [me as u64; 4];
+        let p = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pgas::broadcast(me % 2, &mut buf)
+        }))
+        .unwrap_err();
+        assert_eq!(buf, [me as u64; 4], "nothing was copied");
+        pgas::barrier();
+        assert_eq!(pgas::all_reduce(1u64, pgas::sum), n as u64);
+        panic_text(p)
+    }
+}
+
+/// Every body returns right after its last barrier: a locale whose
+/// verdict came early ends while others still wait for theirs, which is
+/// no reason for them to fail (it completed the barrier).
+#[derive(Clone, Serialize, Deserialize)]
+struct EndsAfterLastBarrier;
+impl cantus::Remote for EndsAfterLastBarrier {
+    type Output = ();
+    fn run(self) {
+        pgas::barrier();
+        pgas::barrier();
+    }
+}
+
 cantus::remote!(
+    DisagreeOnRoot,
+    EndsAfterLastBarrier,
     BoomOnOne,
     SkipsABarrier,
     Nested,
@@ -496,7 +549,13 @@ fn put_and_get_round_trip_with_bounds_checks() {
 #[test]
 fn atomics_under_contention_count_exactly() {
     in_jobs("atomics_under_contention_count_exactly", ALL, |_| {
-        pgas::spmd(Contend(2000)).unwrap();
+        // Over messages every atomic is a round trip through its owner's
+        // poll, and a contended compare-exchange loop completes about one
+        // increment per round trip; with 3 or 4 locales of 2 workers on a
+        // 2-core machine a round trip waits for a time slice (a few ms),
+        // so fewer rounds keep the job within the child's timeout.
+        let messages = std::env::var("CANTUS_PGAS").is_ok_and(|m| m == "messages");
+        pgas::spmd(Contend(if messages { 100 } else { 2000 })).unwrap();
     });
 }
 
@@ -668,6 +727,37 @@ fn a_body_that_skips_a_barrier_ends_the_others_wait() {
                 "{msg}"
             );
             pgas::spmd(BarrierOrder(2)).unwrap();
+        },
+    );
+}
+
+/// Locales that disagree on a collective's root are all told alike, and
+/// can go on.
+#[test]
+fn locales_that_disagree_on_a_root_are_told_alike() {
+    in_jobs("locales_that_disagree_on_a_root_are_told_alike", &[2, 3], |_| {
+        let msgs = pgas::spmd(DisagreeOnRoot).unwrap();
+        assert!(
+            msgs[0].contains("do not match")
+                && msgs[0].contains("locale 0 called broadcast of 32 bytes from locale 0 but \
+                                     locale 1 called broadcast of 32 bytes from locale 1"),
+            "{msgs:?}"
+        );
+        assert!(msgs.iter().all(|m| *m == msgs[0]), "{msgs:?}");
+    });
+}
+
+/// Bodies that end as soon as their last collective completed never make
+/// a locale still finishing it fail.
+#[test]
+fn bodies_that_end_right_after_a_collective_are_no_error() {
+    in_jobs(
+        "bodies_that_end_right_after_a_collective_are_no_error",
+        &[3, 4],
+        |_| {
+            for _ in 0..50 {
+                pgas::spmd(EndsAfterLastBarrier).unwrap();
+            }
         },
     );
 }

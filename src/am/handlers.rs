@@ -273,6 +273,24 @@ impl Handler {
 }
 
 impl Handler {
+    /// A handler whose arguments and result are framed by hand (the
+    /// crate's own calls, sent with `am::on_raw`): `run` reads the
+    /// arguments and writes the result's bytes. It must not panic (a
+    /// malformed call is `Outcome::Rejected`): an inline one runs inside
+    /// the poll, outside any panic catch of its own.
+    pub(crate) const fn raw(
+        name: &'static str,
+        run: fn(&[u8], &mut Vec<u8>) -> Outcome,
+        inline: bool,
+    ) -> Handler {
+        Handler {
+            name,
+            id: id_of(name),
+            run,
+            inline,
+        }
+    }
+
     /// The handler of the plain-data call `R`.
     pub const fn of_pod<R: RegisteredPod>() -> Handler {
         Handler {

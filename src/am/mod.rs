@@ -327,52 +327,117 @@ impl<T: Send + 'static> RemoteHandle<T> {
     /// the call, or a locale that refused it, is an `Err` saying which
     /// call, where, and why.
     pub fn join(self) -> Result<T, Error> {
+        let decode = self.decode;
+        let (name, locale) = (self.name, self.locale);
         match self.inner {
             Pending::Local(slot) => slot.read_fe(),
             Pending::Failed(e) => Err(e),
-            Pending::Remote(ticket, _) => ticket.take(|status, payload| {
-                let text = || String::from_utf8_lossy(payload).into_owned();
-                match status {
-                    Status::Done => (self.decode)(payload).map_err(|e| {
-                        Error::new(
-                            ErrorKind::Locale,
-                            format!(
-                                "cantus: the result of {} from locale {} could not be decoded: {e}",
-                                self.name, self.locale
-                            ),
-                        )
-                    }),
-                    Status::Panicked => Err(Error::new(
-                        ErrorKind::RemotePanic,
-                        format!(
-                            "cantus: remote call {} panicked on locale {}: {}",
-                            self.name,
-                            self.locale,
-                            text()
-                        ),
-                    )),
-                    Status::Rejected => Err(Error::new(
-                        ErrorKind::RemoteRejected,
-                        format!(
-                            "cantus: locale {} refused remote call {}: {}",
-                            self.locale,
-                            self.name,
-                            text()
-                        ),
-                    )),
-                    Status::Lost => Err(Error::new(
+            Pending::Remote(ticket, _) => ticket.take(|status, payload| match status {
+                Status::Done => decode(payload).map_err(|e| {
+                    Error::new(
                         ErrorKind::Locale,
                         format!(
-                            "cantus: remote call {} ran on locale {}, but {}",
-                            self.name,
-                            self.locale,
-                            text()
+                            "cantus: the result of {name} from locale {locale} could not be decoded: {e}"
                         ),
-                    )),
-                }
+                    )
+                }),
+                _ => Err(call_failed(name, locale, status, payload)),
             }),
         }
     }
+
+    /// Waits for the reply of a raw call ([`on_raw`]) and hands its
+    /// payload, in place in the reply slot, to `read`; failures as
+    /// [`join`](Self::join).
+    pub(crate) fn join_with<R>(self, read: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
+        let (name, locale) = (self.name, self.locale);
+        match self.inner {
+            Pending::Remote(ticket, _) => ticket.take(|status, payload| match status {
+                Status::Done => Ok(read(payload)),
+                _ => Err(call_failed(name, locale, status, payload)),
+            }),
+            Pending::Failed(e) => Err(e),
+            Pending::Local(_) => unreachable!("raw calls are never run as local tasks"),
+        }
+    }
+}
+
+/// The error of call `name` to `locale` whose reply came with `status`
+/// (not `Done`) and `payload` (the reason, UTF-8).
+fn call_failed(name: &str, locale: usize, status: Status, payload: &[u8]) -> Error {
+    let text = String::from_utf8_lossy(payload);
+    match status {
+        Status::Panicked => Error::new(
+            ErrorKind::RemotePanic,
+            format!("cantus: remote call {name} panicked on locale {locale}: {text}"),
+        ),
+        Status::Rejected => Error::new(
+            ErrorKind::RemoteRejected,
+            format!("cantus: locale {locale} refused remote call {name}: {text}"),
+        ),
+        Status::Lost | Status::Done => Error::new(
+            ErrorKind::Locale,
+            format!("cantus: remote call {name} ran on locale {locale}, but {text}"),
+        ),
+    }
+}
+
+/// Sends a raw call: `args` as they are, to the handler `id` (named
+/// `name`, registered with [`Handler::raw`]) on another locale; its reply
+/// is read in place with [`RemoteHandle::join_with`]. For the crate's own
+/// calls whose arguments are framed by hand (pgas's memory over
+/// messages), so that nothing is encoded. A call to this locale itself
+/// is an error (the caller does such work in place).
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
+#[track_caller]
+pub(crate) fn on_raw(locale: usize, id: u64, name: &'static str, args: &[u8]) -> RemoteHandle<()> {
+    let who = (locale, id, name);
+    match engine_for("on", locale) {
+        Some(e) => send_request(e, who, Ok(args), |_| Ok(())),
+        None => RemoteHandle {
+            inner: Pending::Failed(Error::new(
+                ErrorKind::Locale,
+                format!("cantus: {name} is a raw call and cannot run on its own locale {locale}"),
+            )),
+            locale,
+            name,
+            decode: |_| Ok(()),
+        },
+    }
+}
+
+/// [`on_raw`], detached: nothing waits for it (a raw call whose handler
+/// answers nothing). Returns an error if it could not be sent, or if
+/// `locale` is this locale.
+///
+/// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
+#[track_caller]
+pub(crate) fn begin_on_raw(locale: usize, id: u64, args: &[u8]) -> Result<(), Error> {
+    match engine_for("begin_on", locale) {
+        Some(e) => e.request(locale, id, args, false).map(|_| ()),
+        None => Err(Error::new(
+            ErrorKind::Locale,
+            format!("cantus: a raw call cannot run on its own locale {locale}"),
+        )),
+    }
+}
+
+/// Polls this locale's transport once, if a frame waits (under the
+/// driver's poll token; nothing if another thread holds it). For a task
+/// that waits for frames that are no reply of its own (pgas's
+/// collectives over messages): a task that spins keeps its worker from
+/// polling, so it polls itself, as [`await_reply`] does. Returns whether
+/// it handled a frame; `false` outside a job of several locales.
+pub(crate) fn poll_once() -> bool {
+    with_engine(|e| e.is_some_and(|e| e.ready() && e.poll_now() > 0))
+}
+
+/// The largest payload (a call's arguments or its result) that travels
+/// in one frame of the transport, not cut into fragments; `None` outside
+/// a job of several locales.
+pub(crate) fn frame_payload() -> Option<usize> {
+    with_engine(|e| e.map(|e| e.max_payload()))
 }
 
 /// Polls while a reply is on its way, before blocking: a task that spins

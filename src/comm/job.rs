@@ -25,10 +25,10 @@ pub(crate) trait Job: Send + Sync {
     /// The transport to the other locales.
     fn transport(&self) -> Arc<dyn Transport>;
 
-    /// The shared-memory transport, for the global address space, which
-    /// still maps its region directly (to be replaced by a memory that
-    /// names no transport).
-    fn shared_memory(&self) -> Option<Arc<super::shm::transport::ShmTransport>>;
+    /// Memory every locale maps (the global address space's areas), if
+    /// the transport has it; without it (MPI) the global address space
+    /// works by messages.
+    fn shared_memory(&self) -> Option<Arc<dyn super::symmetric::SymmetricAreas>>;
 
     /// Locale 0 ordered the others to shut down (termination was
     /// detected): from now on their ends are expected, not failures.

@@ -8,6 +8,9 @@
 //!   `Driver`.
 //! - `job.rs`: the launch seam: how this process joins a job (its
 //!   transport, how the job ends), whatever the transport.
+//! - `symmetric.rs`: memory every locale maps, offered by a transport
+//!   that has it (`SymmetricAreas`: the global address space's control
+//!   page, scratch areas and heap segments), named by no transport.
 //! - `shm/`: the shared-memory transport: the job's shared region, futex
 //!   words and single-producer single-consumer frame rings
 //!   (`shm/README.md`).
@@ -20,4 +23,5 @@ pub(crate) mod job;
 #[cfg(all(feature = "mpi", not(loom)))]
 pub(crate) mod mpi;
 pub(crate) mod shm;
+pub(crate) mod symmetric;
 pub(crate) mod transport;

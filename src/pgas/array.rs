@@ -1,37 +1,15 @@
 //! Symmetric allocation: [`alloc`] and the [`GlobalArray`] it returns.
 
-use super::collective::{ALLOC, Collective};
-use super::heap::Heap;
+use super::collective::{Collective, mismatch};
+use super::memory::{ALLOC, AllocFailure};
 use super::ptr::GlobalPtr;
-use super::space::{ALLOC as ALLOC_WORDS, ALLOC_RESULT, Space};
-use crate::comm::shm::region::MAX_ALIGN;
+use super::space::Space;
+use crate::comm::symmetric::AREA_ALIGN;
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-
-/// The allocator over `s`'s control page and locale 0's segment.
-pub(crate) fn heap(s: &Space) -> Heap<'_> {
-    Heap {
-        lock: s.control32(ALLOC_WORDS),
-        top: s.control64(ALLOC_WORDS + 8),
-        last: s.control64(ALLOC_WORDS + 16),
-        high: s.control64(ALLOC_WORDS + 24),
-        meta: s.heap(0),
-        bytes: s.heap_bytes(),
-    }
-}
-
-// Words of the allocation result line (written by locale 0).
-const R_STATUS: usize = 0;
-const R_DATA: usize = 8;
-const R_HEADER: usize = 16;
-const R_DIRTY: usize = 24;
-const R_LEFT: usize = 32;
-const GRANTED: u64 = 1;
-const FULL: u64 = 2;
 
 /// `n` elements of `T` on every locale, at the same offset of each
 /// locale's heap segment, zeroed. Freed when every locale dropped its
@@ -60,65 +38,42 @@ pub fn alloc<T: Pod>(n: usize) -> Result<GlobalArray<T>, Error> {
     let c = Collective::enter("pgas::alloc")?;
     let s = c.space.clone();
     let align = align_of::<T>();
-    if align > MAX_ALIGN {
+    if align > AREA_ALIGN {
         return Err(Error::new(
             ErrorKind::InvalidConfig,
             format!(
                 "cantus::pgas::alloc: {} is aligned to {align} bytes; global memory \
-                 is aligned to at most {MAX_ALIGN}",
+                 is aligned to at most {AREA_ALIGN}",
                 std::any::type_name::<T>()
             ),
         ));
     }
     let bytes = n.saturating_mul(size_of::<T>());
-    c.publish([ALLOC, bytes as u64, align as u64]);
-    c.barrier();
-    let agreed = c.agree("pgas::alloc");
-    let result = |off: usize| s.control64(ALLOC_RESULT + off);
-    if s.here == 0 && agreed.is_ok() {
-        // Relaxed: the barrier below publishes the result.
-        match heap(&s).grant(bytes, align, s.locales as u64) {
-            Ok(b) => {
-                result(R_DATA).store(b.data as u64, Ordering::Relaxed);
-                result(R_HEADER).store(b.header as u64, Ordering::Relaxed);
-                result(R_DIRTY).store(b.dirty as u64, Ordering::Relaxed);
-                result(R_STATUS).store(GRANTED, Ordering::Relaxed);
-            }
-            Err(full) => {
-                result(R_LEFT).store(full.left as u64, Ordering::Relaxed);
-                result(R_STATUS).store(FULL, Ordering::Relaxed);
-            }
+    let block = match s
+        .memory
+        .alloc([ALLOC, bytes as u64, align as u64], bytes, align)
+    {
+        Ok(block) => block,
+        Err(AllocFailure::Mismatch(m)) => return Err(mismatch("pgas::alloc", m)),
+        Err(AllocFailure::Full(full)) => {
+            let total = s.heap_bytes();
+            return Err(Error::new(
+                ErrorKind::HeapFull,
+                format!(
+                    "cantus::pgas::alloc: the symmetric heap is full: asked for {bytes} bytes \
+                     ({n} x {}) on each locale, but {} of its {total} bytes per locale are \
+                     left; raise CANTUS_HEAP_BYTES or Builder::heap_bytes (now {total}), or \
+                     free the global arrays allocated last",
+                    std::any::type_name::<T>(),
+                    full.left
+                ),
+            ));
         }
-    }
-    c.barrier();
-    agreed?;
-    // Relaxed: written by locale 0 before the barrier we passed.
-    if result(R_STATUS).load(Ordering::Relaxed) == FULL {
-        let left = result(R_LEFT).load(Ordering::Relaxed);
-        let total = s.heap_bytes();
-        return Err(Error::new(
-            ErrorKind::HeapFull,
-            format!(
-                "cantus::pgas::alloc: the symmetric heap is full: asked for {bytes} bytes \
-                 ({n} x {}) on each locale, but {left} of its {total} bytes per locale are \
-                 left; raise CANTUS_HEAP_BYTES or Builder::heap_bytes (now {total}), or free \
-                 the global arrays allocated last",
-                std::any::type_name::<T>()
-            ),
-        ));
-    }
-    let data = result(R_DATA).load(Ordering::Relaxed) as usize;
-    let header = result(R_HEADER).load(Ordering::Relaxed) as usize;
-    let dirty = result(R_DIRTY).load(Ordering::Relaxed) as usize;
-    // SAFETY: data + dirty <= data + bytes <= heap_bytes (granted); no
-    // other locale touches this part of our segment before the barrier
-    // below (it has no pointer to the new block yet).
-    unsafe { std::ptr::write_bytes(s.heap(s.here).as_ptr().add(data), 0, dirty) };
-    c.barrier();
+    };
     Ok(GlobalArray {
         space: s,
-        data,
-        header,
+        data: block.data,
+        header: block.header,
         len: n,
         _t: PhantomData,
     })
@@ -168,7 +123,7 @@ impl<T: Pod> GlobalArray<T> {
         // heap_bytes), so the result stays inside the mapping.
         unsafe {
             self.space
-                .heap(self.space.here)
+                .local_segment()
                 .as_ptr()
                 .add(self.data)
                 .cast::<T>()
@@ -196,7 +151,7 @@ impl<T: Pod> GlobalArray<T> {
 
 impl<T> Drop for GlobalArray<T> {
     fn drop(&mut self) {
-        heap(&self.space).release(self.header);
+        self.space.memory.release(self.header);
     }
 }
 

@@ -5,7 +5,7 @@
 //! to the heap when the blocks above it are free too (a stack of
 //! blocks). `README.md` beside this file states the rules.
 
-use crate::comm::shm::region::LINE;
+use super::memory::LINE;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 

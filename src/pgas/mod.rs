@@ -1,16 +1,27 @@
-//! A global address space over the locales of one machine: a symmetric
-//! heap in the job's shared region, typed global pointers with put, get
-//! and remote atomics, collectives, and block-distributed arrays.
+//! A global address space over the locales of a job: a symmetric heap,
+//! typed global pointers with put, get and remote atomics, collectives,
+//! and block-distributed arrays.
 //!
 //! - [`alloc`] places a [`GlobalArray`] at the same offset of every
 //!   locale's heap segment (`CANTUS_HEAP_BYTES` /
 //!   [`Builder::heap_bytes`](crate::Builder::heap_bytes) bytes each);
-//! - [`GlobalPtr`] names an element on some locale; `put`/`get` are
-//!   copies within shared memory (seed 003: Duell, "Pthreads or
-//!   Processes", section 4.3.2), atomics act on it directly;
+//! - [`GlobalPtr`] names an element on some locale; `put`/`get` copy it,
+//!   atomics act on it;
 //! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`] are
-//!   collectives over atomics and scratch areas in the region;
+//!   collectives;
 //! - [`BlockArray`] splits one array into a block per locale.
+//!
+//! Two memories carry it, with the same API and guarantees
+//! (`CANTUS_PGAS`). Where every locale maps every segment (the
+//! shared-memory transport's region, the default on one machine), a
+//! put or a get is a copy within shared memory and an atomic an atomic
+//! instruction on it (seed 003: Duell, "Pthreads or Processes",
+//! sections 4.3.2 and 4.3.3), and collectives are atomics and scratch
+//! areas in the region. Where locales share no memory (MPI, or
+//! `CANTUS_PGAS=messages`), a segment is its owner's alone: an access to
+//! another locale's is a remote call its owner runs inside its poll, a
+//! put returns once its owner acknowledged it, and collectives are trees
+//! of messages.
 //!
 //! # The SPMD model
 //!
@@ -66,14 +77,18 @@
 //! ```
 //!
 //! With `CANTUS_LOCALES=4` the same program runs on four processes.
-//! `README.md` beside this file states the heap layout, the allocation
-//! rule, the atomics' orderings and the barrier protocol.
+//! `README.md` beside this file states the two memories, the heap layout,
+//! the allocation rule, the atomics' orderings and each memory's
+//! collective protocols.
 
 mod array;
 mod block;
 mod collective;
 mod heap;
+mod memory;
+mod messages;
 mod ptr;
+mod shared;
 mod space;
 
 pub use array::{GlobalArray, alloc};
@@ -81,7 +96,7 @@ pub use block::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
-pub(crate) use space::{install, uninstall};
+pub(crate) use space::{install, installed_memory, uninstall};
 
 use crate::am::Registered;
 use crate::error::Error;

@@ -1,15 +1,18 @@
 //! `GlobalPtr<T>`: a typed place in some locale's heap segment, named by
 //! (locale, offset) and the bounds of its allocation, never by an
-//! address. Puts and gets are copies in shared memory; atomics act on
-//! the shared memory directly.
+//! address. On a segment this process maps (every locale's, with shared
+//! memory; its own, over messages) puts and gets are copies and atomics
+//! act on the memory directly; on another, they go through the
+//! installed memory (`memory.rs`), which returns once they are done.
 
-use super::space::{Space, with_space};
+use super::memory::{AtomicOp, Memory};
+use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
 /// A pointer into global memory: element `i` of an allocation on locale
 /// `l`. It is plain data (`Copy`, serializable): pass it in remote calls
@@ -21,8 +24,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// [`BlockArray::ptr`](super::BlockArray::ptr); move it with
 /// [`add`](GlobalPtr::add).
 ///
-/// `put` and `get` are plain copies: a put and a get (or two puts) of the
-/// same element by different locales, not ordered by a
+/// `put` and `get` are plain copies (in shared memory, or by the owning
+/// locale when locales share no memory: then a `put` returns once the
+/// owner acknowledged it): a put and a get (or two puts) of the same
+/// element by different locales, not ordered by a
 /// [`barrier`](super::barrier) or an atomic, race and the values read are
 /// unspecified. The atomics on `GlobalPtr<u64>` order them: a `store` or
 /// RMW releases the caller's earlier puts to whoever `load`s or RMWs the
@@ -107,9 +112,9 @@ impl<T: Pod> GlobalPtr<T> {
         }
     }
 
-    /// This process's address of `n` elements from here, after checking
-    /// them against the allocation, the segment and the job.
-    fn locate(&self, s: &Space, n: usize, what: &str) -> Result<*mut u8, Error> {
+    /// Where `n` elements from here are, after checking them against
+    /// the allocation, the segment and the job.
+    fn locate(&self, s: &Space, n: usize, what: &str) -> Result<Place, Error> {
         let size = size_of::<T>() as u64;
         let elem = |b: u64| b.saturating_sub(self.start) / size.max(1);
         let out = |why: String| {
@@ -149,9 +154,12 @@ impl<T: Pod> GlobalPtr<T> {
                 s.heap_bytes()
             ));
         }
-        // SAFETY: offset + bytes <= end <= heap_bytes (checked above), so
-        // the address lies within the locale's segment.
-        Ok(unsafe { s.heap(self.locale()).as_ptr().add(self.offset as usize) })
+        Ok(match s.mapped(self.locale()) {
+            // SAFETY: offset + bytes <= end <= heap_bytes (checked above),
+            // so the address lies within the locale's segment.
+            Some(base) => Place::Mapped(unsafe { base.as_ptr().add(self.offset as usize) }),
+            None => Place::Remote(self.locale(), self.offset as usize),
+        })
     }
 
     /// Copies `src` to global memory starting here. Checks the whole
@@ -161,19 +169,24 @@ impl<T: Pod> GlobalPtr<T> {
     ///
     /// [`ErrorKind::OutOfBounds`] if the elements run outside the
     /// allocation (or the pointer names no locale of this job);
-    /// [`ErrorKind::NoRuntime`] if no runtime runs.
+    /// [`ErrorKind::NoRuntime`] if no runtime runs; where locales share no
+    /// memory, the error of the remote call to the owner if it failed (the
+    /// owner is gone).
     pub fn put(&self, src: &[T]) -> Result<(), Error> {
-        with_space("pgas::GlobalPtr::put", |s| {
-            let dst = self.locate(s, src.len(), "a put")?;
-            // SAFETY: `dst` is valid for `size_of_val(src)` bytes (checked
-            // by `locate`) in the shared mapping, which cannot overlap
-            // `src`, a Rust slice outside it... unless `src` was borrowed
-            // from global memory itself: `copy` allows the overlap.
-            unsafe {
-                std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src));
+        self.access(src.len(), "a put", "pgas::GlobalPtr::put", |at| match at {
+            Target::Mapped(dst) => {
+                // SAFETY: `dst` is valid for `size_of_val(src)` bytes
+                // (checked by `locate`) in a mapping of the memory, which
+                // cannot overlap `src`, a Rust slice outside it... unless
+                // `src` was borrowed from global memory itself: `copy`
+                // allows the overlap.
+                unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
+                Ok(())
             }
-            Ok(())
-        })?
+            Target::Remote(memory, locale, offset) => {
+                memory.put(locale, offset, bytemuck::cast_slice(src))
+            }
+        })
     }
 
     /// Copies global memory starting here into `dst`. Checks the whole
@@ -183,16 +196,49 @@ impl<T: Pod> GlobalPtr<T> {
     ///
     /// As [`put`](GlobalPtr::put).
     pub fn get(&self, dst: &mut [T]) -> Result<(), Error> {
-        with_space("pgas::GlobalPtr::get", |s| {
-            let src = self.locate(s, dst.len(), "a get")?;
-            // SAFETY: `src` is valid for the bytes of `dst` (checked by
-            // `locate`); `dst` is a unique borrow. Any bytes are a valid
-            // `T` (Pod). `copy` allows `dst` to lie in global memory.
-            unsafe {
-                std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst));
+        self.access(dst.len(), "a get", "pgas::GlobalPtr::get", |at| match at {
+            Target::Mapped(src) => {
+                // SAFETY: `src` is valid for the bytes of `dst` (checked
+                // by `locate`); `dst` is a unique borrow. Any bytes are a
+                // valid `T` (Pod). `copy` allows `dst` to lie in global
+                // memory.
+                unsafe { std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst)) };
+                Ok(())
             }
-            Ok(())
-        })?
+            Target::Remote(memory, locale, offset) => {
+                memory.get(locale, offset, bytemuck::cast_slice_mut(dst))
+            }
+        })
+    }
+
+    /// Checks `n` elements from here (`locate`) and runs `op` where they
+    /// are: under the space's read lock if this process maps them (a copy
+    /// or an atomic instruction never waits), else outside it, through
+    /// the memory (which may wait for replies), holding a reference to
+    /// the space instead.
+    fn access<R>(
+        &self,
+        n: usize,
+        what: &str,
+        call: &str,
+        op: impl FnOnce(Target<'_>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let mut op = Some(op);
+        let mut elsewhere = None;
+        let done = with_space(call, |s| match self.locate(s, n, what)? {
+            Place::Mapped(p) => op.take().map(|op| op(Target::Mapped(p))).transpose(),
+            Place::Remote(locale, offset) => {
+                elsewhere = Some((locale, offset));
+                Ok(None)
+            }
+        })??;
+        match (done, elsewhere, op) {
+            (Some(r), _, _) => Ok(r),
+            (None, Some((locale, offset)), Some(op)) => {
+                op(Target::Remote(&*space(call)?.memory, locale, offset))
+            }
+            _ => unreachable!("locate gives a mapped address or a locale's offset"),
+        }
     }
 
     /// The element here (a one-element [`get`](GlobalPtr::get)).
@@ -216,31 +262,57 @@ impl<T: Pod> GlobalPtr<T> {
     }
 }
 
-/// Remote atomics: operations on the 64-bit word in shared memory, as
-/// atomic as between threads, from any locale. Read-modify-writes are
-/// `AcqRel`, loads `Acquire`, stores `Release`: a locale's puts before a
-/// `store` or RMW are visible to a locale whose `load` or RMW sees that
-/// value (or a later one in its modification order).
+/// Where a range of global memory is.
+#[derive(Clone, Copy)]
+enum Place {
+    /// At this address of a mapping of this process.
+    Mapped(*mut u8),
+    /// At this offset of a locale's segment that this process does not
+    /// map.
+    Remote(usize, usize),
+}
+
+/// Where an access goes: an address of a mapping of this process, or
+/// the memory that reaches the segment `(locale, offset)` lies in.
+enum Target<'a> {
+    Mapped(*mut u8),
+    Remote(&'a dyn Memory, usize, usize),
+}
+
+/// Remote atomics: operations on the 64-bit word, as atomic as between
+/// threads, from any locale (on a segment this process maps, atomic
+/// instructions on it; on another, the same instructions run by its
+/// owner, `README.md`, "Two memories"). Read-modify-writes are `AcqRel`,
+/// loads `Acquire`, stores `Release`: a locale's puts before a `store` or
+/// RMW are visible to a locale whose `load` or RMW sees that value (or a
+/// later one in its modification order).
 impl GlobalPtr<u64> {
-    fn atomic<R>(&self, what: &str, f: impl FnOnce(&AtomicU64) -> R) -> Result<R, Error> {
-        with_space("pgas::GlobalPtr atomics", |s| {
-            let p = self.locate(s, 1, what)?;
-            if p as usize % align_of::<AtomicU64>() != 0 {
-                return Err(Error::new(
-                    ErrorKind::OutOfBounds,
-                    format!(
-                        "cantus::pgas: {what} at byte {} is not 8-byte aligned",
-                        self.offset
-                    ),
-                ));
-            }
+    fn atomic(&self, what: &str, op: AtomicOp) -> Result<Result<u64, u64>, Error> {
+        // Segments are aligned to a page in every process, so the offset
+        // tells the alignment.
+        if self.offset % align_of::<AtomicU64>() as u64 != 0 {
+            // As `locate` would, first: a pointer outside its allocation
+            // is out of bounds whatever its alignment.
+            with_space("pgas::GlobalPtr atomics", |s| {
+                self.locate(s, 1, what).map(drop)
+            })??;
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "cantus::pgas: {what} at byte {} is not 8-byte aligned",
+                    self.offset
+                ),
+            ));
+        }
+        self.access(1, what, "pgas::GlobalPtr atomics", |at| match at {
             // SAFETY: `p` is in bounds (checked by `locate`) and aligned
-            // (checked above), in the shared mapping that lives while the
-            // space does (we hold it). Any bits are a valid AtomicU64.
+            // (checked above), in a mapping that lives while the space
+            // does (we hold its lock). Any bits are a valid AtomicU64.
             // Other locales may access the word non-atomically with put or
             // get: that is the race `GlobalPtr`'s docs describe.
-            Ok(f(unsafe { &*p.cast::<AtomicU64>() }))
-        })?
+            Target::Mapped(p) => Ok(op.apply(unsafe { &*p.cast::<AtomicU64>() })),
+            Target::Remote(memory, locale, offset) => memory.atomic(locale, offset, op),
+        })
     }
 
     /// Adds `v` (wrapping) and returns the previous value.
@@ -249,7 +321,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`put`](GlobalPtr::put), or a word that is not 8-byte aligned.
     pub fn fetch_add(&self, v: u64) -> Result<u64, Error> {
-        self.atomic("a fetch_add", |a| a.fetch_add(v, Ordering::AcqRel))
+        self.atomic("a fetch_add", AtomicOp::FetchAdd(v))
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Stores `new` if the word holds `current`: `Ok(current)` if it did,
@@ -259,9 +332,10 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn compare_exchange(&self, current: u64, new: u64) -> Result<Result<u64, u64>, Error> {
-        self.atomic("a compare_exchange", |a| {
-            a.compare_exchange(current, new, Ordering::AcqRel, Ordering::Acquire)
-        })
+        self.atomic(
+            "a compare_exchange",
+            AtomicOp::CompareExchange(current, new),
+        )
     }
 
     /// Stores `v` and returns the previous value.
@@ -270,7 +344,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn swap(&self, v: u64) -> Result<u64, Error> {
-        self.atomic("a swap", |a| a.swap(v, Ordering::AcqRel))
+        self.atomic("a swap", AtomicOp::Swap(v))
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Loads the word (Acquire).
@@ -279,7 +354,8 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn load(&self) -> Result<u64, Error> {
-        self.atomic("a load", |a| a.load(Ordering::Acquire))
+        self.atomic("a load", AtomicOp::Load)
+            .map(|r| r.expect("only compare_exchange fails"))
     }
 
     /// Stores `v` (Release).
@@ -288,6 +364,6 @@ impl GlobalPtr<u64> {
     ///
     /// As [`fetch_add`](GlobalPtr::fetch_add).
     pub fn store(&self, v: u64) -> Result<(), Error> {
-        self.atomic("a store", |a| a.store(v, Ordering::Release))
+        self.atomic("a store", AtomicOp::Store(v)).map(drop)
     }
 }

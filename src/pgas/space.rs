@@ -1,124 +1,71 @@
-//! The global address space as this process maps it: the control page,
-//! each locale's scratch area and heap segment (`README.md` beside this
-//! file lays them out), and the process-wide handle to it.
+//! The global address space of this process's locale: the installed
+//! [`Memory`] and what this process keeps beside it (the SPMD body's
+//! flags), and the process-wide handle to it. `runtime.rs` installs it
+//! when the locale joins its job ([`install`]); a job of one locale makes
+//! one on first use.
 
-use crate::comm::shm::region::LINE;
-use crate::comm::shm::transport::{
-    PGAS_CONTROL_BYTES, PGAS_SCRATCH_BYTES, ShmTransport, Symmetric,
-};
-use crate::comm::transport::Transport;
+use super::memory::Memory;
+use super::messages::MessageMemory;
+use super::shared::SharedMemory;
+use crate::comm::symmetric::SymmetricAreas;
+use crate::config::{Config, PgasMemory};
 use crate::error::{Error, ErrorKind};
 use crate::sched::Registry;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, RwLock};
-
-// Offsets in the control page (one line per writer group).
-/// Barrier: locales arrived at the current barrier (u32).
-pub(crate) const BARRIER_COUNT: usize = 0;
-/// Barrier: how many barriers completed (u32).
-pub(crate) const BARRIER_GEN: usize = LINE;
-/// Allocator: lock (u32) at +0, top, last, high (u64) at +8, +16, +24.
-pub(crate) const ALLOC: usize = 2 * LINE;
-/// The result of the current collective allocation, written by locale 0.
-pub(crate) const ALLOC_RESULT: usize = 3 * LINE;
-/// The SPMD group (`collective.rs`), five u64 words from here.
-pub(crate) const SPMD: usize = 4 * LINE;
-/// The running group's handler id.
-pub(crate) const SPMD_ID: usize = SPMD;
-/// The poison word: 0, or 1 + the locale whose body panicked first.
-pub(crate) const SPMD_POISON: usize = SPMD + 8;
-/// Groups begun so far (the current group's number).
-pub(crate) const SPMD_EPOCH: usize = SPMD + 16;
-/// 1 while a group runs (from its `begin` to its `end`), else 0.
-pub(crate) const SPMD_RUNNING: usize = SPMD + 24;
-/// 0, or 1 + the first locale whose body returned (without a panic).
-pub(crate) const SPMD_RETURNED: usize = SPMD + 32;
-const _: () = assert!(SPMD + LINE <= PGAS_CONTROL_BYTES);
-
-/// In each scratch area: the collective signature (three u64) at 0, data
-/// from `SCRATCH_DATA` on.
-pub(crate) const SCRATCH_DATA: usize = LINE;
-/// Bytes of collective data each scratch area holds.
-pub(crate) const SCRATCH_DATA_BYTES: usize = PGAS_SCRATCH_BYTES - SCRATCH_DATA;
 
 /// The global address space of this process's locale.
 pub(crate) struct Space {
+    pub(crate) memory: Arc<dyn Memory>,
     pub(crate) here: usize,
     pub(crate) locales: usize,
+    heap_bytes: usize,
+    /// Where this process maps each locale's segment, if it does (copied
+    /// from the memory: one load on every put and get).
+    mapped: Vec<Option<NonNull<u8>>>,
     /// Whether this locale's SPMD body runs (this process only).
     pub(crate) in_body: AtomicBool,
     /// The last group whose body this locale claimed (this process only).
     pub(crate) claimed: AtomicU64,
-    areas: Symmetric,
-    /// Owns the mapping the areas lie in.
-    _transport: Arc<ShmTransport>,
 }
 
-// SAFETY: the pointers are into the transport's mapping, which `Space`
-// keeps alive; everything reached through them is either accessed
-// atomically or copied as plain bytes under the protocols of
-// `README.md` (memory other processes write anyway).
+// SAFETY: the pointers are the memory's own (`Memory::mapped`), valid
+// while it lives, which `Space` keeps alive; what is done through them
+// follows the protocols of `README.md`.
 unsafe impl Send for Space {}
-// SAFETY: as for Send; `Space` itself is never mutated after construction.
+// SAFETY: as for Send; `Space` is never mutated after construction but
+// through its atomics.
 unsafe impl Sync for Space {}
 
 impl Space {
-    fn new(transport: Arc<ShmTransport>) -> Space {
+    fn new(memory: Arc<dyn Memory>) -> Space {
         Space {
-            here: transport.here(),
-            locales: transport.locales(),
+            here: memory.here(),
+            locales: memory.locales(),
+            heap_bytes: memory.heap_bytes(),
+            mapped: (0..memory.locales()).map(|l| memory.mapped(l)).collect(),
             in_body: AtomicBool::new(false),
             claimed: AtomicU64::new(0),
-            areas: transport.symmetric(),
-            _transport: transport,
+            memory,
         }
     }
 
     /// Bytes of each locale's heap segment.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.areas.heap_bytes
+        self.heap_bytes
     }
 
-    /// The start of `locale`'s heap segment in this process.
-    pub(crate) fn heap(&self, locale: usize) -> NonNull<u8> {
-        self.areas.heaps[locale]
+    /// Where this process maps `locale`'s heap segment, if it does.
+    #[inline]
+    pub(crate) fn mapped(&self, locale: usize) -> Option<NonNull<u8>> {
+        self.mapped[locale]
     }
 
-    /// The start of `locale`'s scratch data (`SCRATCH_DATA_BYTES` long).
-    pub(crate) fn scratch_data(&self, locale: usize) -> NonNull<u8> {
-        // SAFETY: SCRATCH_DATA < PGAS_SCRATCH_BYTES, the area's length.
-        unsafe { self.areas.scratch[locale].add(SCRATCH_DATA) }
-    }
-
-    /// Word `i` (0..3) of `locale`'s collective signature.
-    pub(crate) fn signature(&self, locale: usize, i: usize) -> &AtomicU64 {
-        assert!(i < 3);
-        // SAFETY: the scratch area is page-aligned and PGAS_SCRATCH_BYTES
-        // long; word `i` lies in its first line. The area lives as long as
-        // `self`; every process accesses it only atomically.
-        unsafe {
-            self.areas.scratch[locale]
-                .add(8 * i)
-                .cast::<AtomicU64>()
-                .as_ref()
-        }
-    }
-
-    /// The 64-bit word at `offset` in the control page.
-    pub(crate) fn control64(&self, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= PGAS_CONTROL_BYTES);
-        // SAFETY: in bounds and aligned (checked; the page is
-        // page-aligned); the page lives as long as `self`; every process
-        // accesses control words only atomically.
-        unsafe { self.areas.control.add(offset).cast::<AtomicU64>().as_ref() }
-    }
-
-    /// The 32-bit word at `offset` in the control page.
-    pub(crate) fn control32(&self, offset: usize) -> &AtomicU32 {
-        assert!(offset % 4 == 0 && offset + 4 <= PGAS_CONTROL_BYTES);
-        // SAFETY: as in `control64`.
-        unsafe { self.areas.control.add(offset).cast::<AtomicU32>().as_ref() }
+    /// The start of this locale's heap segment in this process (every
+    /// memory maps its own locale's).
+    pub(crate) fn local_segment(&self) -> NonNull<u8> {
+        self.mapped[self.here].expect("a memory maps its own locale's segment")
     }
 }
 
@@ -126,9 +73,50 @@ impl Space {
 /// `runtime.rs` for a job of several locales, made on first use for one.
 static SPACE: RwLock<Option<Arc<Space>>> = RwLock::new(None);
 
-/// A job of several locales: this locale's view of the job's region.
-pub(crate) fn install(transport: &Arc<ShmTransport>) {
-    *SPACE.write().unwrap() = Some(Arc::new(Space::new(transport.clone())));
+/// The memory `choice` names (`CANTUS_PGAS`), for locale `here` of
+/// `locales` with segments of `heap_bytes`; `areas` are the symmetric
+/// areas the job's transport maps, if it maps any. Unset, the choice is
+/// the shared memory where there are areas, else the message memory.
+fn memory_for(
+    choice: Option<PgasMemory>,
+    (here, locales, heap_bytes): (usize, usize, usize),
+    areas: Option<Arc<dyn SymmetricAreas>>,
+) -> Result<Arc<dyn Memory>, Error> {
+    match (choice, areas) {
+        (Some(PgasMemory::Messages), _) | (None, None) => {
+            Ok(Arc::new(MessageMemory::new(here, locales, heap_bytes)?))
+        }
+        (_, Some(areas)) => Ok(Arc::new(SharedMemory::new(areas))),
+        (Some(PgasMemory::Shared), None) => Err(Error::new(
+            ErrorKind::InvalidConfig,
+            "CANTUS_PGAS=shared asks for global memory that every locale maps, but this job's \
+             transport shares no memory between locales; unset CANTUS_PGAS (or set it to \
+             messages)",
+        )),
+    }
+}
+
+/// A job of several locales: installs this locale's global memory, the
+/// one `config` asks for, over `areas`, the symmetric areas the job's
+/// transport maps (`None` for a transport that maps none, such as MPI:
+/// then the memory is the message memory).
+pub(crate) fn install(
+    config: &Config,
+    areas: Option<Arc<dyn SymmetricAreas>>,
+) -> Result<(), Error> {
+    // The segments' size is the job's: the areas' if there are any (locale
+    // 0 chose it for all), else this locale's configuration (every locale
+    // runs the same program in the same environment).
+    let heap_bytes = areas
+        .as_ref()
+        .map_or(config.heap_bytes, |a| a.areas().heap_bytes);
+    let memory = memory_for(
+        config.pgas,
+        (config.here, config.locales, heap_bytes),
+        areas,
+    )?;
+    *SPACE.write().unwrap() = Some(Arc::new(Space::new(memory)));
+    Ok(())
 }
 
 /// The runtime stopped: global memory is no longer reachable.
@@ -136,10 +124,15 @@ pub(crate) fn uninstall() {
     *SPACE.write().unwrap() = None;
 }
 
+/// The installed space (never making one).
+pub(crate) fn installed() -> Option<Arc<Space>> {
+    SPACE.read().unwrap().clone()
+}
+
 /// The space, for operations that may wait (collectives).
 pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
-    if let Some(s) = SPACE.read().unwrap().as_ref() {
-        return Ok(s.clone());
+    if let Some(s) = installed() {
+        return Ok(s);
     }
     let registry = Registry::current().ok_or_else(|| Error::no_runtime(call))?;
     if registry.config.locales > 1 {
@@ -148,17 +141,23 @@ pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
             format!("cantus::{call}: this locale has not joined its job yet (or has left it)"),
         ));
     }
-    // One locale: a region of our own, made once per runtime.
+    // One locale: a memory of our own, made once per runtime (the shared
+    // memory in a region of its own, unless the message memory is asked
+    // for).
     let mut slot = SPACE.write().unwrap();
     if let Some(s) = slot.as_ref() {
         return Ok(s.clone());
     }
-    let transport = ShmTransport::create(
-        1,
-        crate::comm::shm::ring::MIN_CAPACITY,
-        registry.config.heap_bytes,
-    )?;
-    let s = Arc::new(Space::new(Arc::new(transport)));
+    let heap_bytes = registry.config.heap_bytes;
+    let areas = match registry.config.pgas {
+        Some(PgasMemory::Messages) => None,
+        _ => Some(crate::comm::symmetric::private_areas(heap_bytes)?),
+    };
+    let s = Arc::new(Space::new(memory_for(
+        registry.config.pgas,
+        (0, 1, heap_bytes),
+        areas,
+    )?));
     *slot = Some(s.clone());
     Ok(s)
 }
@@ -170,12 +169,23 @@ pub(crate) fn if_installed<R>(f: impl FnOnce(&Space) -> R) -> Option<R> {
     SPACE.read().unwrap().as_ref().map(|s| f(s))
 }
 
-/// Runs `f` on the space without taking a reference count: for short
-/// operations that never wait (put, get, atomics).
+/// Runs `f` on the space without taking a reference count: for
+/// operations that never wait on a mapped segment (put, get, atomics).
 #[inline]
 pub(crate) fn with_space<R>(call: &str, f: impl FnOnce(&Space) -> R) -> Result<R, Error> {
     if let Some(s) = SPACE.read().unwrap().as_ref() {
         return Ok(f(s));
     }
     Ok(f(&*space(call)?))
+}
+
+/// Which memory is installed: `"shared"` or `"messages"` (tests).
+pub(crate) fn installed_memory() -> Option<&'static str> {
+    if_installed(|s| {
+        if s.memory.as_any().is::<MessageMemory>() {
+            "messages"
+        } else {
+            "shared"
+        }
+    })
 }

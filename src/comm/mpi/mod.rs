@@ -251,7 +251,7 @@ impl Job for MpiJob {
         self.transport.clone()
     }
 
-    fn shared_memory(&self) -> Option<Arc<crate::comm::shm::transport::ShmTransport>> {
+    fn shared_memory(&self) -> Option<Arc<dyn crate::comm::symmetric::SymmetricAreas>> {
         None
     }
 

@@ -22,6 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::comm::job::Job;
+use crate::comm::symmetric::SymmetricAreas;
 use crate::comm::transport::Transport;
 use crate::config::{Config, LOCALE_VAR, LOCALES_VAR};
 
@@ -69,7 +70,7 @@ impl Job for ShmJob {
         self.transport.clone()
     }
 
-    fn shared_memory(&self) -> Option<Arc<ShmTransport>> {
+    fn shared_memory(&self) -> Option<Arc<dyn SymmetricAreas>> {
         Some(self.transport.clone())
     }
 

@@ -2,13 +2,15 @@
 //! rings in the job's region (one per network), and every locale has a
 //! line with its doorbell (a futex word) and its sleeping flag.
 //! `README.md` beside this file ("The transport") states the layout and
-//! the wake-up protocol. After the rings come the areas of the global
-//! address space (`pgas/`): its control page, a scratch area per locale
-//! and a heap segment per locale ([`ShmTransport::symmetric`]).
+//! the wake-up protocol. After the rings come the symmetric areas
+//! (`comm/symmetric.rs`) that the global address space (`pgas/`) lays
+//! out: a control page, a scratch area per locale and a heap segment per
+//! locale (`SymmetricAreas for ShmTransport`).
 
 use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
 use super::ring::{self, Consumer, Producer};
+use crate::comm::symmetric::{AREA_ALIGN, Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind, Locales};
 use std::ptr::NonNull;
@@ -26,24 +28,9 @@ struct JobInfo {
     heap_bytes: u64,
 }
 
-/// Bytes of the global address space's control page (allocator and
-/// barrier words; `pgas/README.md` lays it out).
-pub(crate) const PGAS_CONTROL_BYTES: usize = MAX_ALIGN;
-/// Bytes of each locale's collective scratch area (`pgas/README.md`).
-pub(crate) const PGAS_SCRATCH_BYTES: usize = 4 * MAX_ALIGN;
-
-/// This process's addresses of the global address space's areas, valid
-/// while the [`ShmTransport`] that gave them lives.
-pub(crate) struct Symmetric {
-    /// The control page, [`PGAS_CONTROL_BYTES`] long.
-    pub(crate) control: NonNull<u8>,
-    /// Each locale's scratch area, [`PGAS_SCRATCH_BYTES`] long.
-    pub(crate) scratch: Vec<NonNull<u8>>,
-    /// Each locale's heap segment, `heap_bytes` long, page-aligned.
-    pub(crate) heaps: Vec<NonNull<u8>>,
-    /// Bytes of each heap segment.
-    pub(crate) heap_bytes: usize,
-}
+// The symmetric areas are carved at offsets aligned to AREA_ALIGN of a
+// mapping aligned to a page, which `Layout::carve` allows up to MAX_ALIGN.
+const _: () = assert!(AREA_ALIGN <= MAX_ALIGN && AREA_ALIGN.is_power_of_two());
 
 /// Where everything is in the region, for `locales` locales, rings of
 /// `ring_bytes` and heap segments of `heap_bytes`: a pure function of the
@@ -56,7 +43,7 @@ struct Plan {
     /// Ring of (src, dst, net) at `src * locales * 2 + dst * 2 + net`;
     /// `src == dst` has none.
     rings: Vec<Option<Area>>,
-    /// The global address space: control page, scratch areas, heaps.
+    /// The symmetric areas: control page, scratch areas, heaps.
     pgas_control: Area,
     pgas_scratch: Vec<Area>,
     heaps: Vec<Area>,
@@ -82,12 +69,12 @@ impl Plan {
                 }
             }
         }
-        let pgas_control = layout.carve(PGAS_CONTROL_BYTES, MAX_ALIGN)?;
+        let pgas_control = layout.carve(CONTROL_BYTES, AREA_ALIGN)?;
         let pgas_scratch = (0..locales)
-            .map(|_| layout.carve(PGAS_SCRATCH_BYTES, MAX_ALIGN))
+            .map(|_| layout.carve(SCRATCH_BYTES, AREA_ALIGN))
             .collect::<Result<Vec<_>, _>>()?;
         let heaps = (0..locales)
-            .map(|_| layout.carve(heap_bytes, MAX_ALIGN))
+            .map(|_| layout.carve(heap_bytes, AREA_ALIGN))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Plan {
             layout,
@@ -144,7 +131,7 @@ pub(crate) struct ShmTransport {
     inc: Vec<[Option<Incoming>; 2]>,
     /// Each locale's line (doorbell, sleeping).
     lines: Vec<usize>,
-    /// The global address space's areas.
+    /// The symmetric areas.
     pgas_control: Area,
     pgas_scratch: Vec<Area>,
     heaps: Vec<Area>,
@@ -292,21 +279,6 @@ impl ShmTransport {
         &self.region
     }
 
-    /// The global address space's areas, as this process maps them
-    /// (`pgas/` reaches the heap through these). Valid while `self` lives.
-    pub(crate) fn symmetric(&self) -> Symmetric {
-        Symmetric {
-            control: self.region.ptr(self.pgas_control),
-            scratch: self
-                .pgas_scratch
-                .iter()
-                .map(|&a| self.region.ptr(a))
-                .collect(),
-            heaps: self.heaps.iter().map(|&a| self.region.ptr(a)).collect(),
-            heap_bytes: self.heap_bytes,
-        }
-    }
-
     fn doorbell(&self, locale: usize) -> &AtomicU32 {
         self.region.atomic_u32(self.lines[locale])
     }
@@ -333,6 +305,29 @@ impl ShmTransport {
         // the frames committed before.
         self.doorbell(locale).fetch_add(1, Ordering::Release);
         futex_wake(self.doorbell(locale), 1);
+    }
+}
+
+// SAFETY: the areas are carved by `Plan`, after the rings and apart from
+// them and from one another, at offsets aligned to AREA_ALIGN of the
+// region, which is mapped at a page boundary, in bounds (`open` checks
+// the region holds the plan); every locale computes the same plan from
+// the same `JobInfo`, and maps the same memfd, fresh (zero) when locale 0
+// created it; the mapping lives as long as `self`.
+unsafe impl SymmetricAreas for ShmTransport {
+    fn areas(&self) -> Areas {
+        Areas {
+            here: self.here,
+            locales: self.locales,
+            control: self.region.ptr(self.pgas_control),
+            scratch: self
+                .pgas_scratch
+                .iter()
+                .map(|&a| self.region.ptr(a))
+                .collect(),
+            heaps: self.heaps.iter().map(|&a| self.region.ptr(a)).collect(),
+            heap_bytes: self.heap_bytes,
+        }
     }
 }
 

@@ -1,0 +1,421 @@
+//! The message memory's remote calls, every one declared inline (it runs
+//! inside the poll of the locale that receives it, never waits, never
+//! sends: `am/README.md`, "Serving a request", rule 1), and what sends
+//! them. They are registered in every program that links cantus, whether
+//! or not it uses this memory, so every locale's handler table is the
+//! same.
+//!
+//! | call | arguments | runs on the target | answers |
+//! |---|---|---|---|
+//! | `Put` (raw) | offset (u64), bytes | copies the bytes into its segment | nothing (the reply is the acknowledgement) |
+//! | `Get` (raw) | offset, length (u64) | | the bytes |
+//! | `AtomicCall` (pod) | offset, operation, two operands | the atomic on its segment's word | value, and whether a CAS failed |
+//! | `Parcel` (raw, detached) | epoch, collective (u64), phase, sender (u32), bytes | posts them (`post.rs`) | (no reply) |
+//! | `GroupClaim` (pod, to 0) | | claims the group word | the new epoch, or that a group runs |
+//! | `GroupBegin` (pod) | epoch, handler id | starts the group in its post | (acknowledgement) |
+//! | `BodyEnded` (pod) | epoch, locale, collectives done, panicked | records it; locale 0 poisons on the first panic | (acknowledgement) |
+//! | `GroupEnd` (pod, to 0) | | frees the group word | the poison |
+//!
+//! A raw call's arguments are framed here by hand, little-endian, so that
+//! a put's bytes are copied once into the frame and once out of it, with
+//! no encoding; a target never trusts them (it checks every offset
+//! against its own segment).
+
+use super::MessageMemory;
+use super::post::{Ended, Key};
+use crate::am::handlers::{Outcome, id_of, panic_message};
+use crate::am::{Handler, RemotePod};
+use crate::error::{Error, ErrorKind};
+use crate::pgas::memory::AtomicOp;
+use crate::pgas::space::if_installed;
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::AtomicU64;
+
+const PUT: &str = "cantus::pgas::messages::Put";
+const GET: &str = "cantus::pgas::messages::Get";
+const PARCEL: &str = "cantus::pgas::messages::Parcel";
+
+inventory::submit! { Handler::raw(PUT, serve_put, true) }
+inventory::submit! { Handler::raw(GET, serve_get, true) }
+inventory::submit! { Handler::raw(PARCEL, serve_parcel, true) }
+
+/// Bytes before a put's data: the offset.
+const PUT_HEAD: usize = 8;
+/// Bytes before a parcel's data: epoch, collective, phase, sender.
+const PARCEL_HEAD: usize = 24;
+
+thread_local! {
+    /// The buffer a thread frames raw calls' arguments in, kept from call
+    /// to call (taken out while in use: a send that waits for room may
+    /// run another task of this thread meanwhile).
+    static ARGS: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// Frames a call's arguments from `parts` into this thread's buffer and
+/// runs `send` on them.
+fn with_args<R>(parts: &[&[u8]], send: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = ARGS.take();
+    buf.clear();
+    for p in parts {
+        buf.extend_from_slice(p);
+    }
+    let r = send(&buf);
+    if buf.capacity() <= 64 << 10 {
+        ARGS.set(buf);
+    }
+    r
+}
+
+/// Runs a raw handler's body: its error is the caller's `Rejected`, and a
+/// panic (none is expected: the bodies check what they read) is caught
+/// here, since an inline call runs inside the poll with no catch of its
+/// own.
+fn guarded(body: impl FnOnce() -> Result<(), String>) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => Outcome::Done,
+        Ok(Err(why)) => Outcome::Rejected(why),
+        Err(p) => Outcome::Panicked(panic_message(&*p)),
+    }
+}
+
+/// The little-endian u64 at `at` of `args`.
+fn word(args: &[u8], at: usize) -> Result<u64, String> {
+    args.get(at..at + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(|| format!("a {}-byte call is too short", args.len()))
+}
+
+/// Runs `f` on this locale's segment (its start and length), checking
+/// that `len` bytes at `offset` lie in it.
+fn in_segment<R>(offset: u64, len: usize, f: impl FnOnce(*mut u8) -> R) -> Result<R, String> {
+    if_installed(|s| {
+        let bytes = s.heap_bytes() as u64;
+        if offset > bytes || len as u64 > bytes - offset {
+            return Err(format!(
+                "{len} bytes at offset {offset} run outside locale {}'s {bytes}-byte heap segment",
+                s.here
+            ));
+        }
+        // SAFETY: offset + len <= heap_bytes (checked), so the address
+        // lies within this locale's segment.
+        Ok(f(unsafe {
+            s.local_segment().as_ptr().add(offset as usize)
+        }))
+    })
+    .unwrap_or_else(|| Err("this locale has no global memory (its runtime stopped)".into()))
+}
+
+fn serve_put(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    guarded(|| {
+        let offset = word(args, 0)?;
+        let data = &args[PUT_HEAD..];
+        in_segment(offset, data.len(), |dst| {
+            // SAFETY: `dst` is valid for `data.len()` bytes of the segment
+            // (checked); `data` lies in the frame, not in the segment. A
+            // concurrent access to the same bytes is the race `GlobalPtr`
+            // documents (plain data, values unspecified).
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+        })
+    })
+}
+
+fn serve_get(args: &[u8], out: &mut Vec<u8>) -> Outcome {
+    guarded(|| {
+        let (offset, len) = (word(args, 0)?, word(args, 8)? as usize);
+        in_segment(offset, len, |src| {
+            // SAFETY: `src` is valid for `len` bytes of the segment
+            // (checked); any bytes are fine to copy (the race of a
+            // concurrent put is `GlobalPtr`'s documented one).
+            out.extend_from_slice(unsafe { std::slice::from_raw_parts(src, len) })
+        })
+    })
+}
+
+fn serve_parcel(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    guarded(|| {
+        let epoch = word(args, 0)?;
+        let seq = word(args, 8)?;
+        let kind = word(args, 16)?;
+        let key = Key {
+            seq,
+            phase: kind as u32,
+            from: (kind >> 32) as u32,
+        };
+        with_messages(|m| m.post.deliver(epoch, key, &args[PARCEL_HEAD..]))
+    })
+}
+
+/// Runs `f` on the installed message memory.
+fn with_messages<R>(f: impl FnOnce(&MessageMemory) -> R) -> Result<R, String> {
+    if_installed(|s| s.memory.as_any().downcast_ref::<MessageMemory>().map(f))
+        .flatten()
+        .ok_or_else(|| "this locale's global memory is not the message memory".to_string())
+}
+
+/// As [`with_messages`], for the plain-data calls, whose panic is the
+/// caller's error.
+fn messages<R>(f: impl FnOnce(&MessageMemory) -> R) -> R {
+    with_messages(f).unwrap_or_else(|why| panic!("cantus::pgas: {why}"))
+}
+
+/// An atomic on a word of the target's segment.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct AtomicCall {
+    offset: u64,
+    /// 0 load, 1 store, 2 fetch_add, 3 swap, 4 compare_exchange.
+    op: u64,
+    a: u64,
+    b: u64,
+}
+
+impl RemotePod for AtomicCall {
+    /// The value, and 1 if a compare-exchange failed (then the value is
+    /// the one seen).
+    type Output = [u64; 2];
+    const INLINE: bool = true;
+    fn run(self) -> [u64; 2] {
+        let op = match self.op {
+            0 => AtomicOp::Load,
+            1 => AtomicOp::Store(self.a),
+            2 => AtomicOp::FetchAdd(self.a),
+            3 => AtomicOp::Swap(self.a),
+            4 => AtomicOp::CompareExchange(self.a, self.b),
+            op => panic!("cantus::pgas: no atomic operation {op}"),
+        };
+        assert!(
+            self.offset % 8 == 0,
+            "cantus::pgas: an atomic at an unaligned offset"
+        );
+        let r = in_segment(self.offset, 8, |p| {
+            // SAFETY: 8 bytes at an 8-aligned offset (checked) of a
+            // page-aligned segment: an aligned word, valid while the
+            // memory is installed (we hold it); any bits are a valid
+            // AtomicU64.
+            op.apply(unsafe { &*p.cast::<AtomicU64>() })
+        });
+        match r.unwrap_or_else(|why| panic!("cantus::pgas: {why}")) {
+            Ok(v) => [v, 0],
+            Err(v) => [v, 1],
+        }
+    }
+}
+
+/// Claims the group word on locale 0.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct GroupClaim {
+    unused: u64,
+}
+
+impl RemotePod for GroupClaim {
+    /// [1, the group's epoch], or [0, 0] if a group runs.
+    type Output = [u64; 2];
+    const INLINE: bool = true;
+    fn run(self) -> [u64; 2] {
+        messages(MessageMemory::claim).map_or([0, 0], |epoch| [1, epoch])
+    }
+}
+
+/// Starts a group in the target's post.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct GroupBegin {
+    epoch: u64,
+    id: u64,
+}
+
+impl RemotePod for GroupBegin {
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        messages(|m| m.post.begin(self.epoch, self.id, m.locales));
+        0
+    }
+}
+
+/// A body of the group ended.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct BodyEnded {
+    epoch: u64,
+    locale: u64,
+    done: u64,
+    panicked: u64,
+}
+
+impl RemotePod for BodyEnded {
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        let ended = Ended {
+            done: self.done,
+            panicked: self.panicked != 0,
+        };
+        messages(|m| m.note_ended(self.epoch, self.locale as usize, ended));
+        0
+    }
+}
+
+/// Ends the group on locale 0.
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub(crate) struct GroupEnd {
+    unused: u64,
+}
+
+impl RemotePod for GroupEnd {
+    /// 0, or 1 + the locale whose body panicked first.
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        messages(|m| m.finish_group()).map_or(0, |l| l as u64 + 1)
+    }
+}
+
+crate::remote_pod!(AtomicCall, GroupClaim, GroupBegin, BodyEnded, GroupEnd);
+
+/// The largest argument or result that travels in one frame; sends
+/// larger ones in pieces of this (less their header).
+fn frame_payload() -> Result<usize, Error> {
+    crate::am::frame_payload().ok_or_else(|| {
+        Error::new(
+            ErrorKind::Locale,
+            "cantus::pgas: no job of several locales runs (global memory of another locale \
+             is out of reach)",
+        )
+    })
+}
+
+/// Copies `src` to `offset` of `locale`'s segment: one call per piece
+/// that fits a frame, all sent before the first reply is awaited; returns
+/// once every piece was acknowledged (so the bytes are there).
+pub(crate) fn put(locale: usize, offset: usize, src: &[u8]) -> Result<(), Error> {
+    let piece = frame_payload()?.saturating_sub(PUT_HEAD).max(1);
+    let send = |at: usize| {
+        let data = &src[at..(at + piece).min(src.len())];
+        let head = ((offset + at) as u64).to_le_bytes();
+        with_args(&[&head, data], |args| {
+            crate::am::on_raw(locale, id_of(PUT), PUT, args)
+        })
+    };
+    if src.len() <= piece {
+        return send(0).join_with(|_| ());
+    }
+    let calls: Vec<_> = (0..src.len()).step_by(piece).map(send).collect();
+    calls
+        .into_iter()
+        .map(|c| c.join_with(|_| ()))
+        .fold(Ok(()), Result::and)
+}
+
+/// Copies `dst.len()` bytes from `offset` of `locale`'s segment: one
+/// call per piece whose reply fits a frame, all sent before the first
+/// reply is awaited.
+pub(crate) fn get(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
+    let piece = frame_payload()?.max(1);
+    let len = dst.len();
+    let calls: Vec<_> = (0..len)
+        .step_by(piece)
+        .map(|at| {
+            let n = piece.min(len - at);
+            let args = [
+                ((offset + at) as u64).to_le_bytes(),
+                (n as u64).to_le_bytes(),
+            ];
+            (
+                at,
+                n,
+                crate::am::on_raw(locale, id_of(GET), GET, args.as_flattened()),
+            )
+        })
+        .collect();
+    let mut result = Ok(());
+    for (at, n, call) in calls {
+        let got = call.join_with(|bytes| {
+            if bytes.len() == n {
+                dst[at..at + n].copy_from_slice(bytes);
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorKind::Locale,
+                    format!(
+                        "cantus::pgas: locale {locale} answered a get of {n} bytes with {}",
+                        bytes.len()
+                    ),
+                ))
+            }
+        });
+        result = result.and(got.and_then(|r| r));
+    }
+    result
+}
+
+/// Applies `op` to the word at `offset` of `locale`'s segment, there.
+pub(crate) fn atomic(
+    locale: usize,
+    offset: usize,
+    op: AtomicOp,
+) -> Result<Result<u64, u64>, Error> {
+    let (code, a, b) = match op {
+        AtomicOp::Load => (0, 0, 0),
+        AtomicOp::Store(v) => (1, v, 0),
+        AtomicOp::FetchAdd(v) => (2, v, 0),
+        AtomicOp::Swap(v) => (3, v, 0),
+        AtomicOp::CompareExchange(c, n) => (4, c, n),
+    };
+    let call = AtomicCall {
+        offset: offset as u64,
+        op: code,
+        a,
+        b,
+    };
+    let [value, failed] = crate::on_pod(locale, call).join()?;
+    Ok(if failed == 0 { Ok(value) } else { Err(value) })
+}
+
+/// Sends a parcel (`key`, of group `epoch`) to `locale`, detached.
+pub(crate) fn send_parcel(locale: usize, epoch: u64, key: Key, bytes: &[u8]) -> Result<(), Error> {
+    let kind = u64::from(key.phase) | u64::from(key.from) << 32;
+    let head = [epoch, key.seq, kind].map(u64::to_le_bytes);
+    with_args(&[head.as_flattened(), bytes], |args| {
+        crate::am::begin_on_raw(locale, id_of(PARCEL), args)
+    })
+}
+
+/// Asks locale 0 for the group word: the new epoch, or `None` if a group
+/// runs.
+pub(crate) fn claim() -> Result<Option<u64>, Error> {
+    let [ok, epoch] = crate::on_pod(0, GroupClaim { unused: 0 }).join()?;
+    Ok((ok == 1).then_some(epoch))
+}
+
+/// Starts group `epoch` of handler `id` in `locale`'s post; the handle is
+/// its acknowledgement.
+pub(crate) fn begin(locale: usize, epoch: u64, id: u64) -> crate::RemoteHandle<u64> {
+    crate::on_pod(locale, GroupBegin { epoch, id })
+}
+
+/// Tells `locale` that `who`'s body of group `epoch` ended; the handle is
+/// the acknowledgement.
+pub(crate) fn ended(
+    locale: usize,
+    epoch: u64,
+    who: usize,
+    ended: Ended,
+) -> crate::RemoteHandle<u64> {
+    let call = BodyEnded {
+        epoch,
+        locale: who as u64,
+        done: ended.done,
+        panicked: u64::from(ended.panicked),
+    };
+    crate::on_pod(locale, call)
+}
+
+/// Ends the group on locale 0: the locale whose body panicked first.
+pub(crate) fn end() -> Result<Option<usize>, Error> {
+    let p = crate::on_pod(0, GroupEnd { unused: 0 }).join()?;
+    Ok((p as usize).checked_sub(1))
+}
