@@ -134,8 +134,62 @@ impl Remote for Die {
     }
 }
 
+/// An SPMD body over the global address space: allocation, puts and gets
+/// to every locale, atomics, a barrier, broadcast and reductions, and a
+/// block-distributed array. Returns the sum each locale saw.
+#[derive(Clone, Serialize, Deserialize)]
+struct GlobalWork(u64);
+impl Remote for GlobalWork {
+    type Output = u64;
+    fn run(self) -> u64 {
+        use cantus::pgas::{self, BlockArray};
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        // Each locale writes its number into every locale's slot `me`.
+        let slots = pgas::alloc::<u64>(n).unwrap();
+        for l in 0..n {
+            slots.ptr(l).add(me).write(me as u64 * self.0).unwrap();
+        }
+        pgas::barrier();
+        let seen: u64 = slots.local().iter().sum();
+        assert_eq!(seen, self.0 * (n * (n - 1) / 2) as u64, "locale {me}'s slots");
+        // Remote atomics on locale 0's counter, then a read of it.
+        let counter = pgas::alloc::<u64>(1).unwrap();
+        for _ in 0..10 {
+            counter.ptr(0).fetch_add(1).unwrap();
+        }
+        pgas::barrier();
+        assert_eq!(counter.ptr(0).load().unwrap(), 10 * n as u64);
+        // A large put and get (several frames), checked.
+        let len = 300 << 10;
+        let big = pgas::alloc::<u8>(len).unwrap();
+        let to = (me + 1) % n;
+        let mine = pattern(len + me);
+        big.ptr(to).put(&mine[..len]).unwrap();
+        pgas::barrier();
+        let from = (me + n - 1) % n;
+        assert!(big.local() == &pattern(len + from)[..len], "what locale {from} put");
+        let mut back = vec![0u8; len];
+        big.ptr(to).get(&mut back).unwrap();
+        assert!(back == mine[..len], "what locale {me} put, read back");
+        // Collectives.
+        let mut root_says = [0u64; 3];
+        if me == n - 1 {
+            root_says = [7, 8, 9];
+        }
+        pgas::broadcast(n - 1, &mut root_says);
+        assert_eq!(root_says, [7, 8, 9]);
+        assert_eq!(pgas::all_reduce(me as u64, pgas::max), n as u64 - 1);
+        let mut block = BlockArray::<u64>::new(8 * n).unwrap();
+        block.forall_local(|i, v| *v = i as u64);
+        pgas::barrier();
+        assert_eq!(block.get(8 * n - 1).unwrap(), 8 * n as u64 - 1);
+        pgas::barrier();
+        pgas::all_reduce(seen, pgas::sum)
+    }
+}
+
 cantus::remote!(
-    WhoAmI, Add, AddInline, Bump, Bumps, Digest, Explode, Echo, Die
+    WhoAmI, Add, AddInline, Bump, Bumps, Digest, Explode, Echo, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -375,6 +429,24 @@ fn chant_messages_cross_ranks_in_order() {
         &[2, 3],
         &[],
         chant_both_ways,
+    );
+}
+
+#[test]
+fn the_global_address_space_works_across_ranks() {
+    on_ranks(
+        "the_global_address_space_works_across_ranks",
+        &[2, 3, 4],
+        &[],
+        || {
+            let rt = job();
+            let n = cantus::num_locales() as u64;
+            let sums = rt.block_on(|| cantus::pgas::spmd(GlobalWork(3)).unwrap());
+            let each = 3 * n * (n - 1) / 2;
+            assert_eq!(sums, vec![each * n; n as usize]);
+            assert_eq!(cantus::__test::pgas_memory(), Some("messages"));
+            rt.shutdown();
+        },
     );
 }
 
