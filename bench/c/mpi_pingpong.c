@@ -10,7 +10,8 @@
  *   (MPI_Isend windows, rank 1 MPI_Recv): `pipelined_us`, per message,
  *   the peer of `am_stream`;
  * - ping-pongs of 1 B, 1 KiB, 64 KiB and 1 MiB messages (MPI_Send/Recv):
- *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`.
+ *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`;
+ * - MPI_Barrier: `barrier_us`, per barrier (the peer of pgas's barrier).
  * Run as `mpirun -np 2 mpi_pingpong ROUNDS`. */
 #include <mpi.h>
 #include <stdio.h>
@@ -145,6 +146,12 @@ int main(int argc, char **argv) {
         if (rank == 0) printf("oneway_us_%d %.4f\n", size, oneway * 1e6);
     }
     free(buf);
+    long barriers = rounds / 10 < 100 ? 100 : rounds / 10;
+    MPI_Barrier(MPI_COMM_WORLD);
+    start = MPI_Wtime();
+    for (long i = 0; i < barriers; i++) MPI_Barrier(MPI_COMM_WORLD);
+    double barrier = (MPI_Wtime() - start) / (double)barriers;
+    if (rank == 0) printf("barrier_us %.4f\n", barrier * 1e6);
     MPI_Finalize();
     return 0;
 }
