@@ -135,23 +135,6 @@ pub(crate) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        let mut s = Samples::new();
-        assert!(s.median().is_nan());
-        for v in [5.0, 1.0, 3.0] {
-            s.push(v);
-        }
-        assert_eq!(s.median(), 3.0);
-        s.push(100.0);
-        assert_eq!(s.median(), 4.0);
-    }
-}
-
 /// The numbers a child benchmark process printed, one per line; `who`
 /// names the child in errors (its exit status and stderr on failure).
 pub(crate) fn child_numbers(out: &std::process::Output, who: &str) -> Result<Vec<f64>, String> {
@@ -170,4 +153,21 @@ pub(crate) fn child_numbers(out: &std::process::Output, who: &str) -> Result<Vec
                 .map_err(|e| format!("bad output line {l:?} from {who}: {e}"))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        let mut s = Samples::new();
+        assert!(s.median().is_nan());
+        for v in [5.0, 1.0, 3.0] {
+            s.push(v);
+        }
+        assert_eq!(s.median(), 3.0);
+        s.push(100.0);
+        assert_eq!(s.median(), 4.0);
+    }
 }

@@ -102,10 +102,8 @@ pub(super) fn init_thread(required: c_int) -> Result<c_int, Error> {
 pub(super) fn query_thread() -> Result<c_int, Error> {
     let mut provided: c_int = 0;
     // SAFETY: MPI is initialized (checked by the caller); valid out-param.
-    check(
-        unsafe { ffi::MPI_Query_thread(&mut provided) },
-        "MPI_Query_thread",
-    )?;
+    let rc = unsafe { ffi::MPI_Query_thread(&mut provided) };
+    check(rc, "MPI_Query_thread")?;
     Ok(provided)
 }
 
