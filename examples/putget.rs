@@ -79,7 +79,10 @@ impl cantus::Remote for Bench {
         }
         if cantus::here() == 0 {
             let ns = t.elapsed().as_secs_f64() * 1e9 / rounds as f64;
-            lines.push(format!("barrier of {} locales {ns:.0} ns", cantus::num_locales()));
+            lines.push(format!(
+                "barrier of {} locales {ns:.0} ns",
+                cantus::num_locales()
+            ));
         }
         lines
     }

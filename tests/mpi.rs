@@ -151,7 +151,11 @@ impl Remote for GlobalWork {
         }
         pgas::barrier();
         let seen: u64 = slots.local().iter().sum();
-        assert_eq!(seen, self.0 * (n * (n - 1) / 2) as u64, "locale {me}'s slots");
+        assert_eq!(
+            seen,
+            self.0 * (n * (n - 1) / 2) as u64,
+            "locale {me}'s slots"
+        );
         // Remote atomics on locale 0's counter, then a read of it.
         let counter = pgas::alloc::<u64>(1).unwrap();
         for _ in 0..10 {
@@ -167,7 +171,10 @@ impl Remote for GlobalWork {
         big.ptr(to).put(&mine[..len]).unwrap();
         pgas::barrier();
         let from = (me + n - 1) % n;
-        assert!(big.local() == &pattern(len + from)[..len], "what locale {from} put");
+        assert!(
+            big.local() == &pattern(len + from)[..len],
+            "what locale {from} put"
+        );
         let mut back = vec![0u8; len];
         big.ptr(to).get(&mut back).unwrap();
         assert!(back == mine[..len], "what locale {me} put, read back");

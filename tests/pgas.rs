@@ -735,16 +735,22 @@ fn a_body_that_skips_a_barrier_ends_the_others_wait() {
 /// can go on.
 #[test]
 fn locales_that_disagree_on_a_root_are_told_alike() {
-    in_jobs("locales_that_disagree_on_a_root_are_told_alike", &[2, 3], |_| {
-        let msgs = pgas::spmd(DisagreeOnRoot).unwrap();
-        assert!(
-            msgs[0].contains("do not match")
-                && msgs[0].contains("locale 0 called broadcast of 32 bytes from locale 0 but \
-                                     locale 1 called broadcast of 32 bytes from locale 1"),
-            "{msgs:?}"
-        );
-        assert!(msgs.iter().all(|m| *m == msgs[0]), "{msgs:?}");
-    });
+    in_jobs(
+        "locales_that_disagree_on_a_root_are_told_alike",
+        &[2, 3],
+        |_| {
+            let msgs = pgas::spmd(DisagreeOnRoot).unwrap();
+            assert!(
+                msgs[0].contains("do not match")
+                    && msgs[0].contains(
+                        "locale 0 called broadcast of 32 bytes from locale 0 but \
+                                     locale 1 called broadcast of 32 bytes from locale 1"
+                    ),
+                "{msgs:?}"
+            );
+            assert!(msgs.iter().all(|m| *m == msgs[0]), "{msgs:?}");
+        },
+    );
 }
 
 /// Bodies that end as soon as their last collective completed never make

@@ -550,7 +550,8 @@ fn mpi(rounds: u64) -> Result<Mpi, String> {
     if MPI_PEER.is_empty() {
         return Err("not built (no mpicc at build time)".into());
     }
-    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() || std::env::var_os("PMI_SIZE").is_some() {
+    if std::env::var_os("OMPI_COMM_WORLD_SIZE").is_some() || std::env::var_os("PMI_SIZE").is_some()
+    {
         // This bench runs under mpirun itself (cantus over MPI): a nested
         // mpirun cannot start; the peer runs beside it (BENCHMARKS.md).
         return Err("not run from inside an MPI job; run it alone".into());
