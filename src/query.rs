@@ -19,7 +19,7 @@ pub fn yield_now() {
     match WorkerLocal::current() {
         Some(local) => {
             if let Some(name) = local.no_wait.get() {
-                crate::sched::no_wait::refuse(name, format_args!("it would have waited in {WHAT}"));
+                crate::sched::no_wait::refuse_wait(name, WHAT);
             }
             if local.in_task() {
                 // A driver's progress thread (MPI) may share this core and

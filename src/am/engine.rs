@@ -550,11 +550,7 @@ impl Engine {
         };
         self.report(src, token, handler, &outcome);
         if token != 0 {
-            let (status, payload) = match &outcome {
-                Outcome::Done => (Status::Done, &out[..]),
-                Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
-                Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
-            };
+            let (status, payload) = outcome.reply(&out);
             let header = Header::reply(token, status);
             if payload.len() <= self.max_payload() {
                 let h = header.encode(payload.len());
@@ -597,11 +593,7 @@ impl Engine {
     /// with it) is the failure just reported here.
     /// `result` holds the encoded result if the handler was done.
     fn reply(&self, src: usize, token: u64, name: &str, outcome: Outcome, result: &[u8]) {
-        let (status, payload) = match &outcome {
-            Outcome::Done => (Status::Done, result),
-            Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
-            Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
-        };
+        let (status, payload) = outcome.reply(result);
         let Err(e) = self.send(src, Network::Reply, Header::reply(token, status), payload) else {
             return;
         };

@@ -10,6 +10,7 @@
 //!
 //! [`remote!`]: crate::remote
 
+use super::wire::Status;
 use crate::error::{Error, ErrorKind};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -245,6 +246,18 @@ pub(crate) enum Outcome {
     Panicked(String),
     /// The arguments could not be decoded (or the result encoded): why.
     Rejected(String),
+}
+
+impl Outcome {
+    /// The reply's status and payload: `result` (the encoded result) if
+    /// the run was done, else the message saying why not.
+    pub(crate) fn reply<'a>(&'a self, result: &'a [u8]) -> (Status, &'a [u8]) {
+        match self {
+            Outcome::Done => (Status::Done, result),
+            Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
+            Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
+        }
+    }
 }
 
 /// A handler in the link-time table.

@@ -64,8 +64,16 @@ pub(crate) fn inline_call() -> Option<&'static str> {
 #[track_caller]
 pub(crate) fn check_wait(op: &str) {
     if let Some(name) = inline_call() {
-        refuse(name, format_args!("it would have waited in {op}"));
+        refuse_wait(name, op);
     }
+}
+
+/// Panics: the inline call `name` was about to wait in `op` (for a caller
+/// that found `name` itself, `yield_now` in a worker's state).
+#[cold]
+#[track_caller]
+pub(crate) fn refuse_wait(name: &str, op: &str) -> ! {
+    refuse(name, format_args!("it would have waited in {op}"))
 }
 
 /// Panics if the calling thread is in a no-wait region: it was about to
@@ -80,7 +88,7 @@ pub(crate) fn check_send(dest: usize) {
 #[cold]
 #[inline(never)]
 #[track_caller]
-pub(crate) fn refuse(name: &str, what: std::fmt::Arguments<'_>) -> ! {
+fn refuse(name: &str, what: std::fmt::Arguments<'_>) -> ! {
     panic!(
         "cantus: remote call {name} is declared inline (`const INLINE: bool = true`: it runs \
          inside the poll that received it), so it must neither wait nor talk to other locales, \

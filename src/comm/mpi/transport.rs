@@ -400,37 +400,35 @@ impl Transport for MpiTransport {
     }
 }
 
-/// The next frame of `batch`: its source and its byte range; advances.
-pub(super) fn next_frame(batch: &mut Batch) -> Result<(usize, std::ops::Range<usize>), String> {
-    let at = batch.at;
-    let Some(prefix) = batch.bytes.get(at..at + FRAME_PREFIX) else {
+/// The frame whose length prefix starts at byte `at` of `bytes`: its
+/// byte range, checked to lie inside `bytes`.
+fn frame_at(bytes: &[u8], at: usize) -> Result<std::ops::Range<usize>, String> {
+    let Some(prefix) = bytes.get(at..at + FRAME_PREFIX) else {
         return Err(format!("a length prefix cut at byte {at}"));
     };
     let len = u32::from_le_bytes(prefix.try_into().expect("four bytes")) as usize;
     let start = at + FRAME_PREFIX;
     let end = start
         .checked_add(len)
-        .filter(|&e| e <= batch.bytes.len())
+        .filter(|&e| e <= bytes.len())
         .ok_or_else(|| format!("a {len}-byte frame at byte {at} runs past the batch's end"))?;
-    batch.at = end;
-    Ok((batch.src, start..end))
+    Ok(start..end)
+}
+
+/// The next frame of `batch`: its source and its byte range; advances.
+pub(super) fn next_frame(batch: &mut Batch) -> Result<(usize, std::ops::Range<usize>), String> {
+    let frame = frame_at(&batch.bytes, batch.at)?;
+    batch.at = frame.end;
+    Ok((batch.src, frame))
 }
 
 /// Counts the frames of a received batch, checking its structure, so that
 /// a malformed batch from a faulty peer is refused whole, before any of
 /// it is handed on.
 pub(super) fn count_frames(bytes: &[u8]) -> Result<usize, String> {
-    let mut at = 0;
-    let mut n = 0;
+    let (mut at, mut n) = (0, 0);
     while at < bytes.len() {
-        let Some(prefix) = bytes.get(at..at + FRAME_PREFIX) else {
-            return Err(format!("a length prefix cut at byte {at}"));
-        };
-        let len = u32::from_le_bytes(prefix.try_into().expect("four bytes")) as usize;
-        at = (at + FRAME_PREFIX)
-            .checked_add(len)
-            .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| format!("a {len}-byte frame at byte {at} runs past the batch's end"))?;
+        at = frame_at(bytes, at)?.end;
         n += 1;
     }
     Ok(n)

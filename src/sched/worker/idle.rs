@@ -43,9 +43,6 @@ impl WorkerLocal {
         let mut spins = 0u32;
         let mut backoff = 1u32;
         let workers = reg.workers.len();
-        // A driver with a thread of its own (MPI) may share this core with
-        // it: give the core away between polls from the start.
-        let progress_thread = reg.driver.as_ref().is_some_and(|d| d.progress_thread());
         let mut victim = self.index;
         loop {
             self.answer_report();
@@ -87,7 +84,10 @@ impl WorkerLocal {
                 // queued on this core, and a spinning worker would keep it
                 // off the core until the next scheduler tick (4 ms).
                 spins = spins.saturating_add(1);
-                if backoff >= IDLE_BACKOFF || progress_thread {
+                // A driver with a thread of its own (MPI) may share this
+                // core: then give the core away between polls from the
+                // start.
+                if backoff >= IDLE_BACKOFF || reg.progress_thread {
                     std::thread::yield_now();
                 } else if reg.driver.is_some() {
                     // An arrival ends the backoff at once.
