@@ -12,7 +12,7 @@ pub(crate) mod sync {
 
     pub(crate) mod atomic {
         pub(crate) use std::sync::atomic::{
-            AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+            AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence,
         };
     }
 }

@@ -17,6 +17,7 @@
 //! - `mpi/` (the `mpi` feature): the MPI transport, one thread making
 //!   every MPI call (`mpi/README.md`).
 
+pub(crate) mod bell;
 pub(crate) mod driver;
 #[cfg(not(loom))]
 pub(crate) mod job;

@@ -5,11 +5,12 @@
 //! the protocols (credits, batches, waking each side) and why no locale
 //! can deadlock.
 
+use crate::comm::bell::Bell;
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
-use std::sync::{Condvar, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Bytes in front of each frame in a batch: its length (u32, LE).
@@ -81,61 +82,6 @@ fn take_one(c: &AtomicU64, n: u64) -> bool {
 pub(super) struct Owed {
     pub(super) frames: AtomicU64,
     pub(super) bytes: AtomicU64,
-}
-
-/// How a sleeping thread is woken: a flag it sets before it sleeps, and a
-/// condition variable (the store-buffer pattern: the waker publishes,
-/// fences, reads the flag; the sleeper sets the flag, fences, re-checks).
-pub(super) struct Bell {
-    sleeping: AtomicBool,
-    rung: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Bell {
-    fn new() -> Bell {
-        Bell {
-            sleeping: AtomicBool::new(false),
-            rung: Mutex::new(false),
-            cv: Condvar::new(),
-        }
-    }
-
-    /// Wakes the sleeper, if it sleeps (or is about to: it re-checks
-    /// after announcing itself). Call after publishing what it should see.
-    pub(super) fn ring_if_sleeping(&self) {
-        // SeqCst fence: pairs with the sleeper's fence between its
-        // announcement and its re-check; one of the two sees the other's
-        // write (the publication, or the flag).
-        fence(Ordering::SeqCst);
-        if self.sleeping.load(Ordering::Relaxed) {
-            self.ring();
-        }
-    }
-
-    /// Wakes the current or next `sleep` (a token).
-    pub(super) fn ring(&self) {
-        *self.rung.lock().unwrap() = true;
-        self.cv.notify_all();
-    }
-
-    /// Sleeps until rung, `timeout`, or `ready()` (re-checked after the
-    /// announcement, so a publication before it is never missed).
-    pub(super) fn sleep(&self, timeout: Option<Duration>, ready: impl Fn() -> bool) {
-        self.sleeping.store(true, Ordering::Relaxed);
-        // SeqCst: pairs with `ring_if_sleeping`'s fence.
-        fence(Ordering::SeqCst);
-        let mut rung = self.rung.lock().unwrap();
-        if !*rung && !ready() {
-            rung = match timeout {
-                Some(t) => self.cv.wait_timeout(rung, t).unwrap().0,
-                None => self.cv.wait(rung).unwrap(),
-            };
-        }
-        *rung = false;
-        drop(rung);
-        self.sleeping.store(false, Ordering::Relaxed);
-    }
 }
 
 /// What the locale's threads and its MPI thread share.
@@ -494,14 +440,5 @@ mod tests {
         assert!(c.take(100));
         assert_eq!(c.frames.load(Ordering::Relaxed), 1);
         assert_eq!(c.bytes.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn a_bell_rung_before_the_sleep_is_not_lost() {
-        let b = Bell::new();
-        b.ring();
-        let t = std::time::Instant::now();
-        b.sleep(Some(Duration::from_secs(5)), || false);
-        assert!(t.elapsed() < Duration::from_secs(1));
     }
 }
