@@ -28,6 +28,8 @@
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
 mod am;
+#[cfg(not(loom))]
+pub mod balance;
 mod comm;
 mod config;
 mod error;

@@ -113,6 +113,20 @@ pub(crate) fn driver_ready_from_task() -> bool {
     WorkerLocal::current().is_some_and(|l| driver::ready(&l.registry))
 }
 
+/// How many workers of the running worker's runtime are idle now (a
+/// hint, as forall's lazy splitting reads it); 0 on a thread that is
+/// not a worker.
+#[inline]
+pub(crate) fn idle_workers() -> usize {
+    WorkerLocal::current().map_or(0, |l| l.registry.idle.idle())
+}
+
+/// Whether a runtime runs for the calling thread (a worker's, or the
+/// process's current one).
+pub(crate) fn in_runtime() -> bool {
+    Registry::current().is_some()
+}
+
 /// Iterations a task spins on a variable before it blocks, when
 /// [`may_spin_before_blocking`] allows.
 pub(crate) const SPIN_BEFORE_BLOCKING: u32 = 256;

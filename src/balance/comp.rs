@@ -1,0 +1,428 @@
+//! One computation on one locale, in the runtime: the protocol
+//! (`protocol.rs`) under a lock, the pieces of work running as tasks,
+//! and the messages of `messages.rs` that carry the protocol between
+//! locales. The table of this locale's computations lives here too.
+
+use super::messages::{self, Header};
+use super::protocol::{Protocol, Send, Tuning};
+use super::stats::LocaleStats;
+use super::work::{Registered, Splittable};
+use crate::error::{Error, ErrorKind};
+use crate::sync::SyncVar;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
+
+/// A computation's name, the same on every locale: the locale that
+/// started it and its number there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub(crate) struct CompId {
+    pub(crate) root: u32,
+    pub(crate) seq: u32,
+}
+
+/// What a locale needs to take part in a computation it hears of.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Setup {
+    pub(crate) header: Header,
+    pub(crate) here: usize,
+    pub(crate) locales: usize,
+}
+
+/// A computation of some work type, as the messages see it.
+pub(crate) trait Computation: std::marker::Send + Sync {
+    /// A request for work (inside the poll: sends are deferred).
+    fn on_steal(&self, thief: usize, lifeline: bool);
+    /// "Nothing" from a victim (inside the poll: sends are deferred).
+    fn on_nothing(&self, victim: usize);
+    /// A piece of work: run it here, in the calling task.
+    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) -> Result<(), String>;
+    /// An acknowledgment, with a child's result if it detached.
+    fn on_ack(&self, result: Option<&[u8]>) -> Result<(), String>;
+    /// Starts asking for work (a locale that is not the root).
+    fn start(self: Arc<Self>);
+    /// The computation is over: this locale's counts.
+    fn finish(&self) -> LocaleStats;
+}
+
+/// Nanoseconds since this process first asked.
+pub(crate) fn now() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+struct Table {
+    running: HashMap<CompId, Arc<dyn Computation>>,
+    /// Computations that ended here: a late message must not bring one
+    /// back.
+    ended: HashSet<CompId>,
+}
+
+fn table() -> MutexGuard<'static, Table> {
+    static TABLE: OnceLock<Mutex<Table>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            Mutex::new(Table {
+                running: HashMap::new(),
+                ended: HashSet::new(),
+            })
+        })
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// The computation a message names, made (and started, so that it asks
+/// for work) if this is the first this locale hears of it; `None` if it
+/// ended here already.
+pub(crate) fn find(header: &Header) -> Result<Option<Arc<dyn Computation>>, String> {
+    let made = {
+        let mut t = table();
+        if let Some(c) = t.running.get(&header.comp) {
+            return Ok(Some(c.clone()));
+        }
+        if t.ended.contains(&header.comp) {
+            return Ok(None);
+        }
+        let kind = super::work::lookup(header.kind).ok_or_else(|| {
+            format!(
+                "no work type with id {:#x} is registered in this binary (computation {:?})",
+                header.kind, header.comp
+            )
+        })?;
+        let c = (kind.create)(Setup {
+            header: *header,
+            here: crate::am::here(),
+            locales: crate::am::num_locales(),
+        });
+        t.running.insert(header.comp, c.clone());
+        c
+    };
+    made.clone().start();
+    Ok(Some(made))
+}
+
+/// Ends a computation here: no message brings it back.
+pub(crate) fn end(comp: CompId) -> Option<Arc<dyn Computation>> {
+    let mut t = table();
+    t.ended.insert(comp);
+    t.running.remove(&comp)
+}
+
+/// Makes the state of `W`'s computation on this locale (the table's
+/// constructor for its work type).
+pub(crate) fn create<W: Registered>(setup: Setup) -> Arc<dyn Computation> {
+    Comp::<W>::new(setup)
+}
+
+/// One locale's part of a computation of `W`.
+pub(crate) struct Comp<W: Splittable> {
+    setup: Setup,
+    protocol: Mutex<Protocol>,
+    /// A hint for the pieces' loops: `Protocol::wanted`, as of the last
+    /// event.
+    wanted: AtomicBool,
+    /// Results of pieces that ended here, and of children that detached.
+    result: Mutex<W::Result>,
+    /// (Root.) Filled when the computation is over.
+    done: SyncVar<()>,
+    steps: AtomicU64,
+    local_splits: AtomicU64,
+}
+
+impl<W: Registered> Comp<W> {
+    pub(crate) fn new(setup: Setup) -> Arc<Comp<W>> {
+        let h = setup.header;
+        Arc::new(Comp {
+            setup,
+            protocol: Mutex::new(Protocol::new(
+                setup.here,
+                setup.locales,
+                h.comp.root as usize,
+                h.tuning,
+                now(),
+            )),
+            wanted: AtomicBool::new(false),
+            result: Mutex::new(W::Result::default()),
+            done: SyncVar::new(),
+            steps: AtomicU64::new(0),
+            local_splits: AtomicU64::new(0),
+        })
+    }
+
+    fn tuning(&self) -> Tuning {
+        self.setup.header.tuning
+    }
+
+    /// Runs an event of the protocol and sends what it says. A result
+    /// that leaves (detach) or ends (finished) is taken under the lock,
+    /// so no piece's result is in two places.
+    fn event(&self, f: impl FnOnce(&mut Protocol) -> Vec<Send>, deferred: bool) {
+        let mut outgoing = Vec::new();
+        {
+            let mut p = lock(&self.protocol);
+            for s in f(&mut p) {
+                let carried = match s {
+                    Send::Detach { .. } => Some(std::mem::take(&mut *lock(&self.result))),
+                    _ => None,
+                };
+                outgoing.push((s, carried));
+            }
+            self.wanted.store(p.wanted(), Ordering::Relaxed);
+        }
+        if outgoing.is_empty() {
+            return;
+        }
+        let header = self.setup.header;
+        let here = self.setup.here;
+        if deferred {
+            // Inside the poll (an inline call) nothing may be sent: a
+            // task sends it.
+            // (The end is found only by a piece's end or an
+            // acknowledgment, never inside the poll.)
+            crate::begin(move || send_all::<W>(header, here, outgoing, None));
+        } else {
+            send_all::<W>(header, here, outgoing, Some(&self.done));
+        }
+    }
+
+    /// Runs one piece of work until it is exhausted, answering requests
+    /// and splitting for idle workers of this locale between steps.
+    fn run_piece(self: &Arc<Self>, mut work: W) {
+        let mut result = W::Result::default();
+        let units = self.tuning().units.max(1) as usize;
+        let poll = crate::am::num_locales() > 1;
+        let mut steps = 0u64;
+        loop {
+            let more = work.run(units, &mut result);
+            steps += 1;
+            if !more {
+                break;
+            }
+            if self.wanted.load(Ordering::Relaxed) {
+                self.answer(&mut work);
+            }
+            if crate::sched::idle_workers() > 0
+                && let Some(piece) = work.split()
+            {
+                lock(&self.protocol).piece_started_here();
+                self.local_splits.fetch_add(1, Ordering::Relaxed);
+                let me = self.clone();
+                crate::begin(move || me.run_piece(piece));
+            }
+            if poll {
+                // A worker busy in a long piece is the only poller of
+                // its locale: requests are seen between steps.
+                crate::am::poll_once();
+            }
+        }
+        self.steps.fetch_add(steps, Ordering::Relaxed);
+        W::merge(&mut lock(&self.result), result);
+        self.event(|p| p.piece_ended(now()), false);
+    }
+
+    /// Splits for the thieves that wait, while pieces can be split.
+    fn answer(&self, work: &mut W) {
+        loop {
+            let request = {
+                let mut p = lock(&self.protocol);
+                let r = p.next_request();
+                self.wanted.store(p.wanted(), Ordering::Relaxed);
+                r
+            };
+            let Some((thief, lifeline)) = request else {
+                return;
+            };
+            match work.split() {
+                Some(piece) => {
+                    let bytes = match postcard::to_allocvec(&piece) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            panic!("cantus: a piece of {} could not be encoded: {e}", W::NAME)
+                        }
+                    };
+                    lock(&self.protocol).work_sent(thief, lifeline);
+                    let msg = messages::Work {
+                        header: self.setup.header,
+                        from: self.setup.here as u32,
+                        lifeline,
+                        piece: bytes,
+                    };
+                    if let Err(e) = crate::am::begin_on(thief, msg) {
+                        panic!("cantus: work for locale {thief} could not be sent: {e}");
+                    }
+                }
+                None => {
+                    self.event(|p| p.split_failed(thief, lifeline), false);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+fn send_all<W: Registered>(
+    header: Header,
+    here: usize,
+    outgoing: Vec<(Send, Option<W::Result>)>,
+    done: Option<&SyncVar<()>>,
+) {
+    for (s, carried) in outgoing {
+        let r = match s {
+            Send::Steal { to, lifeline } => crate::am::begin_on(
+                to,
+                messages::Steal {
+                    header,
+                    thief: here as u32,
+                    lifeline,
+                },
+            ),
+            Send::Nothing { to } => crate::am::begin_on(
+                to,
+                messages::Nothing {
+                    header,
+                    victim: here as u32,
+                },
+            ),
+            Send::Ack { to } => crate::am::begin_on(
+                to,
+                messages::Ack {
+                    header,
+                    result: None,
+                },
+            ),
+            Send::Detach { to } => {
+                let result = carried.unwrap_or_default();
+                let bytes = postcard::to_allocvec(&result).unwrap_or_else(|e| {
+                    panic!("cantus: a result of {} could not be encoded: {e}", W::NAME)
+                });
+                crate::am::begin_on(
+                    to,
+                    messages::Ack {
+                        header,
+                        result: Some(bytes),
+                    },
+                )
+            }
+            Send::Finished => {
+                match done {
+                    Some(d) => d.write_ef(()),
+                    None => unreachable!("the end is never found inside the poll"),
+                }
+                Ok(())
+            }
+        };
+        if let Err(e) = r {
+            // The locale is gone; the job ends (the transport reports
+            // which locale), and this computation cannot conclude.
+            panic!(
+                "cantus: balancing {} could not reach another locale: {e}",
+                W::NAME
+            );
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<W: Registered> Computation for Comp<W> {
+    fn on_steal(&self, thief: usize, lifeline: bool) {
+        self.event(|p| p.on_steal(thief, lifeline), true);
+    }
+
+    fn on_nothing(&self, victim: usize) {
+        self.event(|p| p.on_nothing(victim, now()), true);
+    }
+
+    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) -> Result<(), String> {
+        let work: W = postcard::from_bytes(piece).map_err(|e| {
+            format!(
+                "a piece of {} from locale {from} could not be decoded: {e}",
+                W::NAME
+            )
+        })?;
+        self.event(|p| p.on_work(from, lifeline, now()), false);
+        self.run_piece(work);
+        Ok(())
+    }
+
+    fn on_ack(&self, result: Option<&[u8]>) -> Result<(), String> {
+        if let Some(bytes) = result {
+            let r: W::Result = postcard::from_bytes(bytes)
+                .map_err(|e| format!("a result of {} could not be decoded: {e}", W::NAME))?;
+            W::merge(&mut lock(&self.result), r);
+        }
+        self.event(|p| p.on_ack(), false);
+        Ok(())
+    }
+
+    fn start(self: Arc<Self>) {
+        self.event(|p| p.start(now()), true);
+    }
+
+    fn finish(&self) -> LocaleStats {
+        let mut s = lock(&self.protocol).finish(now());
+        self.wanted.store(false, Ordering::Relaxed);
+        s.steps = self.steps.load(Ordering::Relaxed);
+        s.local_splits = self.local_splits.load(Ordering::Relaxed);
+        s
+    }
+}
+
+/// Starts a computation of `work` rooted here, runs its first piece in
+/// the calling task, waits until it is over on every locale, and
+/// returns the merged result and every locale's counts.
+pub(crate) fn run_root<W: Registered>(
+    work: W,
+    tuning: Tuning,
+) -> Result<(W::Result, Vec<LocaleStats>), Error> {
+    if !crate::sched::in_runtime() {
+        return Err(Error::no_runtime("balance::run"));
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let here = crate::am::here();
+    let locales = crate::am::num_locales();
+    let header = Header {
+        comp: CompId {
+            root: here as u32,
+            seq: SEQ.fetch_add(1, Ordering::Relaxed) as u32,
+        },
+        kind: W::ID,
+        tuning,
+    };
+    let comp = Comp::<W>::new(Setup {
+        header,
+        here,
+        locales,
+    });
+    table()
+        .running
+        .insert(header.comp, comp.clone() as Arc<dyn Computation>);
+    for l in (0..locales).filter(|&l| l != here) {
+        crate::am::begin_on(l, messages::Start { header }).map_err(|e| {
+            Error::new(
+                ErrorKind::Locale,
+                format!("cantus: balance::run could not start on locale {l}: {e}"),
+            )
+        })?;
+    }
+    comp.run_piece(work);
+    comp.done.read_fe();
+    // Over: every piece was acknowledged. Gather every locale's counts
+    // (and end the computation there).
+    let handles: Vec<_> = (0..locales)
+        .filter(|&l| l != here)
+        .map(|l| (l, crate::am::on(l, messages::Finish { header })))
+        .collect();
+    end(header.comp);
+    let mut stats = vec![LocaleStats::default(); locales];
+    stats[here] = comp.finish();
+    for (l, h) in handles {
+        stats[l] = h.join()?;
+    }
+    let result = std::mem::take(&mut *lock(&comp.result));
+    Ok((result, stats))
+}

@@ -1,0 +1,147 @@
+//! The protocol's messages between locales, as remote calls of the
+//! crate's own. Requests, "nothing" and the start are declared inline:
+//! they run inside the poll that receives them, so a locale whose
+//! workers are all busy in long pieces still sees a request at its next
+//! poll (a piece's loop polls between steps). Work and acknowledgments
+//! run as tasks (a piece runs in the task that received it).
+
+use super::comp::{self, CompId};
+use super::protocol::Tuning;
+use super::stats::LocaleStats;
+use crate::Remote;
+use serde::{Deserialize, Serialize};
+
+/// What every message carries: which computation, of which work type
+/// (so a locale that hears of it first can take part), and its tuning.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct Header {
+    pub(crate) comp: CompId,
+    pub(crate) kind: u64,
+    pub(crate) tuning: Tuning,
+}
+
+/// The computation `header` names here, or a panic that says why not
+/// (a message for a work type this binary does not have).
+fn find(header: &Header) -> Option<std::sync::Arc<dyn comp::Computation>> {
+    match comp::find(header) {
+        Ok(c) => c,
+        Err(e) => panic!("cantus: balance: {e}"),
+    }
+}
+
+/// The root tells every locale that a computation began.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Start {
+    pub(crate) header: Header,
+}
+
+impl Remote for Start {
+    type Output = ();
+    const INLINE: bool = true;
+    fn run(self) {
+        // Making it is starting it (it asks for work).
+        let _ = find(&self.header);
+    }
+}
+
+/// A thief asks a victim for work.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Steal {
+    pub(crate) header: Header,
+    pub(crate) thief: u32,
+    pub(crate) lifeline: bool,
+}
+
+impl Remote for Steal {
+    type Output = ();
+    const INLINE: bool = true;
+    fn run(self) {
+        if let Some(c) = find(&self.header) {
+            c.on_steal(self.thief as usize, self.lifeline);
+        }
+    }
+}
+
+/// A victim has nothing for a random request.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Nothing {
+    pub(crate) header: Header,
+    pub(crate) victim: u32,
+}
+
+impl Remote for Nothing {
+    type Output = ();
+    const INLINE: bool = true;
+    fn run(self) {
+        if let Some(c) = find(&self.header) {
+            c.on_nothing(self.victim as usize);
+        }
+    }
+}
+
+/// A piece of work, encoded.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Work {
+    pub(crate) header: Header,
+    pub(crate) from: u32,
+    pub(crate) lifeline: bool,
+    pub(crate) piece: Vec<u8>,
+}
+
+impl Remote for Work {
+    type Output = ();
+    fn run(self) {
+        // Work is never sent for a computation that ended (termination
+        // waits for its acknowledgment), so `find` finds it.
+        let c = find(&self.header).unwrap_or_else(|| {
+            panic!(
+                "cantus: balance: work arrived for {:?}, which ended here",
+                self.header.comp
+            )
+        });
+        if let Err(e) = c.on_work(self.from as usize, self.lifeline, &self.piece) {
+            panic!("cantus: balance: {e}");
+        }
+    }
+}
+
+/// The acknowledgment of a piece, with the child's result if it leaves
+/// the tree.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Ack {
+    pub(crate) header: Header,
+    pub(crate) result: Option<Vec<u8>>,
+}
+
+impl Remote for Ack {
+    type Output = ();
+    fn run(self) {
+        let c = find(&self.header).unwrap_or_else(|| {
+            panic!(
+                "cantus: balance: an acknowledgment arrived for {:?}, which ended here",
+                self.header.comp
+            )
+        });
+        if let Err(e) = c.on_ack(self.result.as_deref()) {
+            panic!("cantus: balance: {e}");
+        }
+    }
+}
+
+/// The root ends the computation on a locale and takes its counts.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Finish {
+    pub(crate) header: Header,
+}
+
+impl Remote for Finish {
+    type Output = LocaleStats;
+    const INLINE: bool = true;
+    fn run(self) -> LocaleStats {
+        comp::end(self.header.comp)
+            .map(|c| c.finish())
+            .unwrap_or_default()
+    }
+}
+
+crate::remote!(Start, Steal, Nothing, Work, Ack, Finish);

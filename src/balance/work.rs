@@ -1,0 +1,173 @@
+//! Splittable work: what a balanced computation is made of, and the
+//! link-time table of work types (as `am/handlers.rs` keeps the table of
+//! remote calls), so that a locale that receives stolen work of a type
+//! knows how to run it.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Work that runs a bounded amount at a time, gives part of what is left
+/// away when asked, and folds what it finds into a result: GLB's
+/// process / split / merge (Saraswat et al., PPoPP 2011), with Tascell's
+/// lazy splitting (seed 001): no piece exists until someone asks for one.
+///
+/// A computation starts from one value ([`balance::run`](crate::balance::run));
+/// the runtime calls [`run`](Self::run) again and again, and between two
+/// calls, when a worker of this locale or another locale is idle, asks
+/// [`split`](Self::split) for a piece to hand over. A piece that goes to
+/// another locale travels encoded (serde), only then. Each piece's result
+/// starts as `Result::default()` and all of them are folded together with
+/// [`merge`](Self::merge), in no particular order (so `merge` must be
+/// associative and commutative, and `default` its identity).
+///
+/// Register the type with [`splittable!`](crate::splittable).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+///
+/// /// Counts the calls of the naive Fibonacci recursion below `n`s:
+/// /// a stack of the subproblems still to do.
+/// #[derive(Serialize, Deserialize)]
+/// struct Fib(Vec<u32>);
+///
+/// impl cantus::balance::Splittable for Fib {
+///     type Result = u64;
+///     fn run(&mut self, units: usize, sum: &mut u64) -> bool {
+///         for _ in 0..units {
+///             match self.0.pop() {
+///                 Some(n) if n < 2 => *sum += n as u64,
+///                 Some(n) => self.0.extend([n - 2, n - 1]),
+///                 None => return false,
+///             }
+///         }
+///         !self.0.is_empty()
+///     }
+///     fn split(&mut self) -> Option<Fib> {
+///         // The oldest entries are the largest subproblems.
+///         (self.0.len() >= 2).then(|| Fib(self.0.drain(..self.0.len() / 2).collect()))
+///     }
+///     fn merge(sum: &mut u64, other: u64) {
+///         *sum += other;
+///     }
+/// }
+/// cantus::splittable!(Fib);
+///
+/// let fib = cantus::run(|| cantus::balance::run(Fib(vec![20]))).unwrap().unwrap();
+/// assert_eq!(fib, 6765);
+/// ```
+///
+/// A type that is not registered cannot be balanced:
+///
+/// ```compile_fail
+/// # use serde::{Deserialize, Serialize};
+/// #[derive(Serialize, Deserialize)]
+/// struct Nothing;
+/// impl cantus::balance::Splittable for Nothing {
+///     type Result = ();
+///     fn run(&mut self, _: usize, _: &mut ()) -> bool { false }
+///     fn split(&mut self) -> Option<Nothing> { None }
+///     fn merge(_: &mut (), _: ()) {}
+/// }
+/// let _ = cantus::run(|| cantus::balance::run(Nothing));
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not splittable work: it does not implement `cantus::balance::Splittable`",
+    label = "not splittable work",
+    note = "implement `cantus::balance::Splittable` for a serde type and register it with \
+            `cantus::splittable!`"
+)]
+pub trait Splittable: Serialize + DeserializeOwned + Send + 'static {
+    /// What the work finds (a count, a sum, a best solution).
+    type Result: Serialize + DeserializeOwned + Default + Send + 'static;
+
+    /// Does at most about `units` units of work (a unit is what the type
+    /// says: a node, a call, a row), folding what it finds into `result`.
+    /// Returns whether work remains. A call should take microseconds, not
+    /// seconds: requests from idle workers are answered between calls.
+    fn run(&mut self, units: usize, result: &mut Self::Result) -> bool;
+
+    /// Gives away part of the work that is left (best: about half, and
+    /// the largest pieces), or `None` if it cannot be split now. Only
+    /// called between two calls of `run` that returned `true`.
+    fn split(&mut self) -> Option<Self>;
+
+    /// Folds `other` into `into`.
+    fn merge(into: &mut Self::Result, other: Self::Result);
+}
+
+/// A registered work type (implemented by
+/// [`splittable!`](crate::splittable)): its name, and an id that is a
+/// hash of the name, the same on every locale of the job.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is splittable work that is not registered",
+    label = "not registered",
+    note = "register it with `cantus::splittable!({Self})` at module level"
+)]
+pub trait Registered: Splittable {
+    /// The module where the type was registered, and the type as written.
+    const NAME: &'static str;
+    /// FNV-1a of the name.
+    const ID: u64 = crate::am::handlers::id_of(Self::NAME);
+}
+
+/// Registers splittable work types: `cantus::splittable!(Fib, Queens);`.
+/// Each must implement [`Splittable`]; use it once per type, at module
+/// level (every locale runs the same binary, so every locale has the same
+/// table).
+#[macro_export]
+macro_rules! splittable {
+    ($($t:ty),+ $(,)?) => {
+        $(
+            impl $crate::balance::Registered for $t {
+                const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
+            }
+            $crate::__private::inventory::submit! {
+                $crate::balance::WorkType::of::<$t>()
+            }
+        )+
+    };
+}
+
+/// A work type in the link-time table: how a locale that hears of a
+/// computation of this type for the first time builds its state for it.
+#[doc(hidden)]
+pub struct WorkType {
+    pub(crate) name: &'static str,
+    pub(crate) id: u64,
+    pub(crate) create: fn(super::comp::Setup) -> std::sync::Arc<dyn super::comp::Computation>,
+}
+
+impl WorkType {
+    /// The entry of `W`.
+    pub const fn of<W: Registered>() -> WorkType {
+        WorkType {
+            name: W::NAME,
+            id: W::ID,
+            create: super::comp::create::<W>,
+        }
+    }
+}
+
+inventory::collect!(WorkType);
+
+/// The entry of the work type `id`, if this binary registered one.
+pub(crate) fn lookup(id: u64) -> Option<&'static WorkType> {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static TABLE: OnceLock<HashMap<u64, &'static WorkType>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            let mut t = HashMap::new();
+            for w in inventory::iter::<WorkType> {
+                if let Some(other) = t.insert(w.id, w) {
+                    panic!(
+                        "cantus: the work types {} and {} have the same id; rename one",
+                        other.name, w.name
+                    );
+                }
+            }
+            t
+        })
+        .get(&id)
+        .copied()
+}
