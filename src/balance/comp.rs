@@ -200,6 +200,11 @@ impl<W: Registered> Comp<W> {
             if !more {
                 break;
             }
+            if poll {
+                // A worker busy in a long piece may be the only poller
+                // of its locale: requests are seen between steps.
+                crate::am::poll_once();
+            }
             if self.wanted.load(Ordering::Relaxed) {
                 self.answer(&mut work);
             }
@@ -210,11 +215,6 @@ impl<W: Registered> Comp<W> {
                 self.local_splits.fetch_add(1, Ordering::Relaxed);
                 let me = self.clone();
                 crate::begin(move || me.run_piece(piece));
-            }
-            if poll {
-                // A worker busy in a long piece is the only poller of
-                // its locale: requests are seen between steps.
-                crate::am::poll_once();
             }
         }
         self.steps.fetch_add(steps, Ordering::Relaxed);

@@ -169,11 +169,6 @@ impl Protocol {
         out
     }
 
-    /// Pieces alive here.
-    pub(crate) fn active(&self) -> usize {
-        self.active
-    }
-
     /// Whether a worker should look at [`next_request`](Self::next_request):
     /// a random request waits, or a lifeline thief does and there is work
     /// here that may be split for it.
@@ -181,11 +176,6 @@ impl Protocol {
         !self.finished
             && (!self.random_waiting.is_empty()
                 || (self.active > 0 && !self.lifeline_thieves.is_empty()))
-    }
-
-    /// Whether the computation is over here.
-    pub(crate) fn finished(&self) -> bool {
-        self.finished
     }
 
     /// A request arrived from `thief`. A random one waits for a worker
@@ -555,6 +545,6 @@ mod tests {
         let mut l = Protocol::new(1, 3, 0, t(), 0);
         assert!(l.on_work(0, false, 0).is_empty());
         assert_eq!(l.on_work(2, true, 0), vec![Send::Ack { to: 2 }]);
-        assert_eq!(l.active(), 2);
+        assert_eq!(l.active, 2);
     }
 }

@@ -1,0 +1,218 @@
+//! Balanced computations (`cantus::balance`) on jobs of 1 to 4 locales
+//! (processes on this machine, shared memory), each run in a child
+//! process under a kill timeout (`common::run_child`): right answers,
+//! termination exactly once, work that moves, a victim busy in long
+//! steps that still answers.
+
+mod common;
+
+use cantus::balance::{self, Balance, Splittable};
+use common::{is_child, run_child};
+use serde::{Deserialize, Serialize};
+
+/// The naive Fibonacci recursion as a stack of subproblems: the result
+/// is fib(n), one unit per call.
+#[derive(Serialize, Deserialize)]
+struct Fib(Vec<u32>);
+
+impl Splittable for Fib {
+    type Result = u64;
+    fn run(&mut self, units: usize, sum: &mut u64) -> bool {
+        for _ in 0..units {
+            match self.0.pop() {
+                Some(n) if n < 2 => *sum += n as u64,
+                Some(n) => self.0.extend([n - 2, n - 1]),
+                None => return false,
+            }
+        }
+        !self.0.is_empty()
+    }
+    fn split(&mut self) -> Option<Fib> {
+        (self.0.len() >= 2).then(|| Fib(self.0.drain(..self.0.len() / 2).collect()))
+    }
+    fn merge(sum: &mut u64, other: u64) {
+        *sum += other;
+    }
+}
+
+/// Counts the leaves of a complete binary tree of the given depth, but
+/// each unit sleeps `unit_us` microseconds (a victim whose steps are
+/// long). Results: leaves, and the locales that counted some (a bit
+/// set).
+#[derive(Serialize, Deserialize)]
+struct SlowTree {
+    stack: Vec<u32>,
+    unit_us: u64,
+}
+
+impl Splittable for SlowTree {
+    type Result = (u64, u64);
+    fn run(&mut self, units: usize, r: &mut (u64, u64)) -> bool {
+        for _ in 0..units {
+            let Some(d) = self.stack.pop() else {
+                return false;
+            };
+            std::thread::sleep(std::time::Duration::from_micros(self.unit_us));
+            if d == 0 {
+                r.0 += 1;
+                r.1 |= 1 << cantus::here();
+            } else {
+                self.stack.extend([d - 1, d - 1]);
+            }
+        }
+        !self.stack.is_empty()
+    }
+    fn split(&mut self) -> Option<SlowTree> {
+        (self.stack.len() >= 2).then(|| SlowTree {
+            stack: self.stack.drain(..self.stack.len() / 2).collect(),
+            unit_us: self.unit_us,
+        })
+    }
+    fn merge(into: &mut (u64, u64), other: (u64, u64)) {
+        into.0 += other.0;
+        into.1 |= other.1;
+    }
+}
+
+cantus::splittable!(Fib, SlowTree);
+
+fn fib(n: u64) -> u64 {
+    let (mut a, mut b) = (0u64, 1u64);
+    for _ in 0..n {
+        (a, b) = (b, a + b);
+    }
+    a
+}
+
+/// Runs `body` in a child whose job has `locales` locales (one worker
+/// each); asserts the child succeeded and returns its stderr.
+fn in_job(test: &str, locales: usize, body: impl FnOnce(&cantus::Runtime)) -> Option<String> {
+    if is_child() {
+        let rt = cantus::Runtime::builder()
+            .locales(locales)
+            .workers(1)
+            .build()
+            .expect("a job starts");
+        body(&rt);
+        return None;
+    }
+    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
+    assert!(
+        status.success(),
+        "{test} with {locales} locales failed: {status}\n{stderr}"
+    );
+    Some(stderr)
+}
+
+/// Runs the test body for each locale count; a child runs only its own.
+fn for_locales(test: &str, counts: &[usize], body: impl Fn(&cantus::Runtime, usize)) {
+    for &n in counts {
+        if is_child() && std::env::var("CANTUS_LOCALES").ok() != Some(n.to_string()) {
+            continue;
+        }
+        in_job(test, n, |rt| body(rt, n));
+    }
+}
+
+#[test]
+fn fib_is_right_on_1_to_4_locales_and_work_moves() {
+    for_locales(
+        "fib_is_right_on_1_to_4_locales_and_work_moves",
+        &[1, 2, 3, 4],
+        |rt, n| {
+            for k in [0u32, 1, 2, 24] {
+                let out = rt
+                    .block_on(|| Balance::new(Fib(vec![k])).units(64).run())
+                    .expect("balanced fib");
+                assert_eq!(out.result, fib(k as u64), "fib({k}) on {n} locales");
+                assert_eq!(out.locales.len(), n);
+                let sent: u64 = out.locales.iter().map(|s| s.work_sent).sum();
+                let received: u64 = out.locales.iter().map(|s| s.work_received).sum();
+                assert_eq!(
+                    sent, received,
+                    "every piece sent arrived: {:?}",
+                    out.locales
+                );
+                if k == 24 && n > 1 {
+                    assert!(
+                        received > 0,
+                        "no work moved on {n} locales: {:?}",
+                        out.locales
+                    );
+                }
+            }
+            // Many computations one after another: each ends exactly once.
+            for k in 0..20u32 {
+                assert_eq!(
+                    rt.block_on(|| balance::run(Fib(vec![k]))).unwrap(),
+                    fib(k as u64)
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn computations_started_on_another_locale_and_side_by_side() {
+    for_locales(
+        "computations_started_on_another_locale_and_side_by_side",
+        &[3],
+        |rt, _| {
+            cantus::remote_fn! {
+                fn fib_there(k: u32) -> u64 {
+                    cantus::balance::run(Fib(vec![k])).unwrap()
+                }
+            }
+            let (a, b) = rt.block_on(|| {
+                let a = cantus::on(2, fib_there(22));
+                let b = cantus::on(1, fib_there(21));
+                (a.join().unwrap(), b.join().unwrap())
+            });
+            assert_eq!((a, b), (fib(22), fib(21)));
+        },
+    );
+}
+
+#[test]
+fn a_victim_busy_in_long_steps_still_answers() {
+    for_locales(
+        "a_victim_busy_in_long_steps_still_answers",
+        &[2],
+        |rt, _| {
+            // 64 leaves, 127 units of 2 ms, 8 units a step: one step is
+            // 16 ms, and the whole tree 250 ms on one worker. The only
+            // piece starts on locale 0, whose one worker is always busy in
+            // it; locale 1 must still get work and count leaves.
+            let out = rt
+                .block_on(|| {
+                    Balance::new(SlowTree {
+                        stack: vec![6],
+                        unit_us: 2000,
+                    })
+                    .units(8)
+                    .run()
+                })
+                .unwrap();
+            assert_eq!(out.result.0, 64);
+            assert_eq!(
+                out.result.1, 0b11,
+                "both locales counted leaves: {:?}",
+                out.locales
+            );
+            assert!(out.locales[1].work_received > 0);
+        },
+    );
+}
+
+#[test]
+fn a_single_leaf_ends() {
+    for_locales("a_single_leaf_ends", &[1, 4], |rt, _| {
+        let r = rt.block_on(|| {
+            balance::run(SlowTree {
+                stack: vec![0],
+                unit_us: 0,
+            })
+        });
+        assert_eq!(r.unwrap(), (1, 1));
+    });
+}
