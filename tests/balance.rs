@@ -216,3 +216,61 @@ fn a_single_leaf_ends() {
         assert_eq!(r.unwrap(), (1, 1));
     });
 }
+
+/// Counts leaves like `SlowTree`, but the locale named by `die_on`
+/// exits (as if killed) in the middle of its first piece.
+#[derive(Serialize, Deserialize)]
+struct DoomedTree {
+    stack: Vec<u32>,
+    die_on: usize,
+}
+
+impl Splittable for DoomedTree {
+    type Result = u64;
+    fn run(&mut self, units: usize, leaves: &mut u64) -> bool {
+        if cantus::here() == self.die_on {
+            // A crash: no unwinding, no clean-up.
+            std::process::abort();
+        }
+        for _ in 0..units {
+            let Some(d) = self.stack.pop() else { return false };
+            std::thread::sleep(std::time::Duration::from_micros(200));
+            if d == 0 {
+                *leaves += 1;
+            } else {
+                self.stack.extend([d - 1, d - 1]);
+            }
+        }
+        !self.stack.is_empty()
+    }
+    fn split(&mut self) -> Option<DoomedTree> {
+        (self.stack.len() >= 2).then(|| DoomedTree {
+            stack: self.stack.drain(..self.stack.len() / 2).collect(),
+            die_on: self.die_on,
+        })
+    }
+    fn merge(into: &mut u64, other: u64) {
+        *into += other;
+    }
+}
+cantus::splittable!(DoomedTree);
+
+#[test]
+fn a_locale_that_dies_mid_search_ends_the_job_naming_it() {
+    let test = "a_locale_that_dies_mid_search_ends_the_job_naming_it";
+    if is_child() {
+        let rt = cantus::Runtime::builder()
+            .locales(3)
+            .workers(1)
+            .build()
+            .expect("a job starts");
+        let _ = rt.block_on(|| balance::run(DoomedTree { stack: vec![12], die_on: 2 }));
+        // Not reached: locale 2 dies when it gets work, and the job ends.
+        std::process::exit(0);
+    }
+    let start = std::time::Instant::now();
+    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", "3")]);
+    assert!(!status.success(), "the job should have failed:\n{stderr}");
+    assert!(stderr.contains("locale 2"), "the message names locale 2:\n{stderr}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(30), "took {:?}", start.elapsed());
+}

@@ -457,6 +457,51 @@ fn the_global_address_space_works_across_ranks() {
     );
 }
 
+/// The naive Fibonacci recursion as splittable work (a stack of
+/// subproblems), for `cantus::balance` across ranks.
+#[derive(Serialize, Deserialize)]
+struct FibWork(Vec<u32>);
+
+impl cantus::balance::Splittable for FibWork {
+    type Result = u64;
+    fn run(&mut self, units: usize, sum: &mut u64) -> bool {
+        for _ in 0..units {
+            match self.0.pop() {
+                Some(n) if n < 2 => *sum += n as u64,
+                Some(n) => self.0.extend([n - 2, n - 1]),
+                None => return false,
+            }
+        }
+        !self.0.is_empty()
+    }
+    fn split(&mut self) -> Option<FibWork> {
+        (self.0.len() >= 2).then(|| FibWork(self.0.drain(..self.0.len() / 2).collect()))
+    }
+    fn merge(sum: &mut u64, other: u64) {
+        *sum += other;
+    }
+}
+cantus::splittable!(FibWork);
+
+#[test]
+fn balanced_work_is_stolen_across_ranks() {
+    on_ranks("balanced_work_is_stolen_across_ranks", &[2, 3, 4], &[], || {
+        let rt = job();
+        let n = cantus::num_locales();
+        for (k, fib) in [(0u32, 0u64), (1, 1), (25, 75025)] {
+            let out = rt
+                .block_on(|| cantus::balance::Balance::new(FibWork(vec![k])).units(64).run())
+                .unwrap();
+            assert_eq!(out.result, fib, "fib({k}) on {n} ranks");
+            let moved: u64 = out.locales.iter().map(|s| s.work_received).sum();
+            if k == 25 {
+                assert!(moved > 0, "no work moved across {n} ranks: {:?}", out.locales);
+            }
+        }
+        rt.shutdown();
+    });
+}
+
 /// Runs `test` under mpirun expecting the job to fail; returns stderr.
 fn failing_job(
     test: &str,
