@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorKind};
 use crate::sync::SyncVar;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
@@ -129,7 +129,12 @@ pub(crate) struct Comp<W: Splittable> {
     done: SyncVar<()>,
     steps: AtomicU64,
     local_splits: AtomicU64,
+    /// Units per step, as adapted to `Tuning::step_us` on this locale.
+    units: AtomicU32,
 }
+
+/// The most units a step adapts to.
+const MAX_UNITS: u32 = 1 << 20;
 
 impl<W: Registered> Comp<W> {
     pub(crate) fn new(setup: Setup) -> Arc<Comp<W>> {
@@ -148,6 +153,7 @@ impl<W: Registered> Comp<W> {
             done: SyncVar::new(),
             steps: AtomicU64::new(0),
             local_splits: AtomicU64::new(0),
+            units: AtomicU32::new(h.tuning.units.max(1)),
         })
     }
 
@@ -191,12 +197,26 @@ impl<W: Registered> Comp<W> {
     /// and splitting for idle workers of this locale between steps.
     fn run_piece(self: &Arc<Self>, mut work: W) {
         let mut result = W::Result::default();
-        let units = self.tuning().units.max(1) as usize;
+        let target = u64::from(self.tuning().step_us) * 1000;
+        let mut units = self.units.load(Ordering::Relaxed).max(1);
         let poll = crate::am::num_locales() > 1;
         let mut steps = 0u64;
         loop {
-            let more = work.run(units, &mut result);
+            let began = (target > 0).then(Instant::now);
+            let more = work.run(units as usize, &mut result);
             steps += 1;
+            if let Some(began) = began {
+                // Keep a step near its target time (the units this
+                // locale learned are where the next piece starts).
+                let took = began.elapsed().as_nanos() as u64;
+                if took > 2 * target && units > 1 {
+                    units /= 2;
+                    self.units.store(units, Ordering::Relaxed);
+                } else if took < target / 2 && units < MAX_UNITS {
+                    units *= 2;
+                    self.units.store(units, Ordering::Relaxed);
+                }
+            }
             if !more {
                 break;
             }

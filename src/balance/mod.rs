@@ -67,10 +67,19 @@ impl<W: Registered> Balance<W> {
         }
     }
 
-    /// Units of work per step (default 256): requests are answered, and
-    /// idle workers of this locale served, between steps.
+    /// Units of work per step, fixed: requests are answered, and idle
+    /// workers of this locale served, between steps. The default adapts
+    /// the units so that a step takes about [`step_us`](Self::step_us).
     pub fn units(mut self, units: u32) -> Balance<W> {
         self.tuning.units = units.max(1);
+        self.tuning.step_us = 0;
+        self
+    }
+
+    /// The time a step should take (default 10 us): the units per step
+    /// adapt to it, starting from 64 (see [`Tuning::step_us`]).
+    pub fn step_us(mut self, us: u32) -> Balance<W> {
+        self.tuning.step_us = us;
         self
     }
 

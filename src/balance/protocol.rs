@@ -25,8 +25,14 @@ use std::collections::VecDeque;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tuning {
     /// Units of work per call of `Splittable::run` (requests are answered
-    /// between calls).
+    /// between calls): the first step's, when `step_us` adapts it.
     pub units: u32,
+    /// The time a step should take, in microseconds: the units per step
+    /// double while a step takes less than half of it and halve while it
+    /// takes more than twice, so that a request waits about this long
+    /// for a busy victim whatever a unit costs. 0: `units` stays fixed
+    /// (the simulation always keeps it fixed).
+    pub step_us: u32,
     /// Random victims an idle locale asks before it falls back to its
     /// lifelines.
     pub random_attempts: u32,
@@ -38,7 +44,8 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Tuning {
         Tuning {
-            units: 256,
+            units: 64,
+            step_us: 10,
             random_attempts: 2,
             lifelines: true,
         }
@@ -412,6 +419,7 @@ mod tests {
     fn t() -> Tuning {
         Tuning {
             units: 1,
+            step_us: 0,
             random_attempts: 1,
             lifelines: true,
         }
@@ -478,6 +486,7 @@ mod tests {
             0,
             Tuning {
                 units: 1,
+                step_us: 0,
                 random_attempts: 2,
                 lifelines: true,
             },

@@ -27,6 +27,11 @@ pub struct SimConfig {
     pub latency_ticks: u64,
     /// Ticks a step takes.
     pub step_ticks: u64,
+    /// Up to this many ticks more, at random, for each message (so that
+    /// messages overtake each other); 0: none.
+    pub jitter_ticks: u64,
+    /// The seed of the jitter.
+    pub seed: u64,
 }
 
 /// What a simulated computation found and did.
@@ -88,6 +93,7 @@ struct Net<W: Splittable> {
     locales: Vec<Locale<W>>,
     counts: MessageCounts,
     finished_at: Option<u64>,
+    rng: u64,
 }
 
 impl<W: Splittable> Net<W> {
@@ -105,7 +111,15 @@ impl<W: Splittable> Net<W> {
             Msg::Work { .. } => self.counts.work += 1,
             Msg::Ack { .. } => self.counts.acks += 1,
         }
-        let latency = self.cfg.latency_ticks;
+        let mut latency = self.cfg.latency_ticks;
+        if self.cfg.jitter_ticks > 0 {
+            // splitmix64
+            self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.rng;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            latency += (z ^ (z >> 31)) % (self.cfg.jitter_ticks + 1);
+        }
         self.at(latency, Event::Deliver { to, from, msg });
     }
 
@@ -219,6 +233,7 @@ pub fn simulate<W: Splittable>(work: W, cfg: SimConfig) -> SimReport<W::Result> 
             .collect(),
         counts: MessageCounts::default(),
         finished_at: None,
+        rng: cfg.seed,
     };
     net.locales[0].pieces.push((work, W::Result::default()));
     net.wake(0);
@@ -248,6 +263,26 @@ pub fn simulate<W: Splittable>(work: W, cfg: SimConfig) -> SimReport<W::Result> 
         }
     }
     let end = net.finished_at.expect("finished");
+    // Termination concluded exactly when it should (README, T3): no
+    // piece alive anywhere, and no work or acknowledgment in flight.
+    for (l, loc) in net.locales.iter().enumerate() {
+        assert!(
+            loc.pieces.is_empty(),
+            "the end was found while locale {l} held work"
+        );
+    }
+    for e in net.events.values() {
+        if let Event::Deliver {
+            to,
+            msg: Msg::Work { .. } | Msg::Ack { .. },
+            ..
+        } = e
+        {
+            panic!(
+                "the end was found while work or an acknowledgment to locale {to} was in flight"
+            );
+        }
+    }
     let locales = net
         .locales
         .iter_mut()
@@ -299,11 +334,37 @@ mod tests {
             locales,
             tuning: Tuning {
                 units: 16,
+                step_us: 0,
                 random_attempts: 1,
                 lifelines,
             },
             latency_ticks: 10,
             step_ticks: 1,
+            jitter_ticks: 0,
+            seed: 0,
+        }
+    }
+
+    #[test]
+    fn termination_is_exact_when_messages_overtake_each_other() {
+        // Random trees, locale counts and latencies: every run ends with
+        // the right count, and the end is checked (in `simulate`) to
+        // come when no piece is alive and no work is in flight.
+        let mut seed = 1u64;
+        for round in 0..200u64 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let p = 1 + (seed >> 33) as usize % 40;
+            let depth = (seed >> 20) as u32 % 12;
+            let mut c = cfg(p, round % 3 != 0);
+            c.tuning.units = 1 + (seed >> 40) as u32 % 8;
+            c.tuning.random_attempts = (seed >> 50) as u32 % 3;
+            c.latency_ticks = 1 + (seed >> 12) % 20;
+            c.jitter_ticks = (seed >> 5) % 50;
+            c.seed = seed;
+            let r = simulate(Tree(vec![depth]), c);
+            assert_eq!(r.result, 1 << depth, "round {round}: {p} locales, {c:?}");
         }
     }
 
