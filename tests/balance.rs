@@ -233,7 +233,9 @@ impl Splittable for DoomedTree {
             std::process::abort();
         }
         for _ in 0..units {
-            let Some(d) = self.stack.pop() else { return false };
+            let Some(d) = self.stack.pop() else {
+                return false;
+            };
             std::thread::sleep(std::time::Duration::from_micros(200));
             if d == 0 {
                 *leaves += 1;
@@ -264,13 +266,75 @@ fn a_locale_that_dies_mid_search_ends_the_job_naming_it() {
             .workers(1)
             .build()
             .expect("a job starts");
-        let _ = rt.block_on(|| balance::run(DoomedTree { stack: vec![12], die_on: 2 }));
+        let _ = rt.block_on(|| {
+            balance::run(DoomedTree {
+                stack: vec![12],
+                die_on: 2,
+            })
+        });
         // Not reached: locale 2 dies when it gets work, and the job ends.
         std::process::exit(0);
     }
     let start = std::time::Instant::now();
     let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", "3")]);
     assert!(!status.success(), "the job should have failed:\n{stderr}");
-    assert!(stderr.contains("locale 2"), "the message names locale 2:\n{stderr}");
-    assert!(start.elapsed() < std::time::Duration::from_secs(30), "took {:?}", start.elapsed());
+    assert!(
+        stderr.contains("locale 2"),
+        "the message names locale 2:\n{stderr}"
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(30),
+        "took {:?}",
+        start.elapsed()
+    );
+}
+
+/// A complete binary tree of 2^depth leaves whose subtrees below depth
+/// `CUT` are counted in one unit: the result is (leaves, the deepest
+/// stack any piece held).
+#[derive(Serialize, Deserialize)]
+struct HugeTree(Vec<u32>);
+
+/// Subtrees of this height are one unit.
+const CUT: u32 = 12;
+
+impl Splittable for HugeTree {
+    type Result = (u64, usize);
+    fn run(&mut self, units: usize, r: &mut (u64, usize)) -> bool {
+        for _ in 0..units {
+            match self.0.pop() {
+                Some(h) if h <= CUT => r.0 += 1 << h,
+                Some(h) => self.0.extend([h - 1, h - 1]),
+                None => return false,
+            }
+            r.1 = r.1.max(self.0.len());
+        }
+        !self.0.is_empty()
+    }
+    fn split(&mut self) -> Option<HugeTree> {
+        (self.0.len() >= 2).then(|| HugeTree(self.0.drain(..self.0.len() / 2).collect()))
+    }
+    fn merge(into: &mut (u64, usize), other: (u64, usize)) {
+        into.0 += other.0;
+        into.1 = into.1.max(other.1);
+    }
+}
+cantus::splittable!(HugeTree);
+
+#[test]
+fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {
+    // 2^34 leaves: as tasks of 64 bytes, a tree of 2^35 nodes would need
+    // 2 TiB. As splittable work, no piece holds more than one pending
+    // subtree per level.
+    for_locales(
+        "a_tree_far_larger_than_memory_could_hold_as_tasks_ends",
+        &[2, 3],
+        |rt, n| {
+            let out = rt.block_on(|| Balance::new(HugeTree(vec![34])).run()).unwrap();
+            assert_eq!(out.result.0, 1 << 34, "on {n} locales");
+            assert!(out.result.1 <= 34, "a piece held {} pending subtrees", out.result.1);
+            let moved: u64 = out.locales.iter().map(|s| s.work_received).sum();
+            assert!(moved > 0, "no work moved: {:?}", out.locales);
+        },
+    );
 }
