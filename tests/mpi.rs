@@ -485,21 +485,34 @@ cantus::splittable!(FibWork);
 
 #[test]
 fn balanced_work_is_stolen_across_ranks() {
-    on_ranks("balanced_work_is_stolen_across_ranks", &[2, 3, 4], &[], || {
-        let rt = job();
-        let n = cantus::num_locales();
-        for (k, fib) in [(0u32, 0u64), (1, 1), (25, 75025)] {
-            let out = rt
-                .block_on(|| cantus::balance::Balance::new(FibWork(vec![k])).units(64).run())
-                .unwrap();
-            assert_eq!(out.result, fib, "fib({k}) on {n} ranks");
-            let moved: u64 = out.locales.iter().map(|s| s.work_received).sum();
-            if k == 25 {
-                assert!(moved > 0, "no work moved across {n} ranks: {:?}", out.locales);
+    on_ranks(
+        "balanced_work_is_stolen_across_ranks",
+        &[2, 3, 4],
+        &[],
+        || {
+            let rt = job();
+            let n = cantus::num_locales();
+            for (k, fib) in [(0u32, 0u64), (1, 1), (25, 75025)] {
+                let out = rt
+                    .block_on(|| {
+                        cantus::balance::Balance::new(FibWork(vec![k]))
+                            .units(64)
+                            .run()
+                    })
+                    .unwrap();
+                assert_eq!(out.result, fib, "fib({k}) on {n} ranks");
+                let moved: u64 = out.locales.iter().map(|s| s.work_received).sum();
+                if k == 25 {
+                    assert!(
+                        moved > 0,
+                        "no work moved across {n} ranks: {:?}",
+                        out.locales
+                    );
+                }
             }
-        }
-        rt.shutdown();
-    });
+            rt.shutdown();
+        },
+    );
 }
 
 /// Runs `test` under mpirun expecting the job to fail; returns stderr.

@@ -18,6 +18,10 @@
 //! cantus-bench scale   speedup over serial at 1, 2, 4, ... workers up to the CPUs:
 //!                      fib, quicksort, tree, UTS, LCALS vs rayon and OpenMP
 //!                      (its own options: cantus-bench scale --help)
+//! cantus-bench balance     work stealing across locales: fib, N-Queens, UTS T1/T3,
+//!                          Pentomino on 1 and 2 locales vs sequential; vs join
+//! cantus-bench balance-sim the protocol on 16-256 simulated locales, with and
+//!                          without lifelines
 //! options: --quick (small sizes, few reps: a smoke run), --reps N,
 //!          --fifo-threads N (thread limit of the fifo baseline, 255),
 //!          --only SECTION (micro, apps, comm: the sections whose name
@@ -25,6 +29,7 @@
 //! ```
 
 mod apps;
+mod balance;
 mod comm;
 mod deque;
 mod fifo;
@@ -57,7 +62,7 @@ impl Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|comm|suite|scale|latency|deque|stack-memory N> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
+        "usage: cantus-bench <micro|apps|all|comm|suite|scale|latency|deque|stack-memory N|balance|balance-sim> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -143,6 +148,9 @@ fn main() {
         "comm" => comm::run(&parse_options(rest)),
         "suite" => suite::run(rest),
         "scale" => scale::run(rest),
+        "balance" => balance::run(&parse_options(rest)),
+        "balance-sim" => balance::sim(&parse_options(rest)),
+        "__balance_child" => balance::child(rest),
         "all" => {
             let opts = parse_options(rest);
             micro::run(&opts);

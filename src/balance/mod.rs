@@ -26,7 +26,7 @@ mod work;
 
 pub use protocol::Tuning;
 pub use stats::{LocaleStats, Spread};
-pub use work::{Registered, Splittable, WorkType};
+pub use work::{Registered, Splittable, WorkType, split_stack};
 
 use crate::error::Error;
 

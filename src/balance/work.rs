@@ -43,8 +43,8 @@ use serde::de::DeserializeOwned;
 ///         !self.0.is_empty()
 ///     }
 ///     fn split(&mut self) -> Option<Fib> {
-///         // The oldest entries are the largest subproblems.
-///         (self.0.len() >= 2).then(|| Fib(self.0.drain(..self.0.len() / 2).collect()))
+///         // Every other subproblem, from the oldest (the largest).
+///         cantus::balance::split_stack(&mut self.0).map(Fib)
 ///     }
 ///     fn merge(sum: &mut u64, other: u64) {
 ///         *sum += other;
@@ -93,6 +93,40 @@ pub trait Splittable: Serialize + DeserializeOwned + Send + 'static {
 
     /// Folds `other` into `into`.
     fn merge(into: &mut Self::Result, other: Self::Result);
+}
+
+/// Splits a depth-first stack of pending work (the oldest entries at the
+/// bottom, the newest on top): gives away every other entry, from the
+/// bottom, and keeps the rest in order; `None` if fewer than two wait.
+///
+/// A stack grows by a level's children at a time, so each level's
+/// siblings are shared about evenly and both halves keep some of the
+/// largest (oldest) entries. Giving away the bottom half instead hands
+/// the thief nearly everything in a tree whose sizes fall by level (a
+/// Fibonacci recursion: one entry a level), and the two sides then steal
+/// it back and forth.
+///
+/// ```
+/// let mut stack = vec![10, 9, 8, 7, 6];
+/// assert_eq!(cantus::balance::split_stack(&mut stack), Some(vec![10, 8, 6]));
+/// assert_eq!(stack, vec![9, 7]);
+/// assert_eq!(cantus::balance::split_stack(&mut vec![1]), None);
+/// ```
+pub fn split_stack<T>(stack: &mut Vec<T>) -> Option<Vec<T>> {
+    if stack.len() < 2 {
+        return None;
+    }
+    let mut given = Vec::with_capacity(stack.len().div_ceil(2));
+    let mut kept = Vec::with_capacity(stack.len() / 2 + 1);
+    for (i, x) in stack.drain(..).enumerate() {
+        if i % 2 == 0 {
+            given.push(x);
+        } else {
+            kept.push(x);
+        }
+    }
+    *stack = kept;
+    Some(given)
 }
 
 /// A registered work type (implemented by

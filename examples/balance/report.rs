@@ -1,0 +1,160 @@
+//! What the balanced programs' examples print besides their answers:
+//! each locale's counts from a `cantus::balance::Outcome` (how many
+//! steps it ran, how often it asked for work and was given some, how
+//! long it waited), the sequential reference's time (`--seq`), and the
+//! parsing of their optional arguments.
+//!
+//! Shared by `examples/{uts,nqueens,pentomino,fib_balanced}.rs`.
+
+#![allow(dead_code)]
+
+use cantus::balance::LocaleStats;
+
+/// Prints one line per locale: steps (calls of `Splittable::run`),
+/// local splits, random and lifeline requests sent, requests received,
+/// pieces of work sent and received (of which over lifelines), and the
+/// waits (mean per random request answered with work and with nothing;
+/// total idle time).
+pub(crate) fn print_locales(locales: &[LocaleStats]) {
+    println!(
+        "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "locale",
+        "steps",
+        "splits",
+        "random",
+        "lifeline",
+        "received",
+        "work sent",
+        "work recv",
+        "TASK us",
+        "NONE us",
+        "idle ms"
+    );
+    for (l, s) in locales.iter().enumerate() {
+        println!(
+            "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9.1} {:>9.1} {:>9.1}",
+            l,
+            s.steps,
+            s.local_splits,
+            s.random_requests,
+            s.lifeline_requests,
+            s.requests_received,
+            format!("{} ({})", s.work_sent, s.lifeline_work_sent),
+            format!("{} ({})", s.work_received, s.lifeline_work_received),
+            s.mean_task_wait() / 1e3,
+            s.mean_nothing_wait() / 1e3,
+            s.idle_wait as f64 / 1e6,
+        );
+    }
+    println!(
+        "  (splits: pieces handed to another worker of the locale; random, lifeline: requests \
+         sent; received: requests received; work sent/recv: pieces moved between locales, in \
+         parentheses over lifelines; TASK, NONE: mean wait of a random request answered with \
+         work, with nothing)"
+    );
+}
+
+/// The program's positional argument `index` (1 is the first; options
+/// starting with `--` are not counted), parsed, or `None` if absent;
+/// exits with `usage` if it does not parse, or an option is not `--seq`.
+pub(crate) fn arg<T: std::str::FromStr>(index: usize, usage: &str) -> Option<T> {
+    if std::env::args()
+        .skip(1)
+        .any(|a| a.starts_with("--") && a != "--seq")
+    {
+        eprintln!("usage: {usage}");
+        std::process::exit(2)
+    }
+    let a = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .nth(index.checked_sub(1)?)?;
+    Some(a.parse().unwrap_or_else(|_| {
+        eprintln!("usage: {usage}");
+        std::process::exit(2)
+    }))
+}
+
+/// Whether the program was called with the option `name` (`--seq`).
+pub(crate) fn flag(name: &str) -> bool {
+    std::env::args().skip(1).any(|a| a == name)
+}
+
+/// Runs `sequential` (the program's sequential reference), timed, after
+/// the runtime has shut down, when the program was called with `--seq`:
+/// prints its time and the balanced run's speedup over it, and exits 1
+/// if its answer is not `balanced`.
+pub(crate) fn compare_sequential<R: PartialEq + std::fmt::Debug>(
+    program: &str,
+    balanced: &R,
+    balanced_secs: f64,
+    sequential: impl FnOnce() -> R,
+) {
+    if !flag("--seq") {
+        return;
+    }
+    let start = std::time::Instant::now();
+    let answer = sequential();
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{program}: sequential reference {secs:.3} s: the balanced run's speedup over it {:.2}x",
+        secs / balanced_secs
+    );
+    if answer != *balanced {
+        eprintln!(
+            "{program}: WRONG: the sequential reference found {answer:?}, the balanced run {balanced:?}"
+        );
+        std::process::exit(1);
+    }
+}
+
+/// Exits with the runtime's error, naming the program.
+pub(crate) fn fail(program: &str, e: cantus::Error) -> ! {
+    eprintln!("{program}: {e}");
+    std::process::exit(2)
+}
+
+/// A balanced run: what it found, how long it took (inside the runtime,
+/// start-up excluded), and on how many locales and workers.
+pub(crate) struct Run<R> {
+    /// The result and each locale's counts.
+    pub(crate) outcome: cantus::balance::Outcome<R>,
+    /// Seconds from the start of the computation to its end.
+    pub(crate) secs: f64,
+    /// Locales of the job.
+    pub(crate) locales: usize,
+    /// Workers of this locale.
+    pub(crate) workers: usize,
+}
+
+/// Runs `work` balanced inside `cantus::run` (with `units` per step if
+/// given), then `after` in the same runtime; exits naming `program` if
+/// the runtime or the computation fails.
+pub(crate) fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
+    program: &str,
+    work: W,
+    units: Option<u32>,
+    after: impl FnOnce() -> T + Send + 'static,
+) -> (Run<W::Result>, T) {
+    let (outcome, secs, locales, workers, then) = cantus::run(move || {
+        let mut balance = cantus::balance::Balance::new(work);
+        if let Some(units) = units {
+            balance = balance.units(units);
+        }
+        let start = std::time::Instant::now();
+        let outcome = balance.run();
+        let secs = start.elapsed().as_secs_f64();
+        let then = after();
+        let workers = cantus::query::workers().unwrap_or(0);
+        (outcome, secs, cantus::num_locales(), workers, then)
+    })
+    .unwrap_or_else(|e| fail(program, e));
+    let outcome = outcome.unwrap_or_else(|e| fail(program, e));
+    let run = Run {
+        outcome,
+        secs,
+        locales,
+        workers,
+    };
+    (run, then)
+}
