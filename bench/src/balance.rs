@@ -249,7 +249,8 @@ pub(crate) fn child(args: &[String]) {
     );
 }
 
-/// `cantus-bench balance-sim`.
+/// `cantus-bench balance-sim`: UTS T1 on 16 to 256 simulated locales,
+/// and T1L (25 times larger) on 64 and 256, with and without lifelines.
 pub(crate) fn sim(opts: &Options) {
     let sizes: &[usize] = if opts.quick {
         &[16, 64]
@@ -257,65 +258,81 @@ pub(crate) fn sim(opts: &Options) {
         &[16, 32, 64, 128, 256]
     };
     for &p in sizes {
-        for lifelines in [true, false] {
-            let cfg = sim::SimConfig {
-                locales: p,
-                tuning: Tuning {
-                    units: 256,
-                    step_us: 0,
-                    random_attempts: 2,
-                    lifelines,
-                },
-                // A step of 256 UTS nodes is about 50 us here; a message
-                // about 5 us: ticks of 1 us.
-                latency_ticks: 5,
-                step_ticks: 50,
-                jitter_ticks: 0,
-                seed: 0,
-            };
-            let r = sim::simulate(uts::Uts::new(uts::Tree::T1), cfg);
-            assert_eq!(
-                r.result.nodes,
-                uts::Tree::T1.known_counts().nodes,
-                "simulated UTS T1"
-            );
-            let mut per_period = cantus::balance::Spread::default();
-            for s in &r.locales {
-                per_period.count += s.requests_per_period.count;
-                per_period.sum += s.requests_per_period.sum;
-                per_period.max = per_period.max.max(s.requests_per_period.max);
-            }
-            let requests = r.messages.random_requests + r.messages.lifeline_requests;
-            let tag = format!(
-                "sim_{p}loc_{}",
-                if lifelines { "lifelines" } else { "random" }
-            );
-            value(
-                &format!("{tag}_requests_per_idle_period"),
-                per_period.mean(),
-                "",
-            );
-            value(
-                &format!("{tag}_requests_per_idle_period_max"),
-                per_period.max as f64,
-                "",
-            );
-            value(
-                &format!("{tag}_requests_per_locale"),
-                requests as f64 / p as f64,
-                "",
-            );
-            value(
-                &format!("{tag}_work_moved_per_locale"),
-                r.messages.work as f64 / p as f64,
-                "",
-            );
-            let serial_ticks = r.locales.iter().map(|s| s.steps).sum::<u64>() as f64 * 50.0;
-            value(
-                &format!("{tag}_efficiency"),
-                serial_ticks / (r.ticks as f64 * p as f64),
-                "",
-            );
+        sim_row(uts::Tree::T1, "t1", p, 2);
+    }
+    if !opts.quick {
+        for p in [64, 256] {
+            sim_row(uts::Tree::T1L, "t1l", p, 2);
         }
+        // A slow network (a message as long as two steps: MPI here).
+        for &p in sizes {
+            sim_row(uts::Tree::T1, "t1_slow", p, 30);
+        }
+    }
+}
+
+/// One size of the simulation, with and without lifelines; a message
+/// takes `latency` ticks (a step 15).
+fn sim_row(tree: uts::Tree, tree_tag: &str, p: usize, latency: u64) {
+    for lifelines in [true, false] {
+        let cfg = sim::SimConfig {
+            locales: p,
+            tuning: Tuning {
+                units: 256,
+                step_us: 0,
+                random_attempts: 2,
+                lifelines,
+            },
+            // A step of 256 UTS nodes is about 15 us here, a message
+            // about 2 us over shared memory: ticks of 1 us.
+            latency_ticks: latency,
+            step_ticks: 15,
+            jitter_ticks: 2,
+            seed: p as u64,
+        };
+        let r = sim::simulate(uts::Uts::new(tree), cfg);
+        assert_eq!(r.result.nodes, tree.known_counts().nodes, "simulated UTS");
+        let mut per_period = cantus::balance::Spread::default();
+        for s in &r.locales {
+            per_period.count += s.requests_per_period.count;
+            per_period.sum += s.requests_per_period.sum;
+            per_period.max = per_period.max.max(s.requests_per_period.max);
+        }
+        let requests = r.messages.random_requests + r.messages.lifeline_requests;
+        let tag = format!(
+            "sim_{tree_tag}_{p}loc_{}",
+            if lifelines { "lifelines" } else { "random" }
+        );
+        value(
+            &format!("{tag}_requests_per_idle_period"),
+            per_period.mean(),
+            "",
+        );
+        value(
+            &format!("{tag}_requests_per_idle_period_max"),
+            per_period.max as f64,
+            "",
+        );
+        value(
+            &format!("{tag}_idle_periods_per_locale"),
+            per_period.count as f64 / p as f64,
+            "",
+        );
+        value(
+            &format!("{tag}_requests_per_locale"),
+            requests as f64 / p as f64,
+            "",
+        );
+        value(
+            &format!("{tag}_work_moved_per_locale"),
+            r.messages.work as f64 / p as f64,
+            "",
+        );
+        let busy = r.locales.iter().map(|s| s.steps).sum::<u64>() * cfg.step_ticks;
+        value(
+            &format!("{tag}_efficiency"),
+            busy as f64 / (r.ticks as f64 * p as f64),
+            "",
+        );
     }
 }
