@@ -24,6 +24,12 @@ cargo build --release --examples
 ./target/release/examples/histogram 100000 2
 ./target/release/examples/stream_ep 1000000 2
 ./target/release/examples/putget 1000
+# Work stealing across locales (balance/): each program checks its count.
+./target/release/examples/uts T1
+CANTUS_LOCALES=2 ./target/release/examples/uts T3
+CANTUS_LOCALES=3 ./target/release/examples/nqueens 12
+CANTUS_LOCALES=4 ./target/release/examples/pentomino 5x12
+CANTUS_LOCALES=2 ./target/release/examples/fib_balanced 32
 # The global address space's examples again on the message memory (each
 # segment its owner's alone, reached by remote calls: pgas/README.md).
 for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000"; do
@@ -39,7 +45,8 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     cargo build --release --features mpi --examples
     for n in 2 3 4; do
         for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
-                  "histogram 20000" "stream_ep 100000" "putget 200"; do
+                  "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
+                  "nqueens 11"; do
             # shellcheck disable=SC2086
             timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/$ex
         done
@@ -57,5 +64,7 @@ fi
 echo "== benchmark smoke runs (every benchmark checks its own result)"
 cargo run --release -q -p cantus-bench -- all --quick
 cargo run --release -q -p cantus-bench -- comm --quick
+cargo run --release -q -p cantus-bench -- balance --quick --only uts_t1
+cargo run --release -q -p cantus-bench -- balance-sim --quick
 cargo run --release -q -p cantus-bench -- suite --quick --out target/bench-out
 cargo run --release -q -p cantus-bench -- scale --quick --out target/bench-out

@@ -72,11 +72,11 @@ fn programs() -> Vec<Program> {
         ),
         uts_program("uts_t3", uts::Tree::T3, None),
         uts_program(
-            "uts_t1l",
+            "uts_large_t1l",
             uts::Tree::T1L,
             Some(|| uts::uts_join(uts::Tree::T1L).nodes),
         ),
-        uts_program("uts_t3l", uts::Tree::T3L, None),
+        uts_program("uts_large_t3l", uts::Tree::T3L, None),
         Program {
             name: "pentomino",
             seq: || pentomino::pentomino_seq(pentomino::Puzzle::Board6x10),
