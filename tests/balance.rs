@@ -330,9 +330,15 @@ fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {
         "a_tree_far_larger_than_memory_could_hold_as_tasks_ends",
         &[2, 3],
         |rt, n| {
-            let out = rt.block_on(|| Balance::new(HugeTree(vec![34])).run()).unwrap();
+            let out = rt
+                .block_on(|| Balance::new(HugeTree(vec![34])).run())
+                .unwrap();
             assert_eq!(out.result.0, 1 << 34, "on {n} locales");
-            assert!(out.result.1 <= 34, "a piece held {} pending subtrees", out.result.1);
+            assert!(
+                out.result.1 <= 34,
+                "a piece held {} pending subtrees",
+                out.result.1
+            );
             let moved: u64 = out.locales.iter().map(|s| s.work_received).sum();
             assert!(moved > 0, "no work moved: {:?}", out.locales);
         },

@@ -1,5 +1,5 @@
 //! The balanced programs of `examples/balance/` (Fib, N-Queens,
-//! Pentomino, UTS) at small sizes, checked two ways against their
+//! Pentomino, UTS, LU) at small sizes, checked two ways against their
 //! sequential references and published counts:
 //!
 //! - by a sequential driver without a runtime, which runs random pieces
@@ -15,6 +15,8 @@ mod common;
 
 #[path = "../examples/balance/fib.rs"]
 mod fib;
+#[path = "../examples/balance/lu.rs"]
+mod lu;
 #[path = "../examples/balance/nqueens.rs"]
 mod nqueens;
 #[path = "../examples/balance/pentomino.rs"]
@@ -293,5 +295,102 @@ fn uts_splits_lose_nothing() {
 fn uts_balanced_matches_sequential() {
     for tree in [Tree::T1Small, Tree::T3Small] {
         check_balanced(tree.name(), || uts::Uts::new(tree), uts::uts_seq(tree));
+    }
+}
+
+// LU (seed 001): blocked, with cache-oblivious kernels; the balanced
+// and join versions give the sequential factors bit for bit.
+
+/// The largest error of L*U against A (relative to A's largest entry)
+/// accepted.
+const LU_TOLERANCE: f64 = 1e-9;
+
+/// (n, b): blocks at the kernels' leaf size, and blocks the kernels
+/// recurse in (halves of odd size included).
+const LU_SIZES: [(usize, usize); 2] = [(256, 32), (192, 48)];
+
+/// Asserts that `lu` is `seq` bit for bit.
+fn assert_same(what: &str, lu: &lu::Matrix, seq: &lu::Matrix) {
+    assert_eq!(lu.n, seq.n, "{what}: size");
+    let differ = lu
+        .data
+        .iter()
+        .zip(&seq.data)
+        .position(|(x, y)| x.to_bits() != y.to_bits());
+    if let Some(p) = differ {
+        panic!(
+            "{what}: entry ({}, {}) is {} instead of {}",
+            p / seq.n,
+            p % seq.n,
+            lu.data[p],
+            seq.data[p]
+        );
+    }
+    assert_eq!(lu::checksum(lu), lu::checksum(seq), "{what}: checksum");
+}
+
+#[test]
+fn lu_sequential_is_accurate() {
+    // Besides `LU_SIZES`: one block (the kernels alone), small blocks, and
+    // blocks whose recursion reaches odd sizes (100 -> 50 -> 25, 75).
+    for (n, b) in LU_SIZES
+        .into_iter()
+        .chain([(96, 96), (64, 16), (200, 100), (75, 75)])
+    {
+        let a = lu::Matrix::generate(n, lu::SEED);
+        let f = lu::lu_seq(n, b, lu::SEED);
+        let error = lu::check(&a, &f);
+        assert!(error < LU_TOLERANCE, "n = {n}, b = {b}: error {error:e}");
+        // Not trivially so: the factors are not A.
+        assert!(lu::check(&a, &a) > 1e-3, "n = {n}: check sees no error");
+    }
+    // Another seed, another matrix.
+    assert_ne!(
+        lu::Matrix::generate(64, 1).data,
+        lu::Matrix::generate(64, 2).data,
+        "the seed is used"
+    );
+}
+
+#[test]
+fn lu_random_splits_give_the_same_factors() {
+    let mut seed = 7;
+    let mut total = 0;
+    for (n, b) in LU_SIZES {
+        let seq = lu::lu_seq(n, b, lu::SEED);
+        let mut splits = 0;
+        let driven = lu::lu_pieces(n, b, lu::SEED, |step| {
+            seed += 1;
+            let (blocks, s) = match step {
+                lu::Step::Panel(w) => drive(w, seed, 3),
+                lu::Step::Schur(w) => drive(w, seed, 3),
+            };
+            splits += s;
+            Ok::<_, ()>(blocks)
+        })
+        .unwrap();
+        assert!(splits > 0, "n = {n}, b = {b}: no split");
+        total += splits;
+        assert_same(&format!("driven, n = {n}, b = {b}"), &driven, &seq);
+    }
+    assert!(total > 10, "only {total} splits in all");
+}
+
+#[test]
+fn lu_balanced_matches_sequential() {
+    for (n, b) in LU_SIZES {
+        let seq = lu::lu_seq(n, b, lu::SEED);
+        let (balanced, stats) = rt()
+            .block_on(|| lu::lu_balanced(n, b, lu::SEED))
+            .expect("lu_balanced");
+        assert_same(&format!("balanced, n = {n}, b = {b}"), &balanced, &seq);
+        assert_eq!(stats.computations, 2 * (n / b - 1), "two per step");
+        assert_eq!(stats.locales.len(), 1, "one locale");
+        assert!(stats.locales[0].steps > 0, "steps counted");
+        let error = lu::check(&lu::Matrix::generate(n, lu::SEED), &balanced);
+        assert!(error < LU_TOLERANCE, "n = {n}, b = {b}: error {error:e}");
+
+        let joined = rt().block_on(|| lu::lu_join(n, b, lu::SEED));
+        assert_same(&format!("join, n = {n}, b = {b}"), &joined, &seq);
     }
 }

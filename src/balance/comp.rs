@@ -267,7 +267,7 @@ impl<W: Registered> Comp<W> {
                         header: self.setup.header,
                         from: self.setup.here as u32,
                         lifeline,
-                        piece: bytes,
+                        piece: messages::Bytes(bytes),
                     };
                     if let Err(e) = crate::am::begin_on(thief, msg) {
                         panic!("cantus: work for locale {thief} could not be sent: {e}");
@@ -321,7 +321,7 @@ fn send_all<W: Registered>(
                     to,
                     messages::Ack {
                         header,
-                        result: Some(bytes),
+                        result: Some(messages::Bytes(bytes)),
                     },
                 )
             }

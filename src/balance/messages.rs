@@ -85,7 +85,7 @@ pub(crate) struct Work {
     pub(crate) header: Header,
     pub(crate) from: u32,
     pub(crate) lifeline: bool,
-    pub(crate) piece: Vec<u8>,
+    pub(crate) piece: Bytes,
 }
 
 impl Remote for Work {
@@ -99,7 +99,7 @@ impl Remote for Work {
                 self.header.comp
             )
         });
-        if let Err(e) = c.on_work(self.from as usize, self.lifeline, &self.piece) {
+        if let Err(e) = c.on_work(self.from as usize, self.lifeline, &self.piece.0) {
             panic!("cantus: balance: {e}");
         }
     }
@@ -110,7 +110,7 @@ impl Remote for Work {
 #[derive(Serialize, Deserialize)]
 pub(crate) struct Ack {
     pub(crate) header: Header,
-    pub(crate) result: Option<Vec<u8>>,
+    pub(crate) result: Option<Bytes>,
 }
 
 impl Remote for Ack {
@@ -122,7 +122,7 @@ impl Remote for Ack {
                 self.header.comp
             )
         });
-        if let Err(e) = c.on_ack(self.result.as_deref()) {
+        if let Err(e) = c.on_ack(self.result.as_ref().map(|b| b.0.as_slice())) {
             panic!("cantus: balance: {e}");
         }
     }
@@ -145,3 +145,52 @@ impl Remote for Finish {
 }
 
 crate::remote!(Start, Steal, Nothing, Work, Ack, Finish);
+
+/// An encoded piece or result: serde's byte string (one length and the
+/// bytes), not its sequence of `u8` (one call per byte, which cost a
+/// blocked LU's pieces of megabytes more than their arithmetic).
+pub(crate) struct Bytes(pub(crate) Vec<u8>);
+
+impl Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Bytes, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Bytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, b: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(b.to_vec()))
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, b: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(b))
+            }
+        }
+        d.deserialize_byte_buf(Visitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_travel_as_one_byte_string() {
+        let b = Bytes((0..=255u8).collect());
+        let enc = postcard::to_allocvec(&b).unwrap();
+        // A varint length (256: two bytes), then the bytes as they are.
+        assert_eq!(enc.len(), 2 + 256);
+        assert_eq!(&enc[2..], &b.0[..]);
+        let back: Bytes = postcard::from_bytes(&enc).unwrap();
+        assert_eq!(back.0, b.0);
+        let none: Option<Bytes> =
+            postcard::from_bytes(&postcard::to_allocvec(&None::<Bytes>).unwrap()).unwrap();
+        assert!(none.is_none());
+    }
+}

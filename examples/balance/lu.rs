@@ -1,0 +1,895 @@
+//! LU(n) (seed 001, Muraoka et al., "An MPI-based Implementation of the
+//! Tascell Task-Parallel Programming Language": "LU(n) computes the LU
+//! decomposition of an n x n matrix using a cache-oblivious recursive
+//! algorithm"), three ways, all the same blocked right-looking LU without
+//! pivoting:
+//!
+//! - [`lu_balanced`]: each block step's panel solves, then its trailing
+//!   update, as one computation of `cantus::balance` each: splittable
+//!   work that is a list of block jobs ([`Panel`], [`Schur`]) carrying
+//!   the input blocks they need, split in halves, whose result is the
+//!   list of updated blocks (merged by concatenation), written back by
+//!   the caller;
+//! - [`lu_join`]: the same block jobs run in parallel with `cantus::join`
+//!   (the peer on one locale);
+//! - [`lu_seq`]: the same blocked algorithm on one thread, in place (the
+//!   reference).
+//!
+//! The matrix ([`Matrix::generate`]) is strictly diagonally dominant, so
+//! no pivoting is needed. Within a block, the kernels are cache-oblivious
+//! recursions (halving the largest dimension down to [`LEAF`]): the LU of
+//! the diagonal block, the two triangular solves and the multiply-subtract
+//! of the trailing update. Every version applies the same kernel to the
+//! same blocks, so they give the same factors bit for bit
+//! ([`checksum`]); [`check`] measures how far L*U is from A.
+//!
+//! Shared by the examples, tests and benchmarks, each of which includes
+//! it with `#[path = "..."] mod lu;` and uses a part of it.
+
+#![allow(dead_code)]
+
+use cantus::balance::{Balance, LocaleStats, Splittable};
+use serde::{Deserialize, Serialize};
+
+/// The block size by default: a 64 x 64 block of `f64` is 32 KiB.
+pub(crate) const B: usize = 64;
+
+/// The kernels' recursions stop at this size (each dimension at most
+/// this, then plain loops).
+pub(crate) const LEAF: usize = 32;
+
+/// The seed of the matrix the programs factor by default.
+pub(crate) const SEED: u64 = 1;
+
+/// A dense n x n matrix, row-major.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Matrix {
+    /// Rows (and columns).
+    pub(crate) n: usize,
+    /// `n * n` entries, row after row.
+    pub(crate) data: Vec<f64>,
+}
+
+/// splitmix64's finalizer (Steele, Lea, Flood, 2014): 64 well-mixed bits
+/// of `x`.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Matrix {
+    /// The matrix of `seed`: entry (i, j) uniform in [-1, 1), a function
+    /// of (seed, i, j) alone, plus `n` on the diagonal. Each row's
+    /// off-diagonal entries sum to less than `n - 1` in magnitude, so the
+    /// matrix is strictly diagonally dominant: LU without pivoting exists
+    /// and is stable.
+    pub(crate) fn generate(n: usize, seed: u64) -> Matrix {
+        let mut data = Vec::with_capacity(n * n);
+        for i in 0..n {
+            for j in 0..n {
+                let bits = mix(mix(seed ^ mix(i as u64)) ^ j as u64);
+                // 53 random bits to [0, 1), then to [-1, 1).
+                let u = (bits >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+                let mut x = 2.0 * u - 1.0;
+                if i == j {
+                    x += n as f64;
+                }
+                data.push(x);
+            }
+        }
+        Matrix { n, data }
+    }
+
+    /// Entry (i, j).
+    pub(crate) fn get(&self, i: usize, j: usize) -> f64 {
+        self.data[i * self.n + j]
+    }
+}
+
+/// FNV-1a over the bits of every entry, row by row: equal for two
+/// factorizations only if (barring a collision) they are equal bit for
+/// bit.
+pub(crate) fn checksum(m: &Matrix) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for x in &m.data {
+        for byte in x.to_bits().to_le_bytes() {
+            h = (h ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// How far the factors in `lu` (L unit lower below the diagonal, U on and
+/// above it) are from `a`: max |(L*U)_ij - a_ij| over max |a_ij|, the
+/// largest error relative to the matrix's largest entry (an error
+/// relative to each entry would blow up on entries near zero). About
+/// 1e-16 times a small multiple of n for a diagonally dominant matrix.
+pub(crate) fn check(a: &Matrix, lu: &Matrix) -> f64 {
+    assert_eq!(a.n, lu.n, "check: matrices of different sizes");
+    let n = a.n;
+    let scale = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
+    let mut row = vec![0.0; n];
+    let mut worst = 0.0f64;
+    for i in 0..n {
+        // Row i of L*U: the sum over p <= i of L_ip times row p of U
+        // (from column p on), with L_ii = 1.
+        row.fill(0.0);
+        for p in 0..=i {
+            let l = if p == i { 1.0 } else { lu.get(i, p) };
+            let u = &lu.data[p * n + p..(p + 1) * n];
+            for (r, u) in row[p..].iter_mut().zip(u) {
+                *r += l * u;
+            }
+        }
+        for (j, r) in row.iter().enumerate() {
+            worst = worst.max((r - a.get(i, j)).abs());
+        }
+    }
+    if scale == 0.0 { worst } else { worst / scale }
+}
+
+// ---------------------------------------------------------------------
+// The kernels: cache-oblivious recursions on views of row-major blocks.
+
+/// A view of a row-major matrix: its first entry and the distance between
+/// its rows. The recursions halve views into quarters of the same
+/// memory, which slices cannot express (two halves of the same rows), so
+/// the kernels take views and make row slices only of parts they know to
+/// be disjoint. A view made of a shared slice is only read.
+#[derive(Clone, Copy)]
+struct View {
+    p: *mut f64,
+    ld: usize,
+}
+
+impl View {
+    /// A view of `s`, rows `ld` apart.
+    fn of(s: &mut [f64], ld: usize) -> View {
+        View {
+            p: s.as_mut_ptr(),
+            ld,
+        }
+    }
+
+    /// A view of `s` that the kernels only read.
+    fn of_read(s: &[f64], ld: usize) -> View {
+        View {
+            p: s.as_ptr().cast_mut(),
+            ld,
+        }
+    }
+
+    /// The view starting at entry (i, j).
+    ///
+    /// # Safety
+    /// (i, j) is inside the viewed matrix.
+    unsafe fn at(self, i: usize, j: usize) -> View {
+        View {
+            // SAFETY: inside the viewed allocation (the caller's promise).
+            p: unsafe { self.p.add(i * self.ld + j) },
+            ld: self.ld,
+        }
+    }
+
+    /// Entry (i, j).
+    ///
+    /// # Safety
+    /// (i, j) is inside the viewed matrix, and not written meanwhile
+    /// through a slice.
+    unsafe fn get(self, i: usize, j: usize) -> f64 {
+        // SAFETY: the caller's promise.
+        unsafe { *self.p.add(i * self.ld + j) }
+    }
+
+    /// The first `len` entries of row i, to write.
+    ///
+    /// # Safety
+    /// They are inside a view made by [`View::of`], and nothing else
+    /// reads or writes them while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn row_mut<'a>(self, i: usize, len: usize) -> &'a mut [f64] {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.p.add(i * self.ld), len) }
+    }
+
+    /// The first `len` entries of row i, to read.
+    ///
+    /// # Safety
+    /// They are inside the view, and nothing writes them while the slice
+    /// lives.
+    unsafe fn row<'a>(self, i: usize, len: usize) -> &'a [f64] {
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts(self.p.add(i * self.ld), len) }
+    }
+}
+
+/// C -= A * B, with C m x n, A m x k, B k x n: halves the largest of the
+/// three dimensions until all are at most [`LEAF`].
+///
+/// # Safety
+/// The three views cover matrices of those shapes; C is writable and
+/// disjoint from A and B.
+unsafe fn gemm(c: View, a: View, b: View, m: usize, n: usize, k: usize) {
+    // SAFETY: for every call and view below, the halves are parts of the
+    // caller's matrices, C's parts still disjoint from A's and B's.
+    unsafe {
+        if m <= LEAF && n <= LEAF && k <= LEAF {
+            for i in 0..m {
+                let ci = c.row_mut(i, n);
+                let ai = a.row(i, k);
+                for (p, &x) in ai.iter().enumerate() {
+                    for (cj, bj) in ci.iter_mut().zip(b.row(p, n)) {
+                        *cj -= x * bj;
+                    }
+                }
+            }
+        } else if m >= n && m >= k {
+            let h = m / 2;
+            gemm(c, a, b, h, n, k);
+            gemm(c.at(h, 0), a.at(h, 0), b, m - h, n, k);
+        } else if n >= k {
+            let h = n / 2;
+            gemm(c, a, b, m, h, k);
+            gemm(c.at(0, h), a, b.at(0, h), m, n - h, k);
+        } else {
+            let h = k / 2;
+            gemm(c, a, b, m, n, h);
+            gemm(c, a.at(0, h), b.at(h, 0), m, n, k - h);
+        }
+    }
+}
+
+/// X = L^-1 X, with L m x m unit lower triangular (its strict lower part
+/// is read) and X m x n.
+///
+/// # Safety
+/// As for [`gemm`]: X writable, disjoint from L's strict lower part.
+unsafe fn solve_lower(l: View, x: View, m: usize, n: usize) {
+    // SAFETY: for every call and view below, parts of the caller's matrices;
+    // X's rows are disjoint from L's entries read, and in the base case
+    // row i written is never row p read.
+    unsafe {
+        if n > LEAF && n >= m {
+            let h = n / 2;
+            solve_lower(l, x, m, h);
+            solve_lower(l, x.at(0, h), m, n - h);
+        } else if m > LEAF {
+            let h = m / 2;
+            solve_lower(l, x, h, n);
+            gemm(x.at(h, 0), l.at(h, 0), x, m - h, n, h);
+            solve_lower(l.at(h, h), x.at(h, 0), m - h, n);
+        } else {
+            for i in 1..m {
+                for p in 0..i {
+                    let lip = l.get(i, p);
+                    let xp = x.row(p, n);
+                    for (xj, pj) in x.row_mut(i, n).iter_mut().zip(xp) {
+                        *xj -= lip * pj;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// X = X U^-1, with U n x n upper triangular (on and above its diagonal)
+/// and X m x n.
+///
+/// # Safety
+/// As for [`gemm`]: X writable, disjoint from U's upper part.
+unsafe fn solve_upper(u: View, x: View, m: usize, n: usize) {
+    // SAFETY: for every call and view below, parts of the caller's matrices;
+    // the two column halves of X are disjoint, and U is only read.
+    unsafe {
+        if m > LEAF && m >= n {
+            let h = m / 2;
+            solve_upper(u, x, h, n);
+            solve_upper(u, x.at(h, 0), m - h, n);
+        } else if n > LEAF {
+            let h = n / 2;
+            solve_upper(u, x, m, h);
+            gemm(x.at(0, h), x, u.at(0, h), m, n - h, h);
+            solve_upper(u.at(h, h), x.at(0, h), m, n - h);
+        } else {
+            for i in 0..m {
+                let xi = x.row_mut(i, n);
+                for j in 0..n {
+                    let v = xi[j] / u.get(j, j);
+                    xi[j] = v;
+                    let uj = u.row(j, n);
+                    for (xq, uq) in xi[j + 1..].iter_mut().zip(&uj[j + 1..]) {
+                        *xq -= v * uq;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The LU of the m x m matrix A in place, without pivoting: L (unit
+/// lower) below the diagonal, U on and above it. Recursively: the LU of
+/// the top left quarter, the two solves beside and below it, the update
+/// of the bottom right quarter and its LU.
+///
+/// # Safety
+/// A is a writable m x m view.
+unsafe fn lu_rec(a: View, m: usize) {
+    // SAFETY: for every call and view below, the four quarters of A are
+    // disjoint; in the base case row p read is never row i written.
+    unsafe {
+        if m <= LEAF {
+            for p in 0..m {
+                let pivot = a.get(p, p);
+                let up = a.row(p, m);
+                for i in p + 1..m {
+                    let ai = a.row_mut(i, m);
+                    let l = ai[p] / pivot;
+                    ai[p] = l;
+                    for (aj, uj) in ai[p + 1..].iter_mut().zip(&up[p + 1..]) {
+                        *aj -= l * uj;
+                    }
+                }
+            }
+        } else {
+            let h = m / 2;
+            lu_rec(a, h);
+            solve_lower(a, a.at(0, h), h, m - h);
+            solve_upper(a, a.at(h, 0), m - h, h);
+            gemm(a.at(h, h), a.at(h, 0), a.at(0, h), m - h, m - h, h);
+            lu_rec(a.at(h, h), m - h);
+        }
+    }
+}
+
+/// Factors the b x b diagonal block `d` in place.
+pub(crate) fn factor_block(d: &mut [f64], b: usize) {
+    assert_eq!(d.len(), b * b);
+    // SAFETY: `d` is a b x b matrix borrowed mutably.
+    unsafe { lu_rec(View::of(d, b), b) }
+}
+
+/// A block right of the diagonal: X = L^-1 X, L the unit lower part of
+/// the factored diagonal block `diag`.
+pub(crate) fn solve_row_block(diag: &[f64], x: &mut [f64], b: usize) {
+    assert!(diag.len() == b * b && x.len() == b * b);
+    // SAFETY: two distinct borrows, so disjoint; b x b each.
+    unsafe { solve_lower(View::of_read(diag, b), View::of(x, b), b, b) }
+}
+
+/// A block below the diagonal: X = X U^-1, U the upper part of the
+/// factored diagonal block `diag`.
+pub(crate) fn solve_col_block(diag: &[f64], x: &mut [f64], b: usize) {
+    assert!(diag.len() == b * b && x.len() == b * b);
+    // SAFETY: two distinct borrows, so disjoint; b x b each.
+    unsafe { solve_upper(View::of_read(diag, b), View::of(x, b), b, b) }
+}
+
+/// The trailing update of a block: C -= A * B' (A the block left of it in
+/// the column panel, B' the one above it in the row panel).
+pub(crate) fn update_block(c: &mut [f64], a: &[f64], bt: &[f64], b: usize) {
+    assert!(c.len() == b * b && a.len() == b * b && bt.len() == b * b);
+    // SAFETY: `c` is borrowed mutably, so disjoint from `a` and `bt`.
+    unsafe {
+        gemm(
+            View::of(c, b),
+            View::of_read(a, b),
+            View::of_read(bt, b),
+            b,
+            b,
+            b,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------
+// The blocked algorithm.
+
+/// The matrix as (n/b)^2 blocks of b x b, each row-major, block (i, j) at
+/// `i * nb + j`. Jobs take blocks out (leaving empty vectors) and put
+/// them back.
+struct Tiles {
+    b: usize,
+    nb: usize,
+    blocks: Vec<Vec<f64>>,
+}
+
+impl Tiles {
+    /// `a` cut into b x b blocks; `b` must divide its size.
+    fn of(a: &Matrix, b: usize) -> Tiles {
+        assert!(
+            b > 0 && a.n % b == 0,
+            "lu: the block size {b} must divide n = {}",
+            a.n
+        );
+        let nb = a.n / b;
+        let mut blocks = Vec::with_capacity(nb * nb);
+        for bi in 0..nb {
+            for bj in 0..nb {
+                let mut block = Vec::with_capacity(b * b);
+                for r in 0..b {
+                    let start = (bi * b + r) * a.n + bj * b;
+                    block.extend_from_slice(&a.data[start..start + b]);
+                }
+                blocks.push(block);
+            }
+        }
+        Tiles { b, nb, blocks }
+    }
+
+    /// The blocks as one row-major matrix again.
+    fn into_matrix(self) -> Matrix {
+        let n = self.nb * self.b;
+        let mut data = vec![0.0; n * n];
+        for bi in 0..self.nb {
+            for bj in 0..self.nb {
+                let block = &self.blocks[bi * self.nb + bj];
+                assert_eq!(block.len(), self.b * self.b, "lu: block {bi},{bj} missing");
+                for r in 0..self.b {
+                    let start = (bi * self.b + r) * n + bj * self.b;
+                    data[start..start + self.b]
+                        .copy_from_slice(&block[r * self.b..(r + 1) * self.b]);
+                }
+            }
+        }
+        Matrix { n, data }
+    }
+
+    /// Block (i, j).
+    fn get(&self, i: usize, j: usize) -> &[f64] {
+        &self.blocks[i * self.nb + j]
+    }
+
+    /// Block (i, j), to write.
+    fn get_mut(&mut self, i: usize, j: usize) -> &mut Vec<f64> {
+        &mut self.blocks[i * self.nb + j]
+    }
+
+    /// Block (i, j), taken out.
+    fn take(&mut self, i: usize, j: usize) -> Block {
+        let data = std::mem::take(self.get_mut(i, j));
+        Block {
+            i: i as u32,
+            j: j as u32,
+            data,
+        }
+    }
+
+    /// A copy of block (i, j).
+    fn copy(&self, i: usize, j: usize) -> Block {
+        Block {
+            i: i as u32,
+            j: j as u32,
+            data: self.get(i, j).to_vec(),
+        }
+    }
+
+    /// Puts blocks taken out back in their places; each place must be
+    /// empty (taken), each block whole.
+    fn put_back(&mut self, blocks: Vec<Block>) {
+        let b = self.b;
+        for block in blocks {
+            assert_eq!(block.data.len(), b * b, "lu: a block came back cut");
+            let place = self.get_mut(block.i as usize, block.j as usize);
+            assert!(
+                place.is_empty(),
+                "lu: block {},{} came back twice",
+                block.i,
+                block.j
+            );
+            *place = block.data;
+        }
+    }
+
+    /// The panel jobs of step k: the blocks right of the diagonal block
+    /// (k, j > k), then those below it (i > k, k), taken out.
+    fn panel_jobs(&mut self, k: usize) -> Vec<Block> {
+        let mut jobs: Vec<Block> = (k + 1..self.nb).map(|j| self.take(k, j)).collect();
+        jobs.extend((k + 1..self.nb).map(|i| self.take(i, k)));
+        jobs
+    }
+
+    /// The trailing-update jobs of step k: the blocks (i > k, j > k), row
+    /// by row, taken out.
+    fn schur_jobs(&mut self, k: usize) -> Vec<Block> {
+        let mut jobs = Vec::with_capacity((self.nb - k - 1).pow(2));
+        for i in k + 1..self.nb {
+            for j in k + 1..self.nb {
+                jobs.push(self.take(i, j));
+            }
+        }
+        jobs
+    }
+}
+
+/// A block of the matrix and where it goes: a job's target (updated in
+/// place, then returned), or one of its inputs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Block {
+    /// Its block row.
+    pub(crate) i: u32,
+    /// Its block column.
+    pub(crate) j: u32,
+    /// b x b entries, row-major.
+    #[serde(with = "f64_bytes")]
+    pub(crate) data: Vec<f64>,
+}
+
+/// A vector of `f64` encoded as one string of bytes (each entry's
+/// little-endian bytes): serde encodes a `Vec<f64>` entry by entry, which
+/// made the encoding of pieces and results cost as much as the
+/// arithmetic on two locales; as bytes it is a copy.
+mod f64_bytes {
+    use serde::de::{Error, SeqAccess, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// Encodes `v` as its bytes.
+    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        if cfg!(target_endian = "little") {
+            s.serialize_bytes(bytemuck::cast_slice(v))
+        } else {
+            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            s.serialize_bytes(&bytes)
+        }
+    }
+
+    /// Decodes what [`serialize`] encoded.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        d.deserialize_bytes(Bytes)
+    }
+
+    /// Builds the vector from the bytes.
+    struct Bytes;
+
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<f64>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("the little-endian bytes of f64s")
+        }
+
+        fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<f64>, E> {
+            if b.len() % 8 != 0 {
+                return Err(E::invalid_length(b.len(), &self));
+            }
+            Ok(b.chunks_exact(8)
+                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                .collect())
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
+            let mut bytes = Vec::new();
+            while let Some(byte) = seq.next_element::<u8>()? {
+                bytes.push(byte);
+            }
+            self.visit_bytes(&bytes)
+        }
+    }
+}
+
+/// The panel solves of block step `k` as splittable work: the blocks of
+/// row k right of the diagonal and of column k below it still to solve,
+/// with the factored diagonal block they all need. A unit is one block.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Panel {
+    /// The block size.
+    b: u32,
+    /// The step: the diagonal block's row and column.
+    k: u32,
+    /// The factored diagonal block (k, k).
+    #[serde(with = "f64_bytes")]
+    diag: Vec<f64>,
+    /// The blocks still to solve, the last first.
+    jobs: Vec<Block>,
+}
+
+impl Panel {
+    /// Solves one panel block: row k's with L, column k's with U.
+    fn solve(&self, job: &mut Block) {
+        let b = self.b as usize;
+        if job.i == self.k {
+            solve_row_block(&self.diag, &mut job.data, b);
+        } else {
+            solve_col_block(&self.diag, &mut job.data, b);
+        }
+    }
+}
+
+/// Does up to `units` of the jobs popped from `jobs` with `work`, moving
+/// each into `done`; whether jobs remain.
+fn run_jobs(
+    jobs: &mut Vec<Block>,
+    units: usize,
+    done: &mut Vec<Block>,
+    work: impl Fn(&mut Block),
+) -> bool {
+    for _ in 0..units {
+        let Some(mut job) = jobs.pop() else { break };
+        work(&mut job);
+        done.push(job);
+    }
+    !jobs.is_empty()
+}
+
+impl Splittable for Panel {
+    /// The solved blocks.
+    type Result = Vec<Block>;
+
+    fn run(&mut self, units: usize, done: &mut Vec<Block>) -> bool {
+        let mut jobs = std::mem::take(&mut self.jobs);
+        let more = run_jobs(&mut jobs, units, done, |job| self.solve(job));
+        self.jobs = jobs;
+        more
+    }
+
+    fn split(&mut self) -> Option<Panel> {
+        let half = self.jobs.len() / 2;
+        (half > 0).then(|| Panel {
+            b: self.b,
+            k: self.k,
+            diag: self.diag.clone(),
+            jobs: self.jobs.drain(..half).collect(),
+        })
+    }
+
+    fn merge(into: &mut Vec<Block>, other: Vec<Block>) {
+        into.extend(other);
+    }
+}
+
+/// The trailing update of block step `k` as splittable work: the blocks
+/// (i, j) below and right of the diagonal block still to update, C_ij -=
+/// A_ik A_kj, with the solved panel blocks they need (column k's `left`,
+/// row k's `top`, each once). A unit is one block.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Schur {
+    /// The block size.
+    b: u32,
+    /// Blocks (i, k) of the column panel that some job needs.
+    left: Vec<Block>,
+    /// Blocks (k, j) of the row panel that some job needs.
+    top: Vec<Block>,
+    /// The blocks still to update, the last first.
+    jobs: Vec<Block>,
+}
+
+impl Schur {
+    /// Updates one block.
+    fn update(&self, job: &mut Block) {
+        let a = self.left.iter().find(|a| a.i == job.i);
+        let bt = self.top.iter().find(|t| t.j == job.j);
+        let (Some(a), Some(bt)) = (a, bt) else {
+            panic!("lu: the inputs of block {},{} are missing", job.i, job.j)
+        };
+        update_block(&mut job.data, &a.data, &bt.data, self.b as usize);
+    }
+}
+
+/// The blocks of `inputs` whose key (`key(block)`) is among the jobs'
+/// keys (`job_key(job)`).
+fn needed(
+    inputs: &[Block],
+    jobs: &[Block],
+    key: fn(&Block) -> u32,
+    job_key: fn(&Block) -> u32,
+) -> Vec<Block> {
+    inputs
+        .iter()
+        .filter(|x| jobs.iter().any(|j| job_key(j) == key(x)))
+        .cloned()
+        .collect()
+}
+
+impl Splittable for Schur {
+    /// The updated blocks.
+    type Result = Vec<Block>;
+
+    fn run(&mut self, units: usize, done: &mut Vec<Block>) -> bool {
+        let mut jobs = std::mem::take(&mut self.jobs);
+        let more = run_jobs(&mut jobs, units, done, |job| self.update(job));
+        self.jobs = jobs;
+        more
+    }
+
+    fn split(&mut self) -> Option<Schur> {
+        let half = self.jobs.len() / 2;
+        if half == 0 {
+            return None;
+        }
+        // The first rows go; each half keeps only the panel blocks its
+        // jobs need (a block row cut by the split goes with both).
+        let jobs: Vec<Block> = self.jobs.drain(..half).collect();
+        let part = Schur {
+            b: self.b,
+            left: needed(&self.left, &jobs, |a| a.i, |c| c.i),
+            top: needed(&self.top, &jobs, |t| t.j, |c| c.j),
+            jobs,
+        };
+        let mine = &self.jobs;
+        self.left.retain(|a| mine.iter().any(|c| c.i == a.i));
+        self.top.retain(|t| mine.iter().any(|c| c.j == t.j));
+        Some(part)
+    }
+
+    fn merge(into: &mut Vec<Block>, other: Vec<Block>) {
+        into.extend(other);
+    }
+}
+
+cantus::splittable!(Panel, Schur);
+
+/// One step's work for [`lu_pieces`]'s caller to run.
+pub(crate) enum Step {
+    /// The panel solves.
+    Panel(Panel),
+    /// The trailing update.
+    Schur(Schur),
+}
+
+/// The blocked LU of [`Matrix::generate`]`(n, seed)` with b x b blocks,
+/// each step's panel solves and trailing update handed as splittable
+/// work to `run`, which returns the blocks it got back (every job's
+/// block, once) or fails. Returns the factors (L unit lower below the
+/// diagonal, U on and above it).
+pub(crate) fn lu_pieces<E>(
+    n: usize,
+    b: usize,
+    seed: u64,
+    mut run: impl FnMut(Step) -> Result<Vec<Block>, E>,
+) -> Result<Matrix, E> {
+    let mut t = Tiles::of(&Matrix::generate(n, seed), b);
+    let nb = t.nb;
+    for k in 0..nb {
+        factor_block(t.get_mut(k, k), b);
+        if k + 1 == nb {
+            break;
+        }
+        let panel = Panel {
+            b: b as u32,
+            k: k as u32,
+            diag: t.get(k, k).to_vec(),
+            jobs: t.panel_jobs(k),
+        };
+        let count = panel.jobs.len();
+        let solved = run(Step::Panel(panel))?;
+        assert_eq!(solved.len(), count, "lu: step {k}: panel blocks lost");
+        t.put_back(solved);
+        let schur = Schur {
+            b: b as u32,
+            left: (k + 1..nb).map(|i| t.copy(i, k)).collect(),
+            top: (k + 1..nb).map(|j| t.copy(k, j)).collect(),
+            jobs: t.schur_jobs(k),
+        };
+        let count = schur.jobs.len();
+        let updated = run(Step::Schur(schur))?;
+        assert_eq!(updated.len(), count, "lu: step {k}: updated blocks lost");
+        t.put_back(updated);
+    }
+    Ok(t.into_matrix())
+}
+
+/// What the balancing did in an LU: each locale's counts summed over
+/// the computations (two per block step but the last), and how many.
+#[derive(Debug, Default)]
+pub(crate) struct Balanced {
+    /// Each locale's counts, summed over the computations.
+    pub(crate) locales: Vec<LocaleStats>,
+    /// Computations run.
+    pub(crate) computations: usize,
+}
+
+impl Balanced {
+    /// Adds one computation's counts.
+    fn add(&mut self, locales: &[LocaleStats]) {
+        if self.locales.len() < locales.len() {
+            self.locales
+                .resize_with(locales.len(), LocaleStats::default);
+        }
+        for (sum, one) in self.locales.iter_mut().zip(locales) {
+            sum.add(one);
+        }
+        self.computations += 1;
+    }
+}
+
+/// The blocked LU of [`Matrix::generate`]`(n, seed)` with b x b blocks,
+/// each step's panel solves and then its trailing update balanced with
+/// `cantus::balance` (one block per step of a piece, so that requests
+/// are answered between blocks). Call it from a task; every locale takes
+/// part. Returns the factors and what the balancing did.
+pub(crate) fn lu_balanced(
+    n: usize,
+    b: usize,
+    seed: u64,
+) -> Result<(Matrix, Balanced), cantus::Error> {
+    let mut stats = Balanced::default();
+    let lu = lu_pieces(n, b, seed, |step| {
+        let outcome = match step {
+            Step::Panel(w) => Balance::new(w).units(1).run()?,
+            Step::Schur(w) => Balance::new(w).units(1).run()?,
+        };
+        stats.add(&outcome.locales);
+        Ok(outcome.result)
+    })?;
+    Ok((lu, stats))
+}
+
+/// Runs `f` on every job, in parallel: halves the jobs with
+/// `cantus::join` down to single jobs (`forall_mut` with its default
+/// grain would not split a loop of fewer than 2048 jobs).
+fn each_job(jobs: &mut [Block], f: &(impl Fn(&mut Block) + Sync)) {
+    match jobs {
+        [] => {}
+        [job] => f(job),
+        _ => {
+            let (a, b) = jobs.split_at_mut(jobs.len() / 2);
+            cantus::join(|| each_job(a, f), || each_job(b, f));
+        }
+    }
+}
+
+/// The same blocked LU with each step's block jobs (the same jobs as
+/// [`lu_balanced`]'s) run in parallel by `cantus::join` on this locale's
+/// workers, the inputs read in place. Call it from a task.
+pub(crate) fn lu_join(n: usize, b: usize, seed: u64) -> Matrix {
+    let mut t = Tiles::of(&Matrix::generate(n, seed), b);
+    let nb = t.nb;
+    for k in 0..nb {
+        factor_block(t.get_mut(k, k), b);
+        if k + 1 == nb {
+            break;
+        }
+        let mut jobs = t.panel_jobs(k);
+        let diag = t.get(k, k);
+        each_job(&mut jobs, &|job| {
+            if job.i as usize == k {
+                solve_row_block(diag, &mut job.data, b);
+            } else {
+                solve_col_block(diag, &mut job.data, b);
+            }
+        });
+        t.put_back(jobs);
+        let mut jobs = t.schur_jobs(k);
+        let tiles = &t;
+        each_job(&mut jobs, &|job| {
+            let (i, j) = (job.i as usize, job.j as usize);
+            update_block(&mut job.data, tiles.get(i, k), tiles.get(k, j), b);
+        });
+        t.put_back(jobs);
+    }
+    t.into_matrix()
+}
+
+/// The same blocked LU on the calling thread, in place (no runtime
+/// needed): the reference.
+pub(crate) fn lu_seq(n: usize, b: usize, seed: u64) -> Matrix {
+    let mut t = Tiles::of(&Matrix::generate(n, seed), b);
+    let nb = t.nb;
+    for k in 0..nb {
+        factor_block(t.get_mut(k, k), b);
+        for j in k + 1..nb {
+            let mut x = std::mem::take(t.get_mut(k, j));
+            solve_row_block(t.get(k, k), &mut x, b);
+            *t.get_mut(k, j) = x;
+        }
+        for i in k + 1..nb {
+            let mut x = std::mem::take(t.get_mut(i, k));
+            solve_col_block(t.get(k, k), &mut x, b);
+            *t.get_mut(i, k) = x;
+        }
+        for i in k + 1..nb {
+            for j in k + 1..nb {
+                let mut c = std::mem::take(t.get_mut(i, j));
+                update_block(&mut c, t.get(i, k), t.get(k, j), b);
+                *t.get_mut(i, j) = c;
+            }
+        }
+    }
+    t.into_matrix()
+}
+
+/// The flops of an LU of order n: 2n^3/3.
+pub(crate) fn flops(n: usize) -> f64 {
+    2.0 * (n as f64).powi(3) / 3.0
+}
