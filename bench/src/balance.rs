@@ -9,7 +9,7 @@
 //! - `balance_<prog>_wait_{none,task,all}`: the mean time a random request
 //!   of the 2-locale job waited for its answer (seed 001, table 2: NONE,
 //!   TASK, NONE+TASK);
-//! - `balance_<prog>_join` (fib and UTS): on one locale with this
+//! - `balance_<prog>_join` (fib, UTS T1, LU): on one locale with this
 //!   machine's workers, the splittable version against the same program
 //!   written with `join` (the peer), in this process.
 //!
@@ -23,6 +23,8 @@
 
 #[path = "../../examples/balance/fib.rs"]
 mod fib;
+#[path = "../../examples/balance/lu.rs"]
+mod lu;
 #[path = "../../examples/balance/nqueens.rs"]
 mod nqueens;
 #[path = "../../examples/balance/pentomino.rs"]
@@ -45,6 +47,10 @@ struct Program {
 }
 
 const FIB_N: u32 = 44;
+/// LU's order and block size (the count compared is the factors'
+/// checksum, the same bit for bit in every version).
+const LU_N: usize = 2048;
+const LU_B: usize = 64;
 const QUEENS_N: u32 = 15;
 
 fn programs() -> Vec<Program> {
@@ -86,6 +92,18 @@ fn programs() -> Vec<Program> {
                     .expect("pentomino")
             },
             join: None,
+        },
+        Program {
+            name: "lu",
+            seq: || lu::checksum(&lu::lu_seq(LU_N, LU_B, lu::SEED)),
+            balanced: || {
+                let (m, stats) = lu::lu_balanced(LU_N, LU_B, lu::SEED).expect("lu");
+                Outcome {
+                    result: lu::checksum(&m),
+                    locales: stats.locales,
+                }
+            },
+            join: Some(|| lu::checksum(&lu::lu_join(LU_N, LU_B, lu::SEED))),
         },
     ]
 }
@@ -167,7 +185,9 @@ fn program(p: &Program, reps: usize) {
                     return;
                 }
             };
-            if nums[0] as u64 != expected {
+            // (As f64 on both sides: a checksum has more bits than f64
+            // keeps, and both round the same.)
+            if nums[0] != expected as f64 {
                 note(&format!(
                     "{who}: WRONG count {} (expected {expected})",
                     nums[0]
