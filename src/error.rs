@@ -53,6 +53,12 @@ pub enum ErrorKind {
     /// A global-memory access ([`GlobalPtr`](crate::pgas::GlobalPtr)) falls
     /// outside its allocation, its locale's heap segment, or the job.
     OutOfBounds,
+    /// A balanced computation ([`balance`](crate::balance)) failed: a
+    /// piece of its work panicked (in `run`, `split` or `merge`), or a
+    /// piece or result could not be decoded. The message names the locale
+    /// and what happened; the computation's other pieces ran to their end
+    /// and its result is lost.
+    WorkFailed,
 }
 
 /// A count of locales as a message says it: "1 locale", "3 locales".

@@ -344,3 +344,78 @@ fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {
         },
     );
 }
+
+/// Counts leaves like `SlowTree` (without sleeping), but a piece running
+/// on locale `bad` panics at its first step there.
+#[derive(Serialize, Deserialize)]
+struct Faulty {
+    stack: Vec<u32>,
+    bad: usize,
+}
+
+impl Splittable for Faulty {
+    type Result = u64;
+    fn run(&mut self, units: usize, leaves: &mut u64) -> bool {
+        if cantus::here() == self.bad {
+            panic!("a bad node on locale {}", self.bad);
+        }
+        for _ in 0..units {
+            let Some(d) = self.stack.pop() else {
+                return false;
+            };
+            std::thread::sleep(std::time::Duration::from_micros(50));
+            if d == 0 {
+                *leaves += 1;
+            } else {
+                self.stack.extend([d - 1, d - 1]);
+            }
+        }
+        !self.stack.is_empty()
+    }
+    fn split(&mut self) -> Option<Faulty> {
+        balance::split_stack(&mut self.stack).map(|stack| Faulty {
+            stack,
+            bad: self.bad,
+        })
+    }
+    fn merge(into: &mut u64, other: u64) {
+        *into += other;
+    }
+}
+cantus::splittable!(Faulty);
+
+#[test]
+fn a_panicking_piece_fails_the_computation_with_its_message() {
+    for_locales(
+        "a_panicking_piece_fails_the_computation_with_its_message",
+        &[1, 2, 3],
+        |rt, n| {
+            for bad in (0..n).rev() {
+                let err = rt
+                    .block_on(|| {
+                        balance::run(Faulty {
+                            stack: vec![10],
+                            bad,
+                        })
+                    })
+                    .expect_err("a piece panicked");
+                assert_eq!(err.kind(), cantus::ErrorKind::WorkFailed, "{err}");
+                let msg = err.to_string();
+                assert!(msg.contains(&format!("on locale {bad}")), "{msg}");
+                assert!(
+                    msg.contains(&format!("a bad node on locale {bad}")),
+                    "{msg}"
+                );
+                assert!(msg.contains("Faulty::run panicked"), "{msg}");
+            }
+            // The job goes on: the next computation is right.
+            let ok = rt.block_on(|| {
+                balance::run(Faulty {
+                    stack: vec![8],
+                    bad: usize::MAX,
+                })
+            });
+            assert_eq!(ok.unwrap(), 256, "on {n} locales");
+        },
+    );
+}

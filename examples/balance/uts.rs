@@ -387,8 +387,60 @@ fn children_join(parent: &Node, first: u32, end: u32, params: &Params) -> Counts
 pub(crate) struct Uts {
     /// The tree.
     params: Params,
-    /// Nodes still to expand, the oldest first.
+    /// Nodes still to expand, the oldest first (encoded as one byte
+    /// string: serde would encode each state byte by byte, and a T3
+    /// piece holds a thousand nodes).
+    #[serde(with = "node_bytes")]
     pending: Vec<Node>,
+}
+
+/// A stack of nodes as one byte string: 24 bytes a node (the state, then
+/// the height, little-endian).
+mod node_bytes {
+    use super::Node;
+    use serde::de::{Error, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// Bytes a node takes.
+    const NODE: usize = 24;
+
+    /// Encodes the nodes as their bytes.
+    pub(crate) fn serialize<S: Serializer>(nodes: &[Node], s: S) -> Result<S::Ok, S::Error> {
+        let mut bytes = Vec::with_capacity(nodes.len() * NODE);
+        for n in nodes {
+            bytes.extend_from_slice(&n.state);
+            bytes.extend_from_slice(&n.height.to_le_bytes());
+        }
+        s.serialize_bytes(&bytes)
+    }
+
+    /// Decodes what [`serialize`] encoded.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Node>, D::Error> {
+        d.deserialize_bytes(Nodes)
+    }
+
+    /// Builds the nodes from the bytes.
+    struct Nodes;
+
+    impl<'de> Visitor<'de> for Nodes {
+        type Value = Vec<Node>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("24 bytes a node")
+        }
+
+        fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<Node>, E> {
+            if b.len() % NODE != 0 {
+                return Err(E::invalid_length(b.len(), &self));
+            }
+            Ok(b.chunks_exact(NODE)
+                .map(|c| Node {
+                    state: c[..20].try_into().expect("20 bytes"),
+                    height: u32::from_le_bytes(c[20..].try_into().expect("4 bytes")),
+                })
+                .collect())
+        }
+    }
 }
 
 impl Uts {

@@ -37,10 +37,13 @@ pub(crate) trait Computation: std::marker::Send + Sync {
     fn on_steal(&self, thief: usize, lifeline: bool);
     /// "Nothing" from a victim (inside the poll: sends are deferred).
     fn on_nothing(&self, victim: usize);
-    /// A piece of work: run it here, in the calling task.
-    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) -> Result<(), String>;
-    /// An acknowledgment, with a child's result if it detached.
-    fn on_ack(&self, result: Option<&[u8]>) -> Result<(), String>;
+    /// A piece of work: run it here, in the calling task (one that does
+    /// not decode is a failure of the computation, and counts as a piece
+    /// that ended at once).
+    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]);
+    /// An acknowledgment, with a child's result and failure if it
+    /// detached.
+    fn on_ack(&self, result: Option<&[u8]>, failure: Option<String>);
     /// Starts asking for work (a locale that is not the root).
     fn start(self: Arc<Self>);
     /// The computation is over: this locale's counts.
@@ -127,6 +130,9 @@ pub(crate) struct Comp<W: Splittable> {
     result: Mutex<W::Result>,
     /// (Root.) Filled when the computation is over.
     done: SyncVar<()>,
+    /// The first failure seen here (or reported by a child that
+    /// detached): it travels up the tree with the result.
+    failure: Mutex<Option<String>>,
     steps: AtomicU64,
     local_splits: AtomicU64,
     /// Units per step, as adapted to `Tuning::step_us` on this locale.
@@ -151,6 +157,7 @@ impl<W: Registered> Comp<W> {
             wanted: AtomicBool::new(false),
             result: Mutex::new(W::Result::default()),
             done: SyncVar::new(),
+            failure: Mutex::new(None),
             steps: AtomicU64::new(0),
             local_splits: AtomicU64::new(0),
             units: AtomicU32::new(h.tuning.units.max(1)),
@@ -170,7 +177,10 @@ impl<W: Registered> Comp<W> {
             let mut p = lock(&self.protocol);
             for s in f(&mut p) {
                 let carried = match s {
-                    Send::Detach { .. } => Some(std::mem::take(&mut *lock(&self.result))),
+                    Send::Detach { .. } => Some((
+                        std::mem::take(&mut *lock(&self.result)),
+                        lock(&self.failure).take(),
+                    )),
                     _ => None,
                 };
                 outgoing.push((s, carried));
@@ -201,9 +211,13 @@ impl<W: Registered> Comp<W> {
         let mut units = self.units.load(Ordering::Relaxed).max(1);
         let poll = crate::am::num_locales() > 1;
         let mut steps = 0u64;
+        let mut failed = false;
         loop {
             let began = (target > 0).then(Instant::now);
-            let more = work.run(units as usize, &mut result);
+            let Some(more) = self.guarded("run", || work.run(units as usize, &mut result)) else {
+                failed = true;
+                break;
+            };
             steps += 1;
             if let Some(began) = began {
                 // Keep a step near its target time (the units this
@@ -225,25 +239,61 @@ impl<W: Registered> Comp<W> {
                 // of its locale: requests are seen between steps.
                 crate::am::poll_once();
             }
-            if self.wanted.load(Ordering::Relaxed) {
-                self.answer(&mut work);
+            if self.wanted.load(Ordering::Relaxed) && !self.answer(&mut work) {
+                failed = true;
+                break;
             }
-            if crate::sched::idle_workers() > 0
-                && let Some(piece) = work.split()
-            {
-                lock(&self.protocol).piece_started_here();
-                self.local_splits.fetch_add(1, Ordering::Relaxed);
-                let me = self.clone();
-                crate::begin(move || me.run_piece(piece));
+            if crate::sched::idle_workers() > 0 {
+                match self.guarded("split", || work.split()) {
+                    Some(Some(piece)) => {
+                        lock(&self.protocol).piece_started_here();
+                        self.local_splits.fetch_add(1, Ordering::Relaxed);
+                        let me = self.clone();
+                        crate::begin(move || me.run_piece(piece));
+                    }
+                    Some(None) => {}
+                    None => {
+                        failed = true;
+                        break;
+                    }
+                }
             }
         }
         self.steps.fetch_add(steps, Ordering::Relaxed);
-        W::merge(&mut lock(&self.result), result);
+        if !failed {
+            // (A failed piece's result is dropped: the computation's
+            // result is lost anyway.)
+            let mut all = lock(&self.result);
+            self.guarded("merge", || W::merge(&mut all, result));
+        }
         self.event(|p| p.piece_ended(now()), false);
     }
 
-    /// Splits for the thieves that wait, while pieces can be split.
-    fn answer(&self, work: &mut W) {
+    /// Runs a call of the user's code; a panic becomes this
+    /// computation's failure (reported to the root) and `None`.
+    fn guarded<T>(&self, what: &str, f: impl FnOnce() -> T) -> Option<T> {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+            Ok(v) => Some(v),
+            Err(p) => {
+                let msg =
+                    crate::error::panic_text(&*p).unwrap_or("a panic with a non-string payload");
+                self.fail(format!("{}::{what} panicked: {msg}", W::NAME));
+                None
+            }
+        }
+    }
+
+    /// Records a failure that happened here (the first one is kept).
+    fn fail(&self, what: String) {
+        let mut f = lock(&self.failure);
+        if f.is_none() {
+            *f = Some(format!("on locale {}: {what}", self.setup.here));
+        }
+    }
+
+    /// Splits for the thieves that wait, while pieces can be split;
+    /// `false` if the piece failed (its `split` panicked) and must stop.
+    fn answer(&self, work: &mut W) -> bool {
         loop {
             let request = {
                 let mut p = lock(&self.protocol);
@@ -252,31 +302,40 @@ impl<W: Registered> Comp<W> {
                 r
             };
             let Some((thief, lifeline)) = request else {
-                return;
+                return true;
             };
-            match work.split() {
-                Some(piece) => {
-                    let bytes = match postcard::to_allocvec(&piece) {
-                        Ok(b) => b,
-                        Err(e) => {
-                            panic!("cantus: a piece of {} could not be encoded: {e}", W::NAME)
-                        }
-                    };
-                    lock(&self.protocol).work_sent(thief, lifeline);
-                    let msg = messages::Work {
-                        header: self.setup.header,
-                        from: self.setup.here as u32,
-                        lifeline,
-                        piece: messages::Bytes(bytes),
-                    };
-                    if let Err(e) = crate::am::begin_on(thief, msg) {
-                        panic!("cantus: work for locale {thief} could not be sent: {e}");
-                    }
-                }
-                None => {
+            let Some(split) = self.guarded("split", || work.split()) else {
+                // The thief still gets its answer.
+                self.event(|p| p.split_failed(thief, lifeline), false);
+                return false;
+            };
+            let Some(piece) = split else {
+                self.event(|p| p.split_failed(thief, lifeline), false);
+                return true;
+            };
+            let bytes = match postcard::to_allocvec(&piece) {
+                Ok(b) => b,
+                Err(e) => {
+                    self.fail(format!("a piece of {} could not be encoded: {e}", W::NAME));
                     self.event(|p| p.split_failed(thief, lifeline), false);
-                    return;
+                    return false;
                 }
+            };
+            // Counted before it leaves: its acknowledgment may come back
+            // before this task runs again.
+            lock(&self.protocol).work_sent(thief, lifeline);
+            let msg = messages::Work {
+                header: self.setup.header,
+                from: self.setup.here as u32,
+                lifeline,
+                piece: messages::Bytes(bytes),
+            };
+            if let Err(e) = crate::am::begin_on(thief, msg) {
+                // The thief is gone (and the job ends): the piece is no
+                // longer in flight.
+                self.fail(format!("work for locale {thief} could not be sent: {e}"));
+                self.event(|p| p.on_ack(), false);
+                return false;
             }
         }
     }
@@ -285,7 +344,7 @@ impl<W: Registered> Comp<W> {
 fn send_all<W: Registered>(
     header: Header,
     here: usize,
-    outgoing: Vec<(Send, Option<W::Result>)>,
+    outgoing: Vec<(Send, Option<(W::Result, Option<String>)>)>,
     done: Option<&SyncVar<()>>,
 ) {
     for (s, carried) in outgoing {
@@ -310,18 +369,26 @@ fn send_all<W: Registered>(
                 messages::Ack {
                     header,
                     result: None,
+                    failure: None,
                 },
             ),
             Send::Detach { to } => {
-                let result = carried.unwrap_or_default();
+                let (result, mut failure) = carried.unwrap_or_default();
                 let bytes = postcard::to_allocvec(&result).unwrap_or_else(|e| {
-                    panic!("cantus: a result of {} could not be encoded: {e}", W::NAME)
+                    failure.get_or_insert_with(|| {
+                        format!(
+                            "on locale {here}: a result of {} could not be encoded: {e}",
+                            W::NAME
+                        )
+                    });
+                    Vec::new()
                 });
                 crate::am::begin_on(
                     to,
                     messages::Ack {
                         header,
                         result: Some(messages::Bytes(bytes)),
+                        failure,
                     },
                 )
             }
@@ -357,26 +424,34 @@ impl<W: Registered> Computation for Comp<W> {
         self.event(|p| p.on_nothing(victim, now()), true);
     }
 
-    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) -> Result<(), String> {
-        let work: W = postcard::from_bytes(piece).map_err(|e| {
-            format!(
-                "a piece of {} from locale {from} could not be decoded: {e}",
-                W::NAME
-            )
-        })?;
+    fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) {
         self.event(|p| p.on_work(from, lifeline, now()), false);
-        self.run_piece(work);
-        Ok(())
+        match postcard::from_bytes::<W>(piece) {
+            Ok(work) => self.run_piece(work),
+            Err(e) => {
+                self.fail(format!(
+                    "a piece of {} from locale {from} could not be decoded: {e}",
+                    W::NAME
+                ));
+                self.event(|p| p.piece_ended(now()), false);
+            }
+        }
     }
 
-    fn on_ack(&self, result: Option<&[u8]>) -> Result<(), String> {
+    fn on_ack(&self, result: Option<&[u8]>, failure: Option<String>) {
+        if let Some(f) = failure {
+            lock(&self.failure).get_or_insert(f);
+        }
         if let Some(bytes) = result {
-            let r: W::Result = postcard::from_bytes(bytes)
-                .map_err(|e| format!("a result of {} could not be decoded: {e}", W::NAME))?;
-            W::merge(&mut lock(&self.result), r);
+            match postcard::from_bytes::<W::Result>(bytes) {
+                Ok(r) => {
+                    let mut all = lock(&self.result);
+                    self.guarded("merge", || W::merge(&mut all, r));
+                }
+                Err(e) => self.fail(format!("a result of {} could not be decoded: {e}", W::NAME)),
+            }
         }
         self.event(|p| p.on_ack(), false);
-        Ok(())
     }
 
     fn start(self: Arc<Self>) {
@@ -442,6 +517,12 @@ pub(crate) fn run_root<W: Registered>(
     stats[here] = comp.finish();
     for (l, h) in handles {
         stats[l] = h.join()?;
+    }
+    if let Some(f) = lock(&comp.failure).take() {
+        return Err(Error::new(
+            ErrorKind::WorkFailed,
+            format!("cantus: balance::run of {} failed {f}", W::NAME),
+        ));
     }
     let result = std::mem::take(&mut *lock(&comp.result));
     Ok((result, stats))

@@ -99,18 +99,19 @@ impl Remote for Work {
                 self.header.comp
             )
         });
-        if let Err(e) = c.on_work(self.from as usize, self.lifeline, &self.piece.0) {
-            panic!("cantus: balance: {e}");
-        }
+        c.on_work(self.from as usize, self.lifeline, &self.piece.0);
     }
 }
 
 /// The acknowledgment of a piece, with the child's result if it leaves
-/// the tree.
+/// the tree (and what failed in its subtree, if something did: a failure
+/// travels up the tree as results do, so it reaches the root before the
+/// end).
 #[derive(Serialize, Deserialize)]
 pub(crate) struct Ack {
     pub(crate) header: Header,
     pub(crate) result: Option<Bytes>,
+    pub(crate) failure: Option<String>,
 }
 
 impl Remote for Ack {
@@ -122,9 +123,7 @@ impl Remote for Ack {
                 self.header.comp
             )
         });
-        if let Err(e) = c.on_ack(self.result.as_ref().map(|b| b.0.as_slice())) {
-            panic!("cantus: balance: {e}");
-        }
+        c.on_ack(self.result.as_ref().map(|b| b.0.as_slice()), self.failure);
     }
 }
 
