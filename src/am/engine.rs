@@ -994,6 +994,11 @@ impl Engine {
         self.transport.max_frame() - HEADER_LEN
     }
 
+    /// Passes on `Transport::expect_arrivals`.
+    pub(crate) fn expect_arrivals(&self, on: bool) {
+        self.transport.expect_arrivals(on);
+    }
+
     fn outbox_len(&self) -> u64 {
         self.outbox_len.load(Ordering::Acquire) as u64
     }

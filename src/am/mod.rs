@@ -433,6 +433,19 @@ pub(crate) fn poll_once() -> bool {
     with_engine(|e| e.is_some_and(|e| e.ready() && e.poll_now() > 0))
 }
 
+/// Tells this locale's transport that frames may come from other
+/// locales at any moment (`true`), or no longer (`false`; one for each
+/// `true`), so that a messaging thread does not sleep meanwhile
+/// (`Transport::expect_arrivals`). Nothing outside a job of several
+/// locales.
+pub(crate) fn expect_arrivals(on: bool) {
+    with_engine(|e| {
+        if let Some(e) = e {
+            e.expect_arrivals(on)
+        }
+    })
+}
+
 /// The largest payload (a call's arguments or its result) that travels
 /// in one frame of the transport, not cut into fragments; `None` outside
 /// a job of several locales.

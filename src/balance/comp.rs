@@ -137,6 +137,8 @@ pub(crate) struct Comp<W: Splittable> {
     local_splits: AtomicU64,
     /// Units per step, as adapted to `Tuning::step_us` on this locale.
     units: AtomicU32,
+    /// `finish` ran (so the transport's `expect_arrivals` was lowered).
+    ended: AtomicBool,
 }
 
 /// The most units a step adapts to.
@@ -145,7 +147,7 @@ const MAX_UNITS: u32 = 1 << 20;
 impl<W: Registered> Comp<W> {
     pub(crate) fn new(setup: Setup) -> Arc<Comp<W>> {
         let h = setup.header;
-        Arc::new(Comp {
+        let comp = Arc::new(Comp {
             setup,
             protocol: Mutex::new(Protocol::new(
                 setup.here,
@@ -161,7 +163,14 @@ impl<W: Registered> Comp<W> {
             steps: AtomicU64::new(0),
             local_splits: AtomicU64::new(0),
             units: AtomicU32::new(h.tuning.units.max(1)),
-        })
+            ended: AtomicBool::new(false),
+        });
+        if setup.locales > 1 {
+            // Requests may come at any moment until the end: a messaging
+            // thread must not sleep through one (lowered in `finish`).
+            crate::am::expect_arrivals(true);
+        }
+        comp
     }
 
     fn tuning(&self) -> Tuning {
@@ -210,6 +219,11 @@ impl<W: Registered> Comp<W> {
         let target = u64::from(self.tuning().step_us) * 1000;
         let mut units = self.units.load(Ordering::Relaxed).max(1);
         let poll = crate::am::num_locales() > 1;
+        // Under a transport with a messaging thread of its own (MPI), a
+        // piece gives the core away after each step: without, the
+        // thread that moves requests and work waits for the kernel to
+        // preempt this one (milliseconds).
+        let give_way = poll && crate::sched::driver_has_progress_thread();
         let mut steps = 0u64;
         let mut failed = false;
         loop {
@@ -235,6 +249,9 @@ impl<W: Registered> Comp<W> {
                 break;
             }
             if poll {
+                if give_way {
+                    std::thread::yield_now();
+                }
                 // A worker busy in a long piece may be the only poller
                 // of its locale: requests are seen between steps.
                 crate::am::poll_once();
@@ -459,6 +476,9 @@ impl<W: Registered> Computation for Comp<W> {
     }
 
     fn finish(&self) -> LocaleStats {
+        if !self.ended.swap(true, Ordering::Relaxed) && self.setup.locales > 1 {
+            crate::am::expect_arrivals(false);
+        }
         let mut s = lock(&self.protocol).finish(now());
         self.wanted.store(false, Ordering::Relaxed);
         s.steps = self.steps.load(Ordering::Relaxed);

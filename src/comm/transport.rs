@@ -131,6 +131,14 @@ pub(crate) trait Transport: Send + Sync + 'static {
         false
     }
 
+    /// A hint that frames are expected from other locales at any moment
+    /// (a balanced computation runs: requests for work may come while
+    /// every thread here computes): `true` raises a count, `false` lowers
+    /// it. While it is above zero, a transport whose progress thread
+    /// sleeps when idle keeps it awake (yielding instead), so an arrival
+    /// is not held up by a sleep. The default does nothing.
+    fn expect_arrivals(&self, _on: bool) {}
+
     /// Frames `try_send` has taken so far, to every destination on both
     /// networks: a count that only grows (termination detection's
     /// messages sent, counted where sending is serialized anyway, so that

@@ -121,6 +121,15 @@ pub(crate) fn idle_workers() -> usize {
     WorkerLocal::current().map_or(0, |l| l.registry.idle.idle())
 }
 
+/// Whether the running worker's driver moves messages on a thread of
+/// its own that may share a core with the workers (an MPI thread): a
+/// task that computes for long must then give the core away now and
+/// then, or that thread cannot run (`Driver::progress_thread`).
+#[inline]
+pub(crate) fn driver_has_progress_thread() -> bool {
+    WorkerLocal::current().is_some_and(|l| l.registry.progress_thread)
+}
+
 /// Whether a runtime runs for the calling thread (a worker's, or the
 /// process's current one).
 pub(crate) fn in_runtime() -> bool {

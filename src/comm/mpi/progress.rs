@@ -128,9 +128,14 @@ impl Progress {
             idle = idle.saturating_add(1);
             if idle < SPIN_PASSES {
                 std::hint::spin_loop();
-            } else if !self.requests.is_empty() || last_work.elapsed() < YIELD_FOR {
-                // Sends in flight need MPI calls to progress; and a quiet
-                // spell shorter than YIELD_FOR is likely to end soon.
+            } else if !self.requests.is_empty()
+                || last_work.elapsed() < YIELD_FOR
+                || self.shared.expecting.load(Ordering::Relaxed) > 0
+            {
+                // Sends in flight need MPI calls to progress; a quiet
+                // spell shorter than YIELD_FOR is likely to end soon; and
+                // a locale that expects arrivals at any moment (a
+                // balanced computation) must not hold one up by a nap.
                 std::thread::yield_now();
             } else {
                 let s = &*self.shared;

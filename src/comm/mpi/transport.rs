@@ -112,6 +112,10 @@ pub(super) struct Shared {
     pub(super) park_bell: Bell,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
+    /// Callers that expect arrivals at any moment
+    /// (`Transport::expect_arrivals`): while above zero, the MPI thread
+    /// yields instead of sleeping when idle.
+    pub(super) expecting: AtomicUsize,
     /// A fatal error's message, for the MPI thread to print before it
     /// aborts the job (`MPI_Abort` is an MPI call: the MPI thread's).
     aborting: AtomicBool,
@@ -161,6 +165,7 @@ impl Shared {
             mpi_bell: Bell::new(),
             park_bell: Bell::new(),
             finishing: AtomicBool::new(false),
+            expecting: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),
             abort_message: Mutex::new(None),
         }
@@ -326,6 +331,14 @@ impl Transport for MpiTransport {
 
     fn ready(&self) -> bool {
         self.shared.has_arrivals()
+    }
+
+    fn expect_arrivals(&self, on: bool) {
+        if on {
+            self.shared.expecting.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.shared.expecting.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     fn has_progress_thread(&self) -> bool {
