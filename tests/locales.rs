@@ -930,7 +930,7 @@ fn a_lone_rank_runs_alone() {
         return;
     }
     match cantus::Runtime::builder().build() {
-        Ok(rt) => assert_eq!(rt.block_on(|| cantus::num_locales()), 1),
+        Ok(rt) => assert_eq!(rt.block_on(cantus::num_locales), 1),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(3);

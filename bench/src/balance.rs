@@ -111,7 +111,8 @@ fn programs() -> Vec<Program> {
 /// UTS on `tree` (a macro-free way to name four fn pointers: each tree
 /// is a constant, so the closures capture nothing).
 fn uts_program(name: &'static str, tree: uts::Tree, join: Option<fn() -> u64>) -> Program {
-    let (seq, balanced): (fn() -> u64, fn() -> Outcome<u64>) = match tree {
+    type Versions = (fn() -> u64, fn() -> Outcome<u64>);
+    let (seq, balanced): Versions = match tree {
         uts::Tree::T1 => (
             || uts::uts_seq(uts::Tree::T1).nodes,
             || uts_balanced(uts::Tree::T1),

@@ -41,6 +41,9 @@
 //! it with `#[path = "..."] mod uts;` and uses a part of it.
 
 #![allow(dead_code)]
+// The crate's rust-version (1.85) predates `is_multiple_of`, which the
+// bench crate's lints (no rust-version) would have.
+#![allow(clippy::manual_is_multiple_of)]
 
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};

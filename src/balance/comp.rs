@@ -358,10 +358,14 @@ impl<W: Registered> Comp<W> {
     }
 }
 
+/// What an event sends: each message, and for a detach the result and
+/// failure it carries.
+type Outgoing<R> = Vec<(Send, Option<(R, Option<String>)>)>;
+
 fn send_all<W: Registered>(
     header: Header,
     here: usize,
-    outgoing: Vec<(Send, Option<(W::Result, Option<String>)>)>,
+    outgoing: Outgoing<W::Result>,
     done: Option<&SyncVar<()>>,
 ) {
     for (s, carried) in outgoing {

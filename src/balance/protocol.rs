@@ -262,10 +262,7 @@ impl Protocol {
         } else {
             self.parent = Some(from);
         }
-        if let Thief::Asking { victim, .. } = self.thief
-            && victim == from
-            && !lifeline
-        {
+        if self.thief_asks(from) && !lifeline {
             self.stats.task_answers += 1;
             self.stats.task_wait += now.saturating_sub(self.asked_at);
         }
@@ -279,13 +276,13 @@ impl Protocol {
     /// lifelines.
     pub(crate) fn on_nothing(&mut self, from: usize, now: u64) -> Vec<Send> {
         let mut out = Vec::new();
-        if let Thief::Asking { victim, attempt } = self.thief
-            && victim == from
-        {
-            self.stats.nothing_answers += 1;
-            self.stats.nothing_wait += now.saturating_sub(self.asked_at);
-            if !self.finished {
-                self.ask(attempt + 1, now, &mut out);
+        if let Thief::Asking { victim, attempt } = self.thief {
+            if victim == from {
+                self.stats.nothing_answers += 1;
+                self.stats.nothing_wait += now.saturating_sub(self.asked_at);
+                if !self.finished {
+                    self.ask(attempt + 1, now, &mut out);
+                }
             }
         }
         out
@@ -369,6 +366,12 @@ impl Protocol {
         self.thief = Thief::Working;
     }
 
+    /// Whether this locale waits for the answer of a random request to
+    /// `victim`.
+    fn thief_asks(&self, victim: usize) -> bool {
+        matches!(self.thief, Thief::Asking { victim: v, .. } if v == victim)
+    }
+
     /// The `attempt`-th request of this idle period.
     fn ask(&mut self, attempt: u32, now: u64, out: &mut Vec<Send>) {
         if self.locales < 2 {
@@ -436,9 +439,9 @@ mod tests {
                 let mut next = Vec::new();
                 for v in frontier {
                     // v pushes work to the locales registered on it.
-                    for t in 0..p {
-                        if !reached[t] && lifelines_of(t, p).contains(&v) {
-                            reached[t] = true;
+                    for (t, r) in reached.iter_mut().enumerate() {
+                        if !*r && lifelines_of(t, p).contains(&v) {
+                            *r = true;
                             next.push(t);
                         }
                     }
