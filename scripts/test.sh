@@ -46,7 +46,7 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     for n in 2 3 4; do
         for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
                   "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
-                  "nqueens 11"; do
+                  "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
             # shellcheck disable=SC2086
             timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/$ex
         done

@@ -6,6 +6,17 @@
 
 mod common;
 
+#[path = "../examples/balance/fib.rs"]
+mod fib_program;
+#[path = "../examples/balance/lu.rs"]
+mod lu;
+#[path = "../examples/balance/nqueens.rs"]
+mod nqueens;
+#[path = "../examples/balance/pentomino.rs"]
+mod pentomino;
+#[path = "../examples/balance/uts.rs"]
+mod uts;
+
 use cantus::balance::{self, Balance, Splittable};
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
@@ -416,6 +427,56 @@ fn a_panicking_piece_fails_the_computation_with_its_message() {
                 })
             });
             assert_eq!(ok.unwrap(), 256, "on {n} locales");
+        },
+    );
+}
+
+#[test]
+fn every_program_is_right_on_1_to_4_locales() {
+    // The programs of examples/balance/ at sizes a debug build runs in
+    // about a second, each against its sequential reference or its
+    // published count.
+    for_locales(
+        "every_program_is_right_on_1_to_4_locales",
+        &[1, 2, 3, 4],
+        |rt, n| {
+            let fib = rt.block_on(|| balance::run(fib_program::Fib::with_cutoff(27, 10)));
+            assert_eq!(fib.unwrap(), fib_program::fib_seq(27), "fib on {n} locales");
+
+            let queens = rt.block_on(|| balance::run(nqueens::Queens::with_cutoff(10, 5)));
+            assert_eq!(
+                Some(queens.unwrap()),
+                nqueens::known_count(10),
+                "queens on {n} locales"
+            );
+
+            let puzzle = pentomino::Puzzle::Board3x20;
+            let tilings = rt.block_on(|| balance::run(pentomino::Pentomino::new(puzzle)));
+            assert_eq!(
+                tilings.unwrap(),
+                puzzle.known_count(),
+                "pentomino on {n} locales"
+            );
+
+            for tree in [uts::Tree::T1Small, uts::Tree::T3Small] {
+                let counts = rt.block_on(|| balance::run(uts::Uts::new(tree)));
+                assert_eq!(
+                    counts.unwrap(),
+                    tree.known_counts(),
+                    "UTS {} on {n} locales",
+                    tree.name()
+                );
+            }
+
+            let (factors, _) = rt
+                .block_on(|| lu::lu_balanced(128, 32, lu::SEED))
+                .expect("lu");
+            let seq = lu::lu_seq(128, 32, lu::SEED);
+            assert_eq!(
+                lu::checksum(&factors),
+                lu::checksum(&seq),
+                "LU on {n} locales"
+            );
         },
     );
 }
