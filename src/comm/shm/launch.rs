@@ -28,6 +28,9 @@ use crate::config::{Config, LOCALE_VAR, LOCALES_VAR};
 
 /// How often the monitor looks at the other locales.
 const WATCH_EVERY: Duration = Duration::from_millis(10);
+/// ... and once shutdown is ordered, when locale 0 waits for their exits
+/// (10 ms here was most of a short job's end).
+const WATCH_ENDING_EVERY: Duration = Duration::from_micros(200);
 /// How long locale 0 waits for the others to exit after ordering shutdown.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 
@@ -194,6 +197,10 @@ impl Monitor {
     /// Locale 0, ordering shutdown: the others' exits are expected now.
     pub(crate) fn expect_ends(&self) {
         self.ending.store(true, Ordering::Release);
+        // The watch sleeps between looks: from now on it looks often.
+        if let Some(t) = &self.thread {
+            t.thread().unpark();
+        }
     }
 
     /// Locale 0, after ordering shutdown: waits for the others to exit.
@@ -324,7 +331,12 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
             kill_all(children);
             return;
         }
-        std::thread::sleep(WATCH_EVERY);
+        // Parked, so that `expect_ends` (or `abandon`) wakes it at once.
+        std::thread::park_timeout(if ordered {
+            WATCH_ENDING_EVERY
+        } else {
+            WATCH_EVERY
+        });
     }
 }
 
