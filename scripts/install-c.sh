@@ -50,7 +50,8 @@ cp "$out/libcantus_capi.a" "$prefix/lib/libcantus.a"
 cp "$repo/include/cantus.h" "$repo/include/qthread.h" "$prefix/include/"
 cp "$repo/include/qthread/qthread.h" "$repo/include/qthread/sinc.h" \
     "$repo/include/qthread/qloop.h" "$repo/include/qthread/barrier.h" \
-    "$repo/include/qthread/qtimer.h" "$prefix/include/qthread/"
+    "$repo/include/qthread/qtimer.h" "$repo/include/qthread/qutil.h" \
+    "$prefix/include/qthread/"
 
 # Libs.private is for `pkg-config --static` (linking libcantus.a): what the
 # Rust standard library needs from the system (rustc --print

@@ -164,16 +164,17 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 6] = [
+const HEADERS: [&str; 7] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
     "qthread/qloop.h",
     "qthread/barrier.h",
     "qthread/qtimer.h",
+    "qthread/qutil.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 5] = [
+const PROGRAMS: [(&str, &str, &str); 6] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -195,6 +196,7 @@ const PROGRAMS: [(&str, &str, &str); 5] = [
         "test_qthread_compat",
         " 0 failed",
     ),
+    ("tests/c/test_qutil.c", "test_qutil", " 0 failed"),
 ];
 
 #[test]
@@ -396,6 +398,7 @@ fn headers_compile_as_cplusplus() {
         &src,
         "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
          #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
+         #include <qthread/qutil.h>\n\
          static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
          int main() { bool b = true; aligned_t r, p = 0;\n\
          qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\

@@ -15,6 +15,7 @@ pub(crate) mod buf;
 pub mod feb;
 pub mod qloop;
 pub mod qtimer;
+pub mod qutil;
 pub mod sinc;
 pub mod spawn;
 

@@ -145,7 +145,7 @@ pub unsafe extern "C" fn qt_loop_balance_sinc(
 // ---- qt_{uint,int,double}_{sum,prod,max,min} ----
 
 /// An 8-byte element type of the array reductions.
-trait Elem: Copy + Send + Sync + 'static {
+pub(crate) trait Elem: Copy + Send + Sync + 'static {
     fn from_bits(b: u64) -> Self;
     fn to_bits(self) -> u64;
 }
@@ -193,6 +193,20 @@ impl Array {
     }
 }
 
+/// The checks of every call on a caller's array: a runtime runs, and a
+/// non-empty array is not NULL. `Ok(false)`: the array is empty, nothing
+/// to do.
+pub(crate) fn array_to_use(call: &str, null: bool, length: usize) -> Result<bool, Fail> {
+    require_runtime(call)?;
+    if length == 0 {
+        return Ok(false);
+    }
+    if null {
+        return Err(Fail::null(call, "array"));
+    }
+    Ok(true)
+}
+
 /// Reduces `array[0..length]` with `op` in parallel: one task per
 /// shepherd over near-equal contiguous parts, then the parts in order (so
 /// a given shepherd count gives the same floating-point result each run).
@@ -201,7 +215,7 @@ impl Array {
 ///
 /// # Safety
 /// `array` holds `length` readable elements (see qloop.h).
-unsafe fn reduce<T: Elem>(
+pub(crate) unsafe fn reduce<T: Elem>(
     call: &str,
     array: *const T,
     length: usize,
@@ -211,12 +225,8 @@ unsafe fn reduce<T: Elem>(
 ) -> T {
     let mut result = empty;
     boundary_void(call, || {
-        require_runtime(call)?;
-        if length == 0 {
+        if !array_to_use(call, array.is_null(), length)? {
             return Ok(());
-        }
-        if array.is_null() {
-            return Err(Fail::null(call, "array"));
         }
         if checkfeb != 0 {
             // SAFETY: only the alignment of the first word is checked here.
@@ -258,19 +268,19 @@ unsafe fn reduce<T: Elem>(
     result
 }
 
-fn max_of<T: PartialOrd>(a: T, b: T) -> T {
+pub(crate) fn max_of<T: PartialOrd>(a: T, b: T) -> T {
     if b > a { b } else { a }
 }
 
-fn min_of<T: PartialOrd>(a: T, b: T) -> T {
+pub(crate) fn min_of<T: PartialOrd>(a: T, b: T) -> T {
     if b < a { b } else { a }
 }
 
-fn add_f64(a: f64, b: f64) -> f64 {
+pub(crate) fn add_f64(a: f64, b: f64) -> f64 {
     a + b
 }
 
-fn mul_f64(a: f64, b: f64) -> f64 {
+pub(crate) fn mul_f64(a: f64, b: f64) -> f64 {
     a * b
 }
 
