@@ -51,6 +51,7 @@ cp "$repo/include/cantus.h" "$repo/include/qthread.h" "$prefix/include/"
 cp "$repo/include/qthread/qthread.h" "$repo/include/qthread/sinc.h" \
     "$repo/include/qthread/qloop.h" "$repo/include/qthread/barrier.h" \
     "$repo/include/qthread/qtimer.h" "$repo/include/qthread/qutil.h" \
+    "$repo/include/qthread/cacheline.h" \
     "$prefix/include/qthread/"
 
 # Libs.private is for `pkg-config --static` (linking libcantus.a): what the

@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 7] = [
+const HEADERS: [&str; 8] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -172,9 +172,10 @@ const HEADERS: [&str; 7] = [
     "qthread/barrier.h",
     "qthread/qtimer.h",
     "qthread/qutil.h",
+    "qthread/cacheline.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 6] = [
+const PROGRAMS: [(&str, &str, &str); 7] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -197,6 +198,11 @@ const PROGRAMS: [(&str, &str, &str); 6] = [
         " 0 failed",
     ),
     ("tests/c/test_qutil.c", "test_qutil", " 0 failed"),
+    (
+        "tests/c/test_qthread_state.c",
+        "test_qthread_state",
+        " 0 failed",
+    ),
 ];
 
 #[test]
@@ -398,7 +404,7 @@ fn headers_compile_as_cplusplus() {
         &src,
         "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
          #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
-         #include <qthread/qutil.h>\n\
+         #include <qthread/qutil.h>\n#include <qthread/cacheline.h>\n\
          static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
          int main() { bool b = true; aligned_t r, p = 0;\n\
          qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\
@@ -551,6 +557,8 @@ fn rust_to_c(ty: &str) -> String {
         "Code" | "c_int" => "int",
         "c_uint" => "unsigned int",
         "c_ushort" => "unsigned short",
+        "c_ulong" => "unsigned long",
+        "IntrospectiveState" => "enum introspective_state",
         "c_long" => "long",
         "c_char" => "char",
         "c_void" | "()" => "void",

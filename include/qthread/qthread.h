@@ -360,6 +360,44 @@ qthread_worker_id_t qthread_worker(qthread_shepherd_id_t *shep);
 qthread_shepherd_id_t qthread_num_shepherds(void);
 qthread_worker_id_t qthread_num_workers(void);
 
+/* qthread_readstate - the runtime's state, by selector (the selectors
+ * and their order are Qthreads'). On cantus:
+ *   STACK_SIZE             a task's stack size in bytes
+ *   RUNTIME_DATA_SIZE      what the runtime keeps per task besides its
+ *                          stack (the guard page and the queued record)
+ *   BUSYNESS               tasks waiting on the calling task's worker,
+ *                          plus 1; (size_t)-1 outside a task
+ *   NODE_BUSYNESS          tasks waiting anywhere plus tasks running
+ *   ACTIVE_SHEPHERDS, TOTAL_SHEPHERDS, ACTIVE_WORKERS, TOTAL_WORKERS
+ *                          the number of workers (no shepherd is ever
+ *                          disabled); 0 without a runtime
+ *   WORKER_OCCUPATION      workers running a task now
+ *   CURRENT_SHEPHERD, CURRENT_UNIQUE_WORKER
+ *                          the calling task's worker, NO_SHEPHERD outside
+ *   CURRENT_WORKER         0 in a task (one worker per shepherd),
+ *                          NO_WORKER outside
+ *   CURRENT_TEAM, PARENT_TEAM
+ *                          1 and 0: every task is in Qthreads' default
+ *                          team (teams are not provided)
+ * Any other value: (size_t)-1, as Qthreads. */
+enum introspective_state {
+    STACK_SIZE,
+    RUNTIME_DATA_SIZE,
+    BUSYNESS,
+    NODE_BUSYNESS,
+    ACTIVE_SHEPHERDS,
+    TOTAL_SHEPHERDS,
+    ACTIVE_WORKERS,
+    TOTAL_WORKERS,
+    WORKER_OCCUPATION,
+    CURRENT_SHEPHERD,
+    CURRENT_WORKER,
+    CURRENT_UNIQUE_WORKER,
+    CURRENT_TEAM,
+    PARENT_TEAM
+};
+size_t qthread_readstate(enum introspective_state type);
+
 /* ---- full/empty bits on aligned_t -----------------------------------------
  *
  * Any 8-byte-aligned aligned_t may be used; its full/empty state lives in

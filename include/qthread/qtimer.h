@@ -11,7 +11,9 @@
  * Misuse (a NULL timer; qtimer_secs before a start and a stop after it,
  * which Qthreads leaves undefined) is reported on stderr and in
  * cantus_last_error(); qtimer_secs then returns 0.0.
- * Left out: qtimer_wtime, qtimer_res, qtimer_fastrand (not declared).
+ * qtimer_fastrand: a cheap pseudo-random number (xorshift64* per thread,
+ * seeded from the clock; Qthreads hashes the clock). Not for cryptography.
+ * Left out: qtimer_wtime, qtimer_res (not declared).
  */
 #ifndef QTHREAD_QTIMER_H_CANTUS
 #define QTHREAD_QTIMER_H_CANTUS
@@ -21,6 +23,8 @@ extern "C" {
 #endif
 
 typedef struct qtimer_s *qtimer_t;
+
+unsigned long qtimer_fastrand(void);
 
 /* A new timer, not started; NULL if out of memory. */
 qtimer_t qtimer_create(void);

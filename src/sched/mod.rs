@@ -130,6 +130,23 @@ pub(crate) fn driver_has_progress_thread() -> bool {
     WorkerLocal::current().is_some_and(|l| l.registry.progress_thread)
 }
 
+/// The running runtime's task stack size (`None` without a runtime).
+pub(crate) fn stack_size() -> Option<usize> {
+    Registry::current().map(|r| r.config.stack_size)
+}
+
+/// How many tasks wait in the calling worker's own deque (`None` on a
+/// thread that is not a worker): Qthreads' "busyness" of a shepherd.
+pub(crate) fn current_queue_len() -> Option<usize> {
+    WorkerLocal::current().map(|l| l.queued_here())
+}
+
+/// The bytes the runtime keeps for a task besides its usable stack: the
+/// guard page below the stack and the task's queued record.
+pub(crate) fn task_runtime_bytes() -> usize {
+    crate::config::page_size() + std::mem::size_of::<task::Queued>()
+}
+
 /// Whether a runtime runs for the calling thread (a worker's, or the
 /// process's current one).
 pub(crate) fn in_runtime() -> bool {

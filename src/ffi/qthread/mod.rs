@@ -18,6 +18,7 @@ pub mod qtimer;
 pub mod qutil;
 pub mod sinc;
 pub mod spawn;
+pub mod state;
 
 use super::Code;
 use super::error::{self, Fail, boundary};

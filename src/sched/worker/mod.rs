@@ -162,6 +162,11 @@ impl WorkerLocal {
         self.current_slot.get()
     }
 
+    /// How many tasks wait in this worker's deque (a moment's view).
+    pub(crate) fn queued_here(&self) -> usize {
+        self.deque.len()
+    }
+
     /// Pushes a task on this worker's deque.
     #[inline]
     pub(crate) fn push(&self, task: Task) {

@@ -1,0 +1,73 @@
+/*
+ * test_qthread_state.c - what a Chapel-style shim asks of the runtime's
+ * state (issue 18): qthread_readstate with every selector of Qthreads'
+ * enum introspective_state, outside and inside tasks, after the
+ * environment set the shepherds and the stack size; qthread_cacheline;
+ * qtimer_fastrand.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <qthread/cacheline.h>
+#include <qthread/qthread.h>
+#include <qthread/qtimer.h>
+#include <stdlib.h>
+
+#include "check.h"
+
+#define UNKNOWN ((size_t)-1)
+
+static aligned_t in_task(void *arg)
+{
+    (void)arg;
+    size_t shep = qthread_shep();
+    int ok = 1;
+    ok &= qthread_readstate(CURRENT_SHEPHERD) == shep;
+    ok &= qthread_readstate(CURRENT_UNIQUE_WORKER) == shep;
+    ok &= qthread_readstate(CURRENT_WORKER) == 0;
+    ok &= qthread_readstate(BUSYNESS) >= 1 && qthread_readstate(BUSYNESS) != UNKNOWN;
+    ok &= qthread_readstate(NODE_BUSYNESS) >= 1; /* this task runs */
+    ok &= qthread_readstate(WORKER_OCCUPATION) >= 1;
+    ok &= qthread_readstate(CURRENT_TEAM) == 1;
+    ok &= qthread_readstate(PARENT_TEAM) == 0;
+    return (aligned_t)ok;
+}
+
+int main(void)
+{
+    /* What a shim writes before qthread_initialize. */
+    setenv("QT_HWPAR", "2", 1);
+    setenv("QTHREAD_STACK_SIZE", "262144", 1);
+    CHECK_EQ(qthread_initialize(), QTHREAD_SUCCESS);
+
+    CHECK_EQ(qthread_readstate(TOTAL_SHEPHERDS), 2);
+    CHECK_EQ(qthread_readstate(ACTIVE_SHEPHERDS), qthread_num_shepherds());
+    CHECK_EQ(qthread_readstate(TOTAL_WORKERS), qthread_num_workers());
+    CHECK_EQ(qthread_readstate(ACTIVE_WORKERS), 2);
+    CHECK_EQ(qthread_readstate(STACK_SIZE), 262144);
+    CHECK(qthread_readstate(RUNTIME_DATA_SIZE) > 0);
+    /* outside a task */
+    CHECK_EQ(qthread_readstate(CURRENT_SHEPHERD), NO_SHEPHERD);
+    CHECK_EQ(qthread_readstate(CURRENT_WORKER), NO_WORKER);
+    CHECK(qthread_readstate(BUSYNESS) == UNKNOWN);
+    CHECK_EQ(qthread_readstate(CURRENT_TEAM), 1);
+    CHECK_EQ(qthread_readstate(PARENT_TEAM), 0);
+    CHECK(qthread_readstate((enum introspective_state)99) == UNKNOWN);
+    /* inside tasks */
+    aligned_t ret[8];
+    for (int i = 0; i < 8; i++) CHECK_EQ(qthread_fork(in_task, NULL, &ret[i]), QTHREAD_SUCCESS);
+    for (int i = 0; i < 8; i++) {
+        qthread_readFF(NULL, &ret[i]);
+        CHECK_EQ(ret[i], 1);
+    }
+
+    int line = qthread_cacheline();
+    CHECK(line >= 16 && line <= 1024 && (line & (line - 1)) == 0);
+
+    unsigned long first = qtimer_fastrand(), differ = 0;
+    for (int i = 0; i < 1000; i++) differ += qtimer_fastrand() != first;
+    CHECK(differ >= 999);
+
+    qthread_finalize();
+    /* no runtime */
+    CHECK_EQ(qthread_readstate(TOTAL_SHEPHERDS), 0);
+    return DONE();
+}
