@@ -13,18 +13,19 @@
  * is honoured, raised to cantus's 16 KiB minimum) with a guard page.
  *
  * Headers: qthread/qthread.h (this one), qthread/sinc.h, qthread/qloop.h,
- * qthread/barrier.h, qthread/qtimer.h; <qthread.h> includes this one.
+ * qthread/barrier.h, qthread/qtimer.h, qthread/qutil.h,
+ * qthread/cacheline.h; <qthread.h> includes this one.
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
  * Left out (not declared here, so using them fails at compile time):
  * everything of Qthreads not declared in the headers above - among them
- * the *_to forms of the copyargs/syncvar forks (qthread_fork_copyargs_to,
- * qthread_fork_syncvar_to, qthread_fork_syncvar_copyargs_to),
+ * the *_to forms of the syncvar forks (qthread_fork_syncvar_to,
+ * qthread_fork_syncvar_copyargs_to),
  * qthread_fork_copyargs_precond, qthread_fork_*_simple, qthread_fork_net,
- * qthread_migrate_to, qthread_trylock, qthread_lock_init/destroy,
+ * qthread_trylock, qthread_lock_init/destroy,
  * spinlocks, teams (and the QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM /
- * PARENT / NETWORK flags, refused by qthread_spawn), qthread_readstate,
+ * PARENT / NETWORK flags, refused by qthread_spawn),
  * qthread_worker_unique/local, task-local storage, qthread_syncvar_incrF,
  * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
  * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, loop
@@ -215,6 +216,11 @@ int qthread_fork_syncvar(qthread_f f, const void *arg, syncvar_t *ret);
  */
 int qthread_fork_copyargs(qthread_f f, const void *arg, size_t arg_size, aligned_t *ret);
 
+/* qthread_fork_copyargs_to - qthread_fork_copyargs preferring shepherd shep
+ * (a hint, as for qthread_fork_to). */
+int qthread_fork_copyargs_to(qthread_f f, const void *arg, size_t arg_size, aligned_t *ret,
+                             qthread_shepherd_id_t shep);
+
 /* qthread_fork_syncvar_copyargs - qthread_fork_copyargs with a syncvar_t
  * result (see qthread_fork_syncvar). */
 int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
@@ -397,6 +403,13 @@ enum introspective_state {
     PARENT_TEAM
 };
 size_t qthread_readstate(enum introspective_state type);
+
+/* qthread_migrate_to - cantus tasks never move once started, so this
+ * succeeds only on the calling task's own shepherd (the task stays where
+ * it is). Returns:  QTHREAD_SUCCESS there; QTHREAD_NOT_ALLOWED for another
+ *           shepherd (with a message: fork with qthread_fork_to instead)
+ *           or outside a task; QTHREAD_BADARGS for no such shepherd. */
+int qthread_migrate_to(qthread_shepherd_id_t shepherd);
 
 /* ---- full/empty bits on aligned_t -----------------------------------------
  *

@@ -3,7 +3,8 @@
  * state (issue 18): qthread_readstate with every selector of Qthreads'
  * enum introspective_state, outside and inside tasks, after the
  * environment set the shepherds and the stack size; qthread_cacheline;
- * qtimer_fastrand.
+ * qtimer_fastrand; qthread_fork_copyargs_to (the bundle copied, the
+ * shepherd a hint); qthread_migrate_to (tasks never move).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <qthread/cacheline.h>
@@ -28,6 +29,32 @@ static aligned_t in_task(void *arg)
     ok &= qthread_readstate(WORKER_OCCUPATION) >= 1;
     ok &= qthread_readstate(CURRENT_TEAM) == 1;
     ok &= qthread_readstate(PARENT_TEAM) == 0;
+    return (aligned_t)ok;
+}
+
+/* An argument bundle, copied at the fork. */
+struct bundle {
+    int a[5];
+    double x;
+};
+
+static aligned_t bundle_sum(void *arg)
+{
+    const struct bundle *b = arg;
+    int s = 0;
+    for (int i = 0; i < 5; i++) s += b->a[i];
+    return (aligned_t)(s + (int)b->x);
+}
+
+static aligned_t migrate(void *arg)
+{
+    (void)arg;
+    qthread_shepherd_id_t here = qthread_shep();
+    qthread_shepherd_id_t other = (qthread_shepherd_id_t)((here + 1) % qthread_num_shepherds());
+    int ok = qthread_migrate_to(here) == QTHREAD_SUCCESS;
+    ok &= qthread_migrate_to(other) == QTHREAD_NOT_ALLOWED;
+    ok &= qthread_shep() == here; /* it stayed */
+    ok &= qthread_migrate_to(100) == QTHREAD_BADARGS;
     return (aligned_t)ok;
 }
 
@@ -58,6 +85,27 @@ int main(void)
         qthread_readFF(NULL, &ret[i]);
         CHECK_EQ(ret[i], 1);
     }
+
+    /* copied bundles: the caller's is overwritten at once */
+    struct bundle b = {{1, 2, 3, 4, 5}, 10.0};
+    aligned_t sums[4];
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(qthread_fork_copyargs_to(bundle_sum, &b, sizeof b, &sums[i],
+                                          (qthread_shepherd_id_t)i),
+                 QTHREAD_SUCCESS);
+        b.a[0] += 100; /* the task has its own copy */
+    }
+    for (int i = 0; i < 4; i++) {
+        qthread_readFF(NULL, &sums[i]);
+        CHECK_EQ(sums[i], 25 + 100 * i);
+    }
+    CHECK_EQ(qthread_fork_copyargs_to(bundle_sum, NULL, sizeof b, &sums[0], 0), QTHREAD_BADARGS);
+
+    aligned_t moved = 0;
+    CHECK_EQ(qthread_fork(migrate, NULL, &moved), QTHREAD_SUCCESS);
+    qthread_readFF(NULL, &moved);
+    CHECK_EQ(moved, 1);
+    CHECK_EQ(qthread_migrate_to(0), QTHREAD_NOT_ALLOWED); /* not a task */
 
     int line = qthread_cacheline();
     CHECK(line >= 16 && line <= 1024 && (line & (line - 1)) == 0);

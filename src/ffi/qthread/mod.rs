@@ -319,6 +319,40 @@ pub extern "C" fn qthread_num_shepherds() -> c_ushort {
     workers()
 }
 
+/// qthread_migrate_to: cantus tasks never move once started (`sched/README.md`),
+/// so this succeeds only where there is nothing to move: `shepherd` is
+/// the calling task's own (the task stays where it is). Another
+/// shepherd is `QTHREAD_NOT_ALLOWED`, with a message saying why; so is a
+/// call outside a task; one that is no shepherd is `QTHREAD_BADARGS`.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_migrate_to(shepherd: c_ushort) -> c_int {
+    let call = "qthread_migrate_to";
+    qt(call, || {
+        require_runtime(call)?;
+        let workers = crate::query::workers().unwrap_or(0);
+        if usize::from(shepherd) >= workers {
+            return Err(Fail::new(
+                error::EINVAL,
+                format!("{call}: shepherd {shepherd} does not exist (there are {workers})"),
+            ));
+        }
+        match crate::query::current_worker() {
+            Some(here) if here == usize::from(shepherd) => Ok(()),
+            Some(here) => Err(Fail::new(
+                error::ECONTEXT,
+                format!(
+                    "{call}({shepherd}) from a task on shepherd {here}: cantus tasks never move \
+                     once started (fork a task with qthread_fork_to instead)"
+                ),
+            )),
+            None => Err(Fail::new(
+                error::ECONTEXT,
+                format!("{call} called outside a task: only a task has a shepherd"),
+            )),
+        }
+    })
+}
+
 /// qthread_num_workers: the number of worker threads, 0 if none run.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_num_workers() -> c_ushort {

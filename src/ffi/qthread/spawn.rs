@@ -383,6 +383,38 @@ pub unsafe extern "C" fn qthread_fork_copyargs(
     unsafe { fork_plain("qthread_fork_copyargs", f, arg, arg_size, ret.cast(), 0) }
 }
 
+/// qthread_fork_copyargs_to: as `qthread_fork_copyargs`, preferring
+/// shepherd `shep` (a hint, as for `qthread_fork_to`).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_copyargs_to(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut u64,
+    shep: c_ushort,
+) -> c_int {
+    let call = "qthread_fork_copyargs_to";
+    qt(call, || {
+        // SAFETY: forwarded contract.
+        unsafe {
+            spawn(
+                call,
+                f,
+                arg,
+                arg_size,
+                ret.cast(),
+                0,
+                std::ptr::null_mut(),
+                shep,
+                0,
+            )
+        }
+    })
+}
+
 /// qthread_fork_syncvar: as `qthread_fork`, with a `syncvar_t` result.
 ///
 /// # Safety
