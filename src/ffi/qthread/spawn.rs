@@ -380,7 +380,17 @@ pub unsafe extern "C" fn qthread_fork_copyargs(
     ret: *mut u64,
 ) -> c_int {
     // SAFETY: forwarded contract.
-    unsafe { fork_plain("qthread_fork_copyargs", f, arg, arg_size, ret.cast(), 0) }
+    unsafe {
+        fork_plain(
+            "qthread_fork_copyargs",
+            f,
+            arg,
+            arg_size,
+            ret.cast(),
+            NO_SHEPHERD,
+            0,
+        )
+    }
 }
 
 /// qthread_fork_copyargs_to: as `qthread_fork_copyargs`, preferring
@@ -396,23 +406,18 @@ pub unsafe extern "C" fn qthread_fork_copyargs_to(
     ret: *mut u64,
     shep: c_ushort,
 ) -> c_int {
-    let call = "qthread_fork_copyargs_to";
-    qt(call, || {
-        // SAFETY: forwarded contract.
-        unsafe {
-            spawn(
-                call,
-                f,
-                arg,
-                arg_size,
-                ret.cast(),
-                0,
-                std::ptr::null_mut(),
-                shep,
-                0,
-            )
-        }
-    })
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_copyargs_to",
+            f,
+            arg,
+            arg_size,
+            ret.cast(),
+            shep,
+            0,
+        )
+    }
 }
 
 /// qthread_fork_syncvar: as `qthread_fork`, with a `syncvar_t` result.
@@ -433,6 +438,7 @@ pub unsafe extern "C" fn qthread_fork_syncvar(
             arg,
             0,
             ret.cast(),
+            NO_SHEPHERD,
             SPAWN_RET_SYNCVAR_T,
         )
     }
@@ -458,13 +464,14 @@ pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
             arg,
             arg_size,
             ret.cast(),
+            NO_SHEPHERD,
             SPAWN_RET_SYNCVAR_T,
         )
     }
 }
 
-/// A fork with no preconditions and no target shepherd: `qthread_spawn`'s
-/// arguments for the `qthread_fork*` family.
+/// A fork with no preconditions (and a shepherd hint, or `NO_SHEPHERD`):
+/// `qthread_spawn`'s arguments for the `qthread_fork*` family.
 ///
 /// # Safety
 /// As for [`spawn`] with those arguments.
@@ -474,6 +481,7 @@ unsafe fn fork_plain(
     arg: *const c_void,
     arg_size: usize,
     ret: *mut c_void,
+    shep: c_ushort,
     flags: u32,
 ) -> c_int {
     qt(call, || {
@@ -487,7 +495,7 @@ unsafe fn fork_plain(
                 ret,
                 0,
                 std::ptr::null_mut(),
-                NO_SHEPHERD,
+                shep,
                 flags,
             )
         }
