@@ -146,7 +146,18 @@ typedef struct _syncvar_s {
 /*
  * qthread_initialize - start the runtime. Workers: QTHREAD_HWPAR, else
  * QTHREAD_NUM_SHEPHERDS x QTHREAD_NUM_WORKERS_PER_SHEPHERD (QT_ prefixes
- * work too), else the CPUs; CANTUS_* variables override.
+ * work too), else the CPUs; CANTUS_* variables override. Also read:
+ *   QTHREAD_STACK_SIZE   task stack bytes (at least cantus's minimum)
+ *   QTHREAD_SPINCOUNT    idle-loop iterations before a worker sleeps
+ *   QTHREAD_AFFINITY     yes/no: pin workers to CPUs
+ *   QTHREAD_INFO         yes: print the shepherds and stack size (stderr)
+ * and accepted, checked, without effect: QTHREAD_GUARD_PAGES (yes/no:
+ * cantus always guards task stacks, so an overflow is caught),
+ * QTHREAD_STEAL_RATIO (a count: cantus steals one task at a time),
+ * QTHREAD_WORKER_UNIT (pu, core, socket, package, node, numanode,
+ * l1cache, l2cache, l3cache, machine: cantus runs one worker per CPU of
+ * its share). Yes/no settings take yes/no, true/false, on/off, 1/0. A
+ * malformed value is QTHREAD_BADARGS naming the variable.
  * Contexts: an outside thread. Calling it while a runtime runs (also one
  *           started by cantus_init) does nothing and succeeds, as in Qthreads.
  * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (invalid variable),

@@ -7,6 +7,7 @@
  * shepherd a hint); qthread_migrate_to (tasks never move).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <cantus.h> /* cantus_last_error */
 #include <qthread/cacheline.h>
 #include <qthread/qthread.h>
 #include <qthread/qtimer.h>
@@ -60,9 +61,26 @@ static aligned_t migrate(void *arg)
 
 int main(void)
 {
-    /* What a shim writes before qthread_initialize. */
+    /* What a shim writes before qthread_initialize; a malformed value is
+     * refused, naming the variable, and nothing starts. */
+    const char *bad[][2] = {{"QT_SPINCOUNT", "lots"},      {"QTHREAD_AFFINITY", "maybe"},
+                            {"QT_GUARD_PAGES", "2"},       {"QT_STEAL_RATIO", "-1"},
+                            {"QTHREAD_WORKER_UNIT", "cpu"}, {"QT_INFO", "loud"}};
+    for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        CHECK_EQ(qthread_initialize(), QTHREAD_BADARGS);
+        CHECK(strstr(cantus_last_error(), bad[i][0] + (bad[i][0][2] == '_' ? 3 : 8)) != NULL);
+        CHECK_EQ(qthread_num_shepherds(), 0);
+        unsetenv(bad[i][0]);
+    }
     setenv("QT_HWPAR", "2", 1);
     setenv("QTHREAD_STACK_SIZE", "262144", 1);
+    setenv("QT_SPINCOUNT", "0", 1);
+    setenv("QTHREAD_AFFINITY", "no", 1);
+    setenv("QT_GUARD_PAGES", "yes", 1);
+    setenv("QT_STEAL_RATIO", "8", 1);
+    setenv("QTHREAD_WORKER_UNIT", "core", 1);
+    setenv("QT_INFO", "0", 1);
     CHECK_EQ(qthread_initialize(), QTHREAD_SUCCESS);
 
     CHECK_EQ(qthread_readstate(TOTAL_SHEPHERDS), 2);

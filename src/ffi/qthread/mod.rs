@@ -107,9 +107,69 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
     if let Some(size) = qt_env_count(call, "STACK_SIZE")? {
         b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
     }
-    match lifecycle::start(call, b) {
+    // Honoured: cantus has the knob.
+    if let Some(v) = qt_env("SPINCOUNT") {
+        // (0 is a count here: no spinning.)
+        let n = v.trim().parse::<u32>().map_err(|_| {
+            Fail::new(
+                error::ECONFIG,
+                format!(
+                    "{call}: QTHREAD_SPINCOUNT={v:?} is not a count from 0 to {}",
+                    u32::MAX
+                ),
+            )
+        })?;
+        b = b.spin(n);
+    }
+    if let Some(on) = qt_env_bool(call, "AFFINITY")? {
+        b = b.pin(on);
+    }
+    let info = qt_env_bool(call, "INFO")?.unwrap_or(false);
+    // Accepted, checked, and without effect (qthread.h says why).
+    qt_env_bool(call, "GUARD_PAGES")?;
+    qt_env_count(call, "STEAL_RATIO")?;
+    if let Some(unit) = qt_env("WORKER_UNIT") {
+        const UNITS: [&str; 10] = [
+            "pu", "core", "socket", "package", "node", "numanode", "l1cache", "l2cache", "l3cache",
+            "machine",
+        ];
+        if !UNITS.contains(&unit.trim().to_ascii_lowercase().as_str()) {
+            return Err(Fail::new(
+                error::ECONFIG,
+                format!(
+                    "{call}: QTHREAD_WORKER_UNIT={unit:?} is not a hardware unit (one of {})",
+                    UNITS.join(", ")
+                ),
+            ));
+        }
+    }
+    let r = match lifecycle::start(call, b) {
         Err(f) if f.code == error::EALREADY => Ok(()),
         r => r,
+    };
+    if info && r.is_ok() {
+        eprintln!(
+            "{call}: cantus runs {} shepherd(s) of one worker each, task stacks of {} bytes",
+            crate::query::workers().unwrap_or(0),
+            crate::sched::stack_size().unwrap_or(0)
+        );
+    }
+    r
+}
+
+/// A Qthreads yes/no setting (`QTHREAD_X` or `QT_X`): yes, true, on, 1 /
+/// no, false, off, 0 (any case); anything else is an error naming it.
+fn qt_env_bool(call: &str, name: &str) -> Result<Option<bool>, Fail> {
+    let Some(v) = qt_env(name) else {
+        return Ok(None);
+    };
+    match v.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" | "on" | "1" => Ok(Some(true)),
+        "no" | "false" | "off" | "0" => Ok(Some(false)),
+        _ => Err(Fail::new(
+            error::ECONFIG,
+            format!("{call}: QTHREAD_{name}={v:?} is not yes or no (also true/false, on/off, 1/0)"),
+        )),
     }
 }
 
