@@ -44,27 +44,20 @@ fn main() {
         eprintln!("usage: {USAGE}");
         std::process::exit(2);
     }
-    let units: Option<u32> = report::arg(2, USAGE);
     let (run, (joined, join_secs)) =
-        report::run_balanced("fib_balanced", Fib::new(n), units, move || {
+        report::run_balanced("fib_balanced", USAGE, Fib::new(n), move || {
             let start = Instant::now();
             let joined = fib::fib_join(n);
             (joined, start.elapsed().as_secs_f64())
         });
-    let report::Run {
-        outcome,
-        secs,
-        locales,
-        workers,
-    } = run;
-    let balanced = outcome.result;
-    println!(
-        "fib_balanced: fib({n}) = {balanced}: balanced {secs:.3} s on {locales} locale(s) of {} \
-         worker(s); join {join_secs:.3} s on locale 0; balanced / join = {:.2}",
-        workers,
-        secs / join_secs,
+    let (balanced, secs) = (run.outcome.result, run.secs);
+    run.print(
+        "fib_balanced",
+        &format!(
+            "fib({n}) = {balanced} (join on locale 0: {join_secs:.3} s; balanced / join = {:.2})",
+            secs / join_secs
+        ),
     );
-    report::print_locales(&outcome.locales);
     let expected = fib_iterative(n);
     if balanced != expected || joined != expected {
         eprintln!(

@@ -32,21 +32,9 @@ fn main() {
         eprintln!("usage: {USAGE}");
         std::process::exit(2);
     }
-    let units: Option<u32> = report::arg(2, USAGE);
-    let (run, ()) = report::run_balanced("nqueens", Queens::new(n), units, || ());
-    let report::Run {
-        outcome,
-        secs,
-        locales,
-        workers,
-    } = run;
-    let count = outcome.result;
-    println!(
-        "nqueens: {n} x {n}: {count} solutions in {secs:.3} s on {locales} locale(s) of {} \
-         worker(s)",
-        workers,
-    );
-    report::print_locales(&outcome.locales);
+    let (run, ()) = report::run_balanced("nqueens", USAGE, Queens::new(n), || ());
+    let count = run.outcome.result;
+    run.print("nqueens", &format!("{n} x {n}: {count} solutions"));
     let (expected, source) = match nqueens::known_count(n) {
         Some(known) => (known, "the published count"),
         None => (nqueens::nqueens_seq(n), "the sequential search's count"),
@@ -56,5 +44,5 @@ fn main() {
         std::process::exit(1);
     }
     println!("nqueens: the count is {source}: OK");
-    report::compare_sequential("nqueens", &count, secs, || nqueens::nqueens_seq(n));
+    report::compare_sequential("nqueens", &count, run.secs, || nqueens::nqueens_seq(n));
 }

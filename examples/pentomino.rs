@@ -33,21 +33,12 @@ fn main() {
         eprintln!("pentomino: no puzzle named {name:?}; usage: {USAGE}");
         std::process::exit(2)
     };
-    let units: Option<u32> = report::arg(2, USAGE);
-    let (run, ()) = report::run_balanced("pentomino", Pentomino::new(puzzle), units, || ());
-    let report::Run {
-        outcome,
-        secs,
-        locales,
-        workers,
-    } = run;
-    let count = outcome.result;
-    println!(
-        "pentomino: {}: {count} solutions in {secs:.3} s on {locales} locale(s) of {} worker(s)",
-        puzzle.name(),
-        workers,
+    let (run, ()) = report::run_balanced("pentomino", USAGE, Pentomino::new(puzzle), || ());
+    let count = run.outcome.result;
+    run.print(
+        "pentomino",
+        &format!("{}: {count} solutions", puzzle.name()),
     );
-    report::print_locales(&outcome.locales);
     if count != puzzle.known_count() {
         eprintln!(
             "pentomino: WRONG: {count} solutions; {} has {}",
@@ -60,7 +51,7 @@ fn main() {
         "pentomino: the count is {}'s published one: OK",
         puzzle.name()
     );
-    report::compare_sequential("pentomino", &count, secs, || {
+    report::compare_sequential("pentomino", &count, run.secs, || {
         pentomino::pentomino_seq(puzzle)
     });
 }

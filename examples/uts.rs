@@ -32,26 +32,19 @@ fn main() {
         eprintln!("uts: no tree named {name:?}; usage: {USAGE}");
         std::process::exit(2)
     };
-    let units: Option<u32> = report::arg(2, USAGE);
-    let (run, ()) = report::run_balanced("uts", Uts::new(tree), units, || ());
-    let report::Run {
-        outcome,
-        secs,
-        locales,
-        workers,
-    } = run;
-    let counts = outcome.result;
-    println!(
-        "uts: {}: {} nodes ({} leaves, depth {}) in {secs:.3} s: {:.2} M nodes/s on {locales} \
-         locale(s) of {} worker(s)",
-        tree.name(),
-        counts.nodes,
-        counts.leaves,
-        counts.depth,
-        counts.nodes as f64 / secs / 1e6,
-        workers,
+    let (run, ()) = report::run_balanced("uts", USAGE, Uts::new(tree), || ());
+    let counts = run.outcome.result;
+    run.print(
+        "uts",
+        &format!(
+            "{}: {} nodes ({} leaves, depth {}; {:.2} M nodes/s)",
+            tree.name(),
+            counts.nodes,
+            counts.leaves,
+            counts.depth,
+            counts.nodes as f64 / run.secs / 1e6
+        ),
     );
-    report::print_locales(&outcome.locales);
     let known = tree.known_counts();
     if counts != known {
         eprintln!(
@@ -67,5 +60,5 @@ fn main() {
         std::process::exit(1);
     }
     println!("uts: the counts are {}'s known ones: OK", tree.name());
-    report::compare_sequential("uts", &counts, secs, || uts::uts_seq(tree));
+    report::compare_sequential("uts", &counts, run.secs, || uts::uts_seq(tree));
 }

@@ -127,15 +127,17 @@ pub(crate) struct Run<R> {
     pub(crate) workers: usize,
 }
 
-/// Runs `work` balanced inside `cantus::run` (with `units` per step if
-/// given), then `after` in the same runtime; exits naming `program` if
-/// the runtime or the computation fails.
+/// Runs `work` balanced inside `cantus::run` (with the units per step
+/// of the program's second argument, `UNITS`, if given), then `after` in
+/// the same runtime; exits naming `program` if the runtime or the
+/// computation fails, or with `usage` if `UNITS` does not parse.
 pub(crate) fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
     program: &str,
+    usage: &str,
     work: W,
-    units: Option<u32>,
     after: impl FnOnce() -> T + Send + 'static,
 ) -> (Run<W::Result>, T) {
+    let units: Option<u32> = arg(2, usage);
     let (outcome, secs, locales, workers, then) = cantus::run(move || {
         let mut balance = cantus::balance::Balance::new(work);
         if let Some(units) = units {
@@ -157,4 +159,16 @@ pub(crate) fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
         workers,
     };
     (run, then)
+}
+
+impl<R> Run<R> {
+    /// Prints `program: found in S s on L locale(s) of W worker(s)`, then
+    /// each locale's counts.
+    pub(crate) fn print(&self, program: &str, found: &str) {
+        println!(
+            "{program}: {found} in {:.3} s on {} locale(s) of {} worker(s)",
+            self.secs, self.locales, self.workers
+        );
+        print_locales(&self.outcome.locales);
+    }
 }
