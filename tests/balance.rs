@@ -21,31 +21,6 @@ use cantus::balance::{self, Balance, Splittable};
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
-/// The naive Fibonacci recursion as a stack of subproblems: the result
-/// is fib(n), one unit per call.
-#[derive(Serialize, Deserialize)]
-struct Fib(Vec<u32>);
-
-impl Splittable for Fib {
-    type Result = u64;
-    fn run(&mut self, units: usize, sum: &mut u64) -> bool {
-        for _ in 0..units {
-            match self.0.pop() {
-                Some(n) if n < 2 => *sum += n as u64,
-                Some(n) => self.0.extend([n - 2, n - 1]),
-                None => return false,
-            }
-        }
-        !self.0.is_empty()
-    }
-    fn split(&mut self) -> Option<Fib> {
-        (self.0.len() >= 2).then(|| Fib(self.0.drain(..self.0.len() / 2).collect()))
-    }
-    fn merge(sum: &mut u64, other: u64) {
-        *sum += other;
-    }
-}
-
 /// Counts the leaves of a complete binary tree of the given depth, but
 /// each unit sleeps `unit_us` microseconds (a victim whose steps are
 /// long). Results: leaves, and the locales that counted some (a bit
@@ -85,7 +60,7 @@ impl Splittable for SlowTree {
     }
 }
 
-cantus::splittable!(Fib, SlowTree);
+cantus::splittable!(SlowTree);
 
 fn fib(n: u64) -> u64 {
     let (mut a, mut b) = (0u64, 1u64);
@@ -133,7 +108,11 @@ fn fib_is_right_on_1_to_4_locales_and_work_moves() {
         |rt, n| {
             for k in [0u32, 1, 2, 24] {
                 let out = rt
-                    .block_on(|| Balance::new(Fib(vec![k])).units(64).run())
+                    .block_on(|| {
+                        Balance::new(fib_program::Fib::with_cutoff(k, 2))
+                            .units(64)
+                            .run()
+                    })
                     .expect("balanced fib");
                 assert_eq!(out.result, fib(k as u64), "fib({k}) on {n} locales");
                 assert_eq!(out.locales.len(), n);
@@ -155,7 +134,8 @@ fn fib_is_right_on_1_to_4_locales_and_work_moves() {
             // Many computations one after another: each ends exactly once.
             for k in 0..20u32 {
                 assert_eq!(
-                    rt.block_on(|| balance::run(Fib(vec![k]))).unwrap(),
+                    rt.block_on(|| balance::run(fib_program::Fib::with_cutoff(k, 2)))
+                        .unwrap(),
                     fib(k as u64)
                 );
             }
@@ -171,7 +151,7 @@ fn computations_started_on_another_locale_and_side_by_side() {
         |rt, _| {
             cantus::remote_fn! {
                 fn fib_there(k: u32) -> u64 {
-                    cantus::balance::run(Fib(vec![k])).unwrap()
+                    cantus::balance::run(fib_program::Fib::with_cutoff(k, 2)).unwrap()
                 }
             }
             let (a, b) = rt.block_on(|| {

@@ -14,6 +14,10 @@
 
 mod common;
 
+/// Fib as splittable work (cut-off 2: one call of the recursion a unit).
+#[path = "../examples/balance/fib.rs"]
+mod fib_program;
+
 use cantus::chant::{self, Source, Tag};
 use cantus::{ErrorKind, Remote};
 use common::is_child;
@@ -457,32 +461,6 @@ fn the_global_address_space_works_across_ranks() {
     );
 }
 
-/// The naive Fibonacci recursion as splittable work (a stack of
-/// subproblems), for `cantus::balance` across ranks.
-#[derive(Serialize, Deserialize)]
-struct FibWork(Vec<u32>);
-
-impl cantus::balance::Splittable for FibWork {
-    type Result = u64;
-    fn run(&mut self, units: usize, sum: &mut u64) -> bool {
-        for _ in 0..units {
-            match self.0.pop() {
-                Some(n) if n < 2 => *sum += n as u64,
-                Some(n) => self.0.extend([n - 2, n - 1]),
-                None => return false,
-            }
-        }
-        !self.0.is_empty()
-    }
-    fn split(&mut self) -> Option<FibWork> {
-        (self.0.len() >= 2).then(|| FibWork(self.0.drain(..self.0.len() / 2).collect()))
-    }
-    fn merge(sum: &mut u64, other: u64) {
-        *sum += other;
-    }
-}
-cantus::splittable!(FibWork);
-
 #[test]
 fn balanced_work_is_stolen_across_ranks() {
     on_ranks(
@@ -495,7 +473,7 @@ fn balanced_work_is_stolen_across_ranks() {
             for (k, fib) in [(0u32, 0u64), (1, 1), (25, 75025)] {
                 let out = rt
                     .block_on(|| {
-                        cantus::balance::Balance::new(FibWork(vec![k]))
+                        cantus::balance::Balance::new(fib_program::Fib::with_cutoff(k, 2))
                             .units(64)
                             .run()
                     })
