@@ -36,14 +36,18 @@ use crate::Options;
 use crate::stats::{Samples, child_numbers, figure, note, ratio, section, time, value};
 use cantus::balance::{Balance, Outcome, Tuning, sim};
 
+/// One version of a program: runs it, giving the count it found.
+type Version<T> = Box<dyn Fn() -> T + Send + Sync>;
+
 /// A program of the benchmark: its sequential version and its balanced
 /// one, each giving the count it found.
 struct Program {
     name: &'static str,
-    seq: fn() -> u64,
-    balanced: fn() -> Outcome<u64>,
-    /// The same program with `join` (fib and UTS), if it has one.
-    join: Option<fn() -> u64>,
+    seq: Version<u64>,
+    balanced: Version<Outcome<u64>>,
+    /// The same program with `join` (fib, UTS T1 and T1L, LU), if it has
+    /// one.
+    join: Option<Version<u64>>,
 }
 
 const FIB_N: u32 = 44;
@@ -57,92 +61,65 @@ fn programs() -> Vec<Program> {
     vec![
         Program {
             name: "fib",
-            seq: || fib::fib_seq(FIB_N),
-            balanced: || Balance::new(fib::Fib::new(FIB_N)).run().expect("fib"),
-            join: Some(|| fib::fib_join(FIB_N)),
+            seq: Box::new(|| fib::fib_seq(FIB_N)),
+            balanced: Box::new(|| Balance::new(fib::Fib::new(FIB_N)).run().expect("fib")),
+            join: Some(Box::new(|| fib::fib_join(FIB_N))),
         },
         Program {
             name: "nqueens",
-            seq: || nqueens::nqueens_seq(QUEENS_N),
-            balanced: || {
+            seq: Box::new(|| nqueens::nqueens_seq(QUEENS_N)),
+            balanced: Box::new(|| {
                 Balance::new(nqueens::Queens::new(QUEENS_N))
                     .run()
                     .expect("nqueens")
-            },
+            }),
             join: None,
         },
-        uts_program(
-            "uts_t1",
-            uts::Tree::T1,
-            Some(|| uts::uts_join(uts::Tree::T1).nodes),
-        ),
-        uts_program("uts_t3", uts::Tree::T3, None),
-        uts_program(
-            "uts_large_t1l",
-            uts::Tree::T1L,
-            Some(|| uts::uts_join(uts::Tree::T1L).nodes),
-        ),
-        uts_program("uts_large_t3l", uts::Tree::T3L, None),
+        uts_program("uts_t1", uts::Tree::T1, true),
+        uts_program("uts_t3", uts::Tree::T3, false),
+        uts_program("uts_large_t1l", uts::Tree::T1L, true),
+        uts_program("uts_large_t3l", uts::Tree::T3L, false),
         Program {
             name: "pentomino",
-            seq: || pentomino::pentomino_seq(pentomino::Puzzle::Board6x10),
-            balanced: || {
+            seq: Box::new(|| pentomino::pentomino_seq(pentomino::Puzzle::Board6x10)),
+            balanced: Box::new(|| {
                 Balance::new(pentomino::Pentomino::new(pentomino::Puzzle::Board6x10))
                     .run()
                     .expect("pentomino")
-            },
+            }),
             join: None,
         },
         Program {
             name: "lu",
-            seq: || lu::checksum(&lu::lu_seq(LU_N, LU_B, lu::SEED)),
-            balanced: || {
+            seq: Box::new(|| lu::checksum(&lu::lu_seq(LU_N, LU_B, lu::SEED))),
+            balanced: Box::new(|| {
                 let (m, stats) = lu::lu_balanced(LU_N, LU_B, lu::SEED).expect("lu");
                 Outcome {
                     result: lu::checksum(&m),
                     locales: stats.locales,
                 }
-            },
-            join: Some(|| lu::checksum(&lu::lu_join(LU_N, LU_B, lu::SEED))),
+            }),
+            join: Some(Box::new(|| {
+                lu::checksum(&lu::lu_join(LU_N, LU_B, lu::SEED))
+            })),
         },
     ]
 }
 
-/// UTS on `tree` (a macro-free way to name four fn pointers: each tree
-/// is a constant, so the closures capture nothing).
-fn uts_program(name: &'static str, tree: uts::Tree, join: Option<fn() -> u64>) -> Program {
-    type Versions = (fn() -> u64, fn() -> Outcome<u64>);
-    let (seq, balanced): Versions = match tree {
-        uts::Tree::T1 => (
-            || uts::uts_seq(uts::Tree::T1).nodes,
-            || uts_balanced(uts::Tree::T1),
-        ),
-        uts::Tree::T3 => (
-            || uts::uts_seq(uts::Tree::T3).nodes,
-            || uts_balanced(uts::Tree::T3),
-        ),
-        uts::Tree::T1L => (
-            || uts::uts_seq(uts::Tree::T1L).nodes,
-            || uts_balanced(uts::Tree::T1L),
-        ),
-        _ => (
-            || uts::uts_seq(uts::Tree::T3L).nodes,
-            || uts_balanced(uts::Tree::T3L),
-        ),
-    };
+/// UTS on `tree`; with its `join` version if `join` (which needs deep
+/// task stacks on T3's trees, so it is left to T1's).
+fn uts_program(name: &'static str, tree: uts::Tree, join: bool) -> Program {
     Program {
         name,
-        seq,
-        balanced,
-        join,
-    }
-}
-
-fn uts_balanced(tree: uts::Tree) -> Outcome<u64> {
-    let o = Balance::new(uts::Uts::new(tree)).run().expect("uts");
-    Outcome {
-        result: o.result.nodes,
-        locales: o.locales,
+        seq: Box::new(move || uts::uts_seq(tree).nodes),
+        balanced: Box::new(move || {
+            let o = Balance::new(uts::Uts::new(tree)).run().expect("uts");
+            Outcome {
+                result: o.result.nodes,
+                locales: o.locales,
+            }
+        }),
+        join: join.then(|| Box::new(move || uts::uts_join(tree).nodes) as Version<u64>),
     }
 }
 
@@ -161,7 +138,7 @@ fn program(p: &Program, reps: usize) {
     let mut seq = Samples::new();
     let mut expected = 0;
     for _ in 0..reps {
-        let (d, n) = time(p.seq);
+        let (d, n) = time(&p.seq);
         expected = n;
         seq.push(d.as_secs_f64());
     }
@@ -220,13 +197,13 @@ fn program(p: &Program, reps: usize) {
     for (w, kind) in waits.iter().zip(["none", "task", "all"]) {
         figure(&format!("{name}_wait_{kind}"), w, "us");
     }
-    if let Some(join) = p.join {
+    if let Some(join) = &p.join {
         join_peer(p, join, reps);
     }
 }
 
 /// The splittable version against the `join` version on one locale.
-fn join_peer(p: &Program, join: fn() -> u64, reps: usize) {
+fn join_peer(p: &Program, join: &Version<u64>, reps: usize) {
     let rt = cantus::Runtime::builder()
         .locales(1)
         .build()
@@ -234,7 +211,7 @@ fn join_peer(p: &Program, join: fn() -> u64, reps: usize) {
     let workers = rt.workers();
     let (mut bal, mut j) = (Samples::new(), Samples::new());
     for _ in 0..reps {
-        let (d, o) = time(|| rt.block_on(p.balanced));
+        let (d, o) = time(|| rt.block_on(&p.balanced));
         bal.push(d.as_secs_f64());
         let (dj, n) = time(|| rt.block_on(join));
         j.push(dj.as_secs_f64());
@@ -257,7 +234,7 @@ pub(crate) fn child(args: &[String]) {
         std::process::exit(2);
     };
     let rt = cantus::Runtime::builder().build().expect("a job");
-    let o = rt.block_on(p.balanced);
+    let o = rt.block_on(&p.balanced);
     rt.shutdown();
     let mut all = cantus::balance::LocaleStats::default();
     for s in &o.locales {
@@ -315,9 +292,7 @@ fn sim_row(tree: uts::Tree, tree_tag: &str, p: usize, latency: u64) {
         assert_eq!(r.result.nodes, tree.known_counts().nodes, "simulated UTS");
         let mut per_period = cantus::balance::Spread::default();
         for s in &r.locales {
-            per_period.count += s.requests_per_period.count;
-            per_period.sum += s.requests_per_period.sum;
-            per_period.max = per_period.max.max(s.requests_per_period.max);
+            per_period.add(&s.requests_per_period);
         }
         let requests = r.messages.random_requests + r.messages.lifeline_requests;
         let tag = format!(

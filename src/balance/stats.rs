@@ -64,6 +64,13 @@ impl Spread {
         self.max = self.max.max(v);
     }
 
+    /// Adds the values of `other`.
+    pub fn add(&mut self, other: &Spread) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+    }
+
     /// The mean (0 with no values).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
@@ -109,9 +116,7 @@ impl LocaleStats {
         self.task_wait += o.task_wait;
         self.idle_periods += o.idle_periods;
         self.idle_wait += o.idle_wait;
-        self.requests_per_period.count += o.requests_per_period.count;
-        self.requests_per_period.sum += o.requests_per_period.sum;
-        self.requests_per_period.max = self.requests_per_period.max.max(o.requests_per_period.max);
+        self.requests_per_period.add(&o.requests_per_period);
         self.local_splits += o.local_splits;
         self.steps += o.steps;
     }
