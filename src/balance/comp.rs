@@ -45,8 +45,9 @@ pub(crate) trait Computation: std::marker::Send + Sync {
     /// detached.
     fn on_ack(&self, result: Option<&[u8]>, failure: Option<String>);
     /// Starts asking for work (a locale that is not the root).
-    fn start(self: Arc<Self>);
-    /// The computation is over: this locale's counts.
+    fn start(&self);
+    /// The computation is over: this locale's counts. Called once, by
+    /// whoever took the computation out of the table (`end`).
     fn finish(&self) -> LocaleStats;
 }
 
@@ -102,7 +103,7 @@ pub(crate) fn find(header: &Header) -> Result<Option<Arc<dyn Computation>>, Stri
         t.running.insert(header.comp, c.clone());
         c
     };
-    made.clone().start();
+    made.start();
     Ok(Some(made))
 }
 
@@ -137,8 +138,6 @@ pub(crate) struct Comp<W: Splittable> {
     local_splits: AtomicU64,
     /// Units per step, as adapted to `Tuning::step_us` on this locale.
     units: AtomicU32,
-    /// `finish` ran (so the transport's `expect_arrivals` was lowered).
-    ended: AtomicBool,
 }
 
 /// The most units a step adapts to.
@@ -163,7 +162,6 @@ impl<W: Registered> Comp<W> {
             steps: AtomicU64::new(0),
             local_splits: AtomicU64::new(0),
             units: AtomicU32::new(h.tuning.units.max(1)),
-            ended: AtomicBool::new(false),
         });
         if setup.locales > 1 {
             // Requests may come at any moment until the end: a messaging
@@ -218,7 +216,7 @@ impl<W: Registered> Comp<W> {
         let mut result = W::Result::default();
         let target = u64::from(self.tuning().step_us) * 1000;
         let mut units = self.units.load(Ordering::Relaxed).max(1);
-        let poll = crate::am::num_locales() > 1;
+        let poll = self.setup.locales > 1;
         // Under a transport with a messaging thread of its own (MPI), a
         // piece gives the core away after each step: without, the
         // thread that moves requests and work waits for the kernel to
@@ -475,12 +473,12 @@ impl<W: Registered> Computation for Comp<W> {
         self.event(|p| p.on_ack(), false);
     }
 
-    fn start(self: Arc<Self>) {
+    fn start(&self) {
         self.event(|p| p.start(now()), true);
     }
 
     fn finish(&self) -> LocaleStats {
-        if !self.ended.swap(true, Ordering::Relaxed) && self.setup.locales > 1 {
+        if self.setup.locales > 1 {
             crate::am::expect_arrivals(false);
         }
         let mut s = lock(&self.protocol).finish(now());
