@@ -175,7 +175,7 @@ const HEADERS: [&str; 8] = [
     "qthread/cacheline.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 7] = [
+const PROGRAMS: [(&str, &str, &str); 8] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -201,6 +201,11 @@ const PROGRAMS: [(&str, &str, &str); 7] = [
     (
         "tests/c/test_qthread_state.c",
         "test_qthread_state",
+        " 0 failed",
+    ),
+    (
+        "tests/c/test_qthread_tasklocal.c",
+        "test_qthread_tasklocal",
         " 0 failed",
     ),
 ];

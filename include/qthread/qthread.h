@@ -26,11 +26,11 @@
  * qthread_trylock, qthread_lock_init/destroy,
  * spinlocks, teams (and the QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM /
  * PARENT / NETWORK flags, refused by qthread_spawn),
- * qthread_worker_unique/local, task-local storage, qthread_syncvar_incrF,
+ * qthread_worker_unique/local, qthread_syncvar_incrF,
  * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
  * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, loop
  * queues, qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
- * qt_barrier_dump, qtimer_wtime/res/fastrand.
+ * qt_barrier_dump, qtimer_wtime/res.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init
@@ -421,6 +421,41 @@ size_t qthread_readstate(enum introspective_state type);
  *           shepherd (with a message: fork with qthread_fork_to instead)
  *           or outside a task; QTHREAD_BADARGS for no such shepherd. */
 int qthread_migrate_to(qthread_shepherd_id_t shepherd);
+
+/* ---- task-local storage and the task's stack ----------------------------- */
+
+/*
+ * qthread_get_tasklocal - the calling task's task-local storage: at least
+ * size bytes, and at least QTHREAD_TASKLOCAL_SIZE (QT_ also; default 64,
+ * raised to a pointer's size, as in Qthreads), aligned for any type,
+ * zeroed when the task first asks, freed when the task ends. A request
+ * larger than the storage so far moves it (contents kept, new bytes
+ * zeroed): pointers from earlier calls are then stale, as in Qthreads.
+ * Tasks run inline by a waiting join share their runner's storage.
+ * Returns:  the storage; NULL outside a task (the thread that started
+ *           the runtime is not a task on cantus), with cantus_last_error().
+ * Cost:     one allocation at a task's first call; none for tasks that
+ *           never call it.
+ * qthread_size_tasklocal - the bytes the storage has (without growing
+ * it): the default size until the task asks for more; 0 outside a task.
+ */
+void *qthread_get_tasklocal(unsigned int size);
+unsigned qthread_size_tasklocal(void);
+
+/*
+ * qthread_bos, qthread_tos - the calling task's stack: bos is its lowest
+ * usable address (the guard page lies just below it; the stack grows
+ * down towards it), tos one past its highest (where it starts), so
+ * tos - bos is the stack size (readstate(STACK_SIZE); the larger root
+ * stack for a task that cantus_run or a join from an outside thread
+ * runs). qthread_stackleft - the bytes between the caller's frame and
+ * bos: what the task may still use before it overflows (an overflow
+ * hits the guard page and stops the program with a message).
+ * Outside a task: NULL, NULL and 0.
+ */
+size_t qthread_stackleft(void);
+void *qthread_bos(void);
+void *qthread_tos(void);
 
 /* ---- full/empty bits on aligned_t -----------------------------------------
  *

@@ -16,6 +16,7 @@ pub(crate) mod registry;
 pub(crate) mod sleep;
 pub(crate) mod stuck;
 pub(crate) mod task;
+pub(crate) mod task_storage;
 pub(crate) mod worker;
 
 pub(crate) use outside::{
@@ -133,6 +134,12 @@ pub(crate) fn driver_has_progress_thread() -> bool {
 /// The running runtime's task stack size (`None` without a runtime).
 pub(crate) fn stack_size() -> Option<usize> {
     Registry::current().map(|r| r.config.stack_size)
+}
+
+/// The calling task's usable stack `[lowest, highest)` address (just
+/// above its guard page); `None` outside a task.
+pub(crate) fn task_stack() -> Option<(usize, usize)> {
+    WorkerLocal::current().and_then(|l| l.task_stack())
 }
 
 /// How many tasks wait in the calling worker's own deque (`None` on a

@@ -19,6 +19,7 @@ pub mod qutil;
 pub mod sinc;
 pub mod spawn;
 pub mod state;
+pub mod tasklocal;
 
 use super::Code;
 use super::error::{self, Fail, boundary};
@@ -107,6 +108,7 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
     if let Some(size) = qt_env_count(call, "STACK_SIZE")? {
         b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
     }
+    let tasklocal = qt_env_count(call, "TASKLOCAL_SIZE")?;
     // Honoured: cantus has the knob.
     if let Some(v) = qt_env("SPINCOUNT") {
         // (0 is a count here: no spinning.)
@@ -143,6 +145,7 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
             ));
         }
     }
+    tasklocal::set_default_size(tasklocal);
     let r = match lifecycle::start(call, b) {
         Err(f) if f.code == error::EALREADY => Ok(()),
         r => r,

@@ -21,6 +21,7 @@ use crate::config::WaitPolicy;
 use crate::fiber::guard;
 use crate::fiber::stack::TaskStack;
 use crate::sched::block::{BLOCK_KINDS, BlockKind};
+use crate::sched::task_storage::{self, TaskStorage};
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};
 use std::cmp::Reverse;
@@ -107,6 +108,8 @@ pub(crate) struct WorkerLocal {
     current_slot: Cell<u32>,
     yielder: Cell<*const Yielder<Resume, Suspend>>,
     task_id: Cell<u64>,
+    /// The running task's storage (`task_storage.rs`), null until it asks.
+    pub(crate) storage: Cell<*mut TaskStorage>,
     task_seq: Cell<u64>,
     rng: Cell<u64>,
     max_resident: Cell<usize>,
@@ -162,6 +165,17 @@ impl WorkerLocal {
         self.current_slot.get()
     }
 
+    /// The running task's usable stack `[lowest, highest)` address, just
+    /// above its guard page; `None` outside a task.
+    pub(crate) fn task_stack(&self) -> Option<(usize, usize)> {
+        let slot = self.current_slot.get();
+        if slot == NO_SLOT {
+            return None;
+        }
+        let lo = self.slots.borrow()[slot as usize].guard.1;
+        Some((lo, lo + self.stack_size_of(slot)))
+    }
+
     /// How many tasks wait in this worker's deque (a moment's view).
     pub(crate) fn queued_here(&self) -> usize {
         self.deque.len()
@@ -202,10 +216,12 @@ impl WorkerLocal {
         // inverts this).
         let id = seq * self.registry.workers.len() as u64 + self.index as u64 + 1;
         let prev = self.task_id.replace(id);
+        let prev_storage = self.storage.replace(std::ptr::null_mut());
         guard::set_running_task(id);
         let c = &self.shared().counters;
         bump(&c.started, 1);
         task.run();
+        task_storage::release(self.storage.replace(prev_storage));
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
             .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
@@ -253,6 +269,7 @@ impl WorkerLocal {
         let y = self.yielder.get();
         let slot = self.current_slot.get();
         let id = self.task_id.get();
+        let storage = self.storage.get();
         // SAFETY: `yielder` was set by this carrier's body (carrier_main) on
         // its latest resume and the carrier is the one running now, so the
         // pointer is to its live Yielder on this very stack.
@@ -264,6 +281,7 @@ impl WorkerLocal {
         self.yielder.set(y);
         self.current_slot.set(slot);
         self.task_id.set(id);
+        self.storage.set(storage);
         guard::set_running_task(id);
     }
 
@@ -401,6 +419,7 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Q
         current_slot: Cell::new(NO_SLOT),
         yielder: Cell::new(std::ptr::null()),
         task_id: Cell::new(0),
+        storage: Cell::new(std::ptr::null_mut()),
         task_seq: Cell::new(0),
         rng: Cell::new(
             0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),

@@ -1,0 +1,127 @@
+//! Per-task storage: bytes that belong to the running task, made at its
+//! first request and freed when the task ends. The C ABI hands them out
+//! as Qthreads' task-local storage (`qthread_get_tasklocal`).
+//!
+//! A worker keeps the running task's storage in one pointer
+//! (`WorkerLocal::storage`): `run_task` clears it before a task runs and
+//! frees what the task made when it returns; a task that blocks takes
+//! its pointer with it across the switch (`suspend_current`), as it does
+//! its id. A task that makes no request costs two stores and a branch.
+//! Tasks that a waiting `join` or scope runs inline belong to the task
+//! that runs them, and share its storage.
+
+use super::WorkerLocal;
+use std::alloc::{self, Layout};
+use std::ptr::NonNull;
+
+/// Alignment of the storage: enough for any C type (`max_align_t`).
+const ALIGN: usize = 16;
+
+/// One task's storage: `len` zeroed bytes aligned for any C type.
+pub(crate) struct TaskStorage {
+    bytes: NonNull<u8>,
+    len: usize,
+}
+
+impl TaskStorage {
+    fn layout(len: usize) -> Layout {
+        Layout::from_size_align(len.max(1), ALIGN).expect("task storage size fits a layout")
+    }
+
+    fn new(len: usize) -> TaskStorage {
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a nonzero size.
+        let p = unsafe { alloc::alloc_zeroed(layout) };
+        let bytes = NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        TaskStorage { bytes, len }
+    }
+
+    /// Grows to `len` bytes, keeping the contents and zeroing the rest
+    /// (the bytes may move).
+    fn grow(&mut self, len: usize) {
+        if len <= self.len {
+            return;
+        }
+        let new = Self::layout(len);
+        // SAFETY: `bytes` was allocated with `layout(self.len)` (by `new`
+        // or an earlier `grow`); the new size is nonzero and fits a layout.
+        let p = unsafe { alloc::realloc(self.bytes.as_ptr(), Self::layout(self.len), new.size()) };
+        let p = NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(new));
+        // SAFETY: `p` holds `len` bytes, of which the first `self.len` are
+        // the old contents; the rest is ours to zero.
+        unsafe { p.as_ptr().add(self.len).write_bytes(0, len - self.len) };
+        self.bytes = p;
+        self.len = len;
+    }
+}
+
+impl Drop for TaskStorage {
+    fn drop(&mut self) {
+        // SAFETY: allocated with this layout, and dropped once.
+        unsafe { alloc::dealloc(self.bytes.as_ptr(), Self::layout(self.len)) };
+    }
+}
+
+/// The running task's storage, grown to at least `len` bytes (contents
+/// kept, new bytes zeroed; it may move when it grows): its address and
+/// size. `None` outside a task.
+pub(crate) fn get(len: usize) -> Option<(*mut u8, usize)> {
+    let local = WorkerLocal::current().filter(|l| l.in_task())?;
+    let p = local.storage.get();
+    let s = if p.is_null() {
+        let s = Box::into_raw(Box::new(TaskStorage::new(len)));
+        local.storage.set(s);
+        // SAFETY: just made, and owned by the running task.
+        unsafe { &mut *s }
+    } else {
+        // SAFETY: a non-null pointer in `storage` is the running task's
+        // storage (see the module comment), alive until the task ends;
+        // only this thread touches it while the task runs.
+        let s = unsafe { &mut *p };
+        s.grow(len);
+        s
+    };
+    Some((s.bytes.as_ptr(), s.len))
+}
+
+/// The size of the running task's storage: `Some(0)` if it made none yet,
+/// `None` outside a task.
+pub(crate) fn len() -> Option<usize> {
+    let local = WorkerLocal::current().filter(|l| l.in_task())?;
+    let p = local.storage.get();
+    // SAFETY: as in `get`.
+    Some(if p.is_null() { 0 } else { unsafe { (*p).len } })
+}
+
+/// Frees a task's storage when the task has ended (`run_task`).
+#[inline]
+pub(crate) fn release(p: *mut TaskStorage) {
+    if !p.is_null() {
+        // SAFETY: made by `Box::into_raw` in `get` for the task that just
+        // ended; nothing refers to it any more.
+        drop(unsafe { Box::from_raw(p) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskStorage;
+
+    #[test]
+    fn storage_is_zeroed_and_keeps_its_contents_when_it_grows() {
+        let mut s = TaskStorage::new(24);
+        // SAFETY: 24 bytes are ours.
+        let b = unsafe { std::slice::from_raw_parts_mut(s.bytes.as_ptr(), 24) };
+        assert!(b.iter().all(|&x| x == 0));
+        b.copy_from_slice(&[7u8; 24]);
+        assert_eq!(s.bytes.as_ptr() as usize % super::ALIGN, 0);
+        s.grow(4096);
+        // SAFETY: now 4096 bytes are ours.
+        let b = unsafe { std::slice::from_raw_parts(s.bytes.as_ptr(), 4096) };
+        assert!(b[..24].iter().all(|&x| x == 7));
+        assert!(b[24..].iter().all(|&x| x == 0));
+        assert_eq!(s.bytes.as_ptr() as usize % super::ALIGN, 0);
+        s.grow(100); // never shrinks
+        assert_eq!(s.len, 4096);
+    }
+}
