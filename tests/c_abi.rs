@@ -175,7 +175,7 @@ const HEADERS: [&str; 8] = [
     "qthread/cacheline.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 8] = [
+const PROGRAMS: [(&str, &str, &str); 9] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -206,6 +206,11 @@ const PROGRAMS: [(&str, &str, &str); 8] = [
     (
         "tests/c/test_qthread_tasklocal.c",
         "test_qthread_tasklocal",
+        " 0 failed",
+    ),
+    (
+        "tests/c/test_qthread_sched.c",
+        "test_qthread_sched",
         " 0 failed",
     ),
 ];
@@ -441,6 +446,7 @@ fn canon_c(ty: &str) -> String {
             "aligned_t" => "uint64_t",
             "saligned_t" => "int64_t",
             "qthread_shepherd_id_t" | "qthread_worker_id_t" => "unsigned short",
+            "qthread_queue_t" => "void *",
             _ => w,
         };
     }
@@ -567,6 +573,7 @@ fn rust_to_c(ty: &str) -> String {
         "c_long" => "long",
         "c_char" => "char",
         "c_void" | "()" => "void",
+        "u8" => "uint8_t",
         "u64" => "uint64_t",
         "i64" => "int64_t",
         "f32" => "float",

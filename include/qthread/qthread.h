@@ -24,8 +24,8 @@
  * qthread_fork_syncvar_copyargs_to),
  * qthread_fork_copyargs_precond, qthread_fork_*_simple, qthread_fork_net,
  * qthread_trylock, qthread_lock_init/destroy,
- * spinlocks, teams (and the QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM /
- * PARENT / NETWORK flags, refused by qthread_spawn),
+ * spinlocks, qt_team_critical_section and qt_team_eureka (and the
+ * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
  * qthread_worker_unique/local, qthread_syncvar_incrF,
  * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
  * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, loop
@@ -238,10 +238,10 @@ int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
                                   syncvar_t *ret);
 
 /* qthread_spawn feature flags (Qthreads' values). */
-#define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused (teams)             */
+#define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused                     */
 #define QTHREAD_SPAWN_SIMPLE (1 << 1)         /* accepted; tasks may block   */
-#define QTHREAD_SPAWN_NEW_TEAM (1 << 2)       /* refused (teams)             */
-#define QTHREAD_SPAWN_NEW_SUBTEAM (1 << 3)    /* refused (teams)             */
+#define QTHREAD_SPAWN_NEW_TEAM (1 << 2)       /* the task leads a new team   */
+#define QTHREAD_SPAWN_NEW_SUBTEAM (1 << 3)    /* ... a subteam of the caller's */
 #define QTHREAD_SPAWN_RET_SYNCVAR_T (1 << 4)  /* ret is a syncvar_t          */
 #define QTHREAD_SPAWN_RET_SINC (1 << 5)       /* ret is a sinc; submit result */
 #define QTHREAD_SPAWN_RET_SINC_VOID (1 << 6)  /* ret is a sinc; submit NULL  */
@@ -274,7 +274,9 @@ int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
  *  - target_shep: as qthread_fork_to (NO_SHEPHERD: anywhere).
  *  - feature_flag: 0 or the flags above. QTHREAD_SPAWN_SIMPLE is accepted
  *    (the task runs as an ordinary one, which may block);
- *    QTHREAD_SPAWN_LOCAL_PRIORITY is accepted as a hint. The team flags,
+ *    QTHREAD_SPAWN_LOCAL_PRIORITY is accepted as a hint;
+ *    QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM make the task a new team's
+ *    leader (see "teams" below; not both). QTHREAD_SPAWN_PARENT,
  *    QTHREAD_SPAWN_NETWORK and unknown bits are refused.
  * Contexts: a task or an outside thread.
  * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (f NULL, arg NULL with
@@ -372,8 +374,9 @@ qthread_shepherd_id_t qthread_shep(void);
  * NO_WORKER (and NO_SHEPHERD) outside tasks. */
 qthread_worker_id_t qthread_worker(qthread_shepherd_id_t *shep);
 
-/* qthread_num_shepherds, qthread_num_workers - the number of workers; 0
- * before qthread_initialize. */
+/* qthread_num_shepherds - the shepherds scheduling work (as in Qthreads:
+ * those not disabled by qthread_disable_shepherd); qthread_num_workers -
+ * all the worker threads. 0 before qthread_initialize. */
 qthread_shepherd_id_t qthread_num_shepherds(void);
 qthread_worker_id_t qthread_num_workers(void);
 
@@ -385,17 +388,18 @@ qthread_worker_id_t qthread_num_workers(void);
  *   BUSYNESS               tasks waiting on the calling task's worker,
  *                          plus 1; (size_t)-1 outside a task
  *   NODE_BUSYNESS          tasks waiting anywhere plus tasks running
- *   ACTIVE_SHEPHERDS, TOTAL_SHEPHERDS, ACTIVE_WORKERS, TOTAL_WORKERS
- *                          the number of workers (no shepherd is ever
- *                          disabled); 0 without a runtime
+ *   TOTAL_SHEPHERDS, TOTAL_WORKERS
+ *                          the number of workers; 0 without a runtime
+ *   ACTIVE_SHEPHERDS, ACTIVE_WORKERS
+ *                          those not disabled (qthread_disable_shepherd);
+ *                          0 without a runtime
  *   WORKER_OCCUPATION      workers running a task now
  *   CURRENT_SHEPHERD, CURRENT_UNIQUE_WORKER
  *                          the calling task's worker, NO_SHEPHERD outside
  *   CURRENT_WORKER         0 in a task (one worker per shepherd),
  *                          NO_WORKER outside
  *   CURRENT_TEAM, PARENT_TEAM
- *                          1 and 0: every task is in Qthreads' default
- *                          team (teams are not provided)
+ *                          qt_team_id(), qt_team_parent_id()
  * Any other value: (size_t)-1, as Qthreads. */
 enum introspective_state {
     STACK_SIZE,
@@ -421,6 +425,97 @@ size_t qthread_readstate(enum introspective_state type);
  *           shepherd (with a message: fork with qthread_fork_to instead)
  *           or outside a task; QTHREAD_BADARGS for no such shepherd. */
 int qthread_migrate_to(qthread_shepherd_id_t shepherd);
+
+/* ---- shepherd control ---------------------------------------------------- */
+
+/*
+ * qthread_disable_shepherd - shepherd shep stops taking new work: tasks
+ * queued on it (and forked there later) go to the enabled shepherds, and
+ * it runs only the tasks it already started (cantus tasks never move once
+ * started), as they wake. qthread_num_shepherds() and readstate(ACTIVE_*)
+ * count it no more. Shepherd 0 cannot be disabled (as in Qthreads, so one
+ * always runs). Disabling a disabled shepherd succeeds.
+ * qthread_enable_shepherd - lets it take work again (prints the reason
+ * on stderr for no such shepherd or no runtime).
+ * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (no such shepherd),
+ *           QTHREAD_NOT_ALLOWED (shepherd 0, no runtime).
+ */
+int qthread_disable_shepherd(qthread_shepherd_id_t shep);
+void qthread_enable_shepherd(qthread_shepherd_id_t shep);
+
+/* ---- teams ------------------------------------------------------------------
+ *
+ * Every task is in a team: the default team (id 1, parent 0), or the one
+ * it was forked into with QTHREAD_SPAWN_NEW_TEAM (a new team, parent 0)
+ * or QTHREAD_SPAWN_NEW_SUBTEAM (a new team whose parent is the forking
+ * task's team). A task forked by any qthread_fork* / qthread_spawn joins
+ * its forker's team. A new team's first task is its leader; as in
+ * Qthreads, the leader's result is delivered (its ret filled) only when
+ * every task of the team has finished, and every subteam's leader has
+ * delivered: waiting for a leader waits for its whole team. Tasks of
+ * qt_loop*, qt_sinc and cantus_* calls are in the default team.
+ * qt_team_id - the calling task's team id (1 also in the thread that
+ * started the runtime; 0, no team, in other threads).
+ * qt_team_parent_id - its team's parent id (0 for the default team and
+ * for QTHREAD_SPAWN_NEW_TEAM teams).
+ * Team ids are 2 and up, distinct among live teams.
+ */
+unsigned int qt_team_id(void);
+unsigned int qt_team_parent_id(void);
+
+#define qthread_fork_new_team(f, a, r)                                         \
+    qthread_spawn((f), (a), 0, (r), 0, NULL, NO_SHEPHERD, QTHREAD_SPAWN_NEW_TEAM)
+#define qthread_fork_new_subteam(f, a, r)                                      \
+    qthread_spawn((f), (a), 0, (r), 0, NULL, NO_SHEPHERD, QTHREAD_SPAWN_NEW_SUBTEAM)
+#define qthread_fork_new_team_to(f, a, r, p)                                   \
+    qthread_spawn((f), (a), 0, (r), 0, NULL, (p), QTHREAD_SPAWN_NEW_TEAM)
+#define qthread_fork_syncvar_new_team(f, a, r)                                 \
+    qthread_spawn((f), (a), 0, (r), 0, NULL, NO_SHEPHERD,                     \
+                  QTHREAD_SPAWN_NEW_TEAM | QTHREAD_SPAWN_RET_SYNCVAR_T)
+#define qthread_fork_syncvar_new_subteam(f, a, r)                              \
+    qthread_spawn((f), (a), 0, (r), 0, NULL, NO_SHEPHERD,                     \
+                  QTHREAD_SPAWN_NEW_SUBTEAM | QTHREAD_SPAWN_RET_SYNCVAR_T)
+#define qthread_fork_copyargs_new_team(f, a, z, r)                             \
+    qthread_spawn((f), (a), (z), (r), 0, NULL, NO_SHEPHERD, QTHREAD_SPAWN_NEW_TEAM)
+#define qthread_fork_copyargs_new_subteam(f, a, z, r)                          \
+    qthread_spawn((f), (a), (z), (r), 0, NULL, NO_SHEPHERD, QTHREAD_SPAWN_NEW_SUBTEAM)
+
+/* ---- queues of waiting tasks ---------------------------------------------
+ *
+ * qthread_queue_create - a queue that tasks join to wait until another
+ * task releases them. flags: any of the QTHREAD_QUEUE_* below (cantus's
+ * queues are all synchronized and count their waiters, whatever the
+ * flags); QTHREAD_QUEUE_CAPPED admits at most `length` waiters (length is
+ * ignored otherwise). Returns NULL for unknown flags or a cap of 0.
+ * qthread_queue_join - wait in q until released (a task suspends, an
+ *   outside thread blocks); waiters are released oldest first. Returns
+ *   QTHREAD_SUCCESS once released, QTHREAD_OPFAIL at once if a capped
+ *   queue is full (Qthreads drops such a joiner).
+ * qthread_queue_length - how many wait now (Qthreads counts only for
+ *   MULTI_JOIN_LENGTH and CAPPED queues and says 0 for the others).
+ * qthread_queue_release_one - release the oldest waiter; QTHREAD_OPFAIL
+ *   if none waits (undefined in Qthreads).
+ * qthread_queue_release_all - release every waiter (none is fine).
+ * qthread_queue_destroy - free q; QTHREAD_NOT_ALLOWED (q kept) while tasks
+ *   wait in it.
+ * Returns:  QTHREAD_SUCCESS, or as above; QTHREAD_BADARGS for a NULL q,
+ *           QTHREAD_NOT_ALLOWED for a join without a runtime.
+ * Undefined: a handle used after qthread_queue_destroy succeeded.
+ */
+struct qthread_queue_s;
+typedef struct qthread_queue_s *qthread_queue_t;
+
+#define QTHREAD_QUEUE_NO_SYNCH (1 << 0)
+#define QTHREAD_QUEUE_MULTI_JOIN (1 << 1)
+#define QTHREAD_QUEUE_MULTI_JOIN_LENGTH (1 << 2)
+#define QTHREAD_QUEUE_CAPPED (1 << 3)
+
+qthread_queue_t qthread_queue_create(uint8_t flags, aligned_t length);
+int qthread_queue_join(qthread_queue_t q);
+aligned_t qthread_queue_length(qthread_queue_t q);
+int qthread_queue_release_one(qthread_queue_t q);
+int qthread_queue_release_all(qthread_queue_t q);
+int qthread_queue_destroy(qthread_queue_t q);
 
 /* ---- task-local storage and the task's stack ----------------------------- */
 

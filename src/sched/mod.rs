@@ -142,6 +142,30 @@ pub(crate) fn task_stack() -> Option<(usize, usize)> {
     WorkerLocal::current().and_then(|l| l.task_stack())
 }
 
+/// Disables worker `w` of the calling thread's runtime, or enables it
+/// again (`Sleep::set_disabled`): a disabled worker resumes the tasks it
+/// started (they never move) and hands its queued tasks to the enabled
+/// workers. `false` without a runtime or for no such worker.
+pub(crate) fn set_worker_disabled(w: usize, disabled: bool) -> bool {
+    match Registry::current() {
+        Some(reg) if w < reg.workers.len() => {
+            reg.sleep.set_disabled(w, disabled);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// How many workers of the calling thread's runtime are enabled (`None`
+/// without a runtime).
+pub(crate) fn enabled_workers() -> Option<usize> {
+    Registry::current().map(|reg| {
+        (0..reg.workers.len())
+            .filter(|&w| !reg.sleep.is_disabled(w))
+            .count()
+    })
+}
+
 /// How many tasks wait in the calling worker's own deque (`None` on a
 /// thread that is not a worker): Qthreads' "busyness" of a shepherd.
 pub(crate) fn current_queue_len() -> Option<usize> {

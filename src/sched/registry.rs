@@ -195,6 +195,13 @@ impl Registry {
         self.sleep.notify_one();
     }
 
+    /// Puts a task that a worker had queued (and counted as spawned) on
+    /// the injector for the other workers: a disabled worker's hand-on.
+    pub(crate) fn hand_on(&self, task: Task) {
+        self.injector.push(task);
+        self.sleep.notify_one();
+    }
+
     /// Pushes the root task of an outside thread's call (`block_on`, a
     /// `join` or `forall` called from `main`): a worker runs it on a
     /// main-thread-sized stack.

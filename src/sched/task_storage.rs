@@ -1,6 +1,7 @@
-//! Per-task storage: bytes that belong to the running task, made at its
-//! first request and freed when the task ends. The C ABI hands them out
-//! as Qthreads' task-local storage (`qthread_get_tasklocal`).
+//! Per-task storage: what belongs to the running task, made at its first
+//! request and freed when the task ends: bytes, which the C ABI hands out
+//! as Qthreads' task-local storage (`qthread_get_tasklocal`), and a value
+//! the layer that spawned the task attaches to it (the C ABI's team).
 //!
 //! A worker keeps the running task's storage in one pointer
 //! (`WorkerLocal::storage`): `run_task` clears it before a task runs and
@@ -12,28 +13,38 @@
 
 use super::WorkerLocal;
 use std::alloc::{self, Layout};
+use std::any::Any;
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 /// Alignment of the storage: enough for any C type (`max_align_t`).
 const ALIGN: usize = 16;
 
-/// One task's storage: `len` zeroed bytes aligned for any C type.
+/// One task's storage.
+#[derive(Default)]
 pub(crate) struct TaskStorage {
+    bytes: Option<Bytes>,
+    attached: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+/// Task-local bytes: `len` of them, zeroed when made, aligned for any C
+/// type.
+struct Bytes {
     bytes: NonNull<u8>,
     len: usize,
 }
 
-impl TaskStorage {
+impl Bytes {
     fn layout(len: usize) -> Layout {
         Layout::from_size_align(len.max(1), ALIGN).expect("task storage size fits a layout")
     }
 
-    fn new(len: usize) -> TaskStorage {
+    fn new(len: usize) -> Bytes {
         let layout = Self::layout(len);
         // SAFETY: the layout has a nonzero size.
         let p = unsafe { alloc::alloc_zeroed(layout) };
         let bytes = NonNull::new(p).unwrap_or_else(|| alloc::handle_alloc_error(layout));
-        TaskStorage { bytes, len }
+        Bytes { bytes, len }
     }
 
     /// Grows to `len` bytes, keeping the contents and zeroing the rest
@@ -55,42 +66,77 @@ impl TaskStorage {
     }
 }
 
-impl Drop for TaskStorage {
+impl Drop for Bytes {
     fn drop(&mut self) {
         // SAFETY: allocated with this layout, and dropped once.
         unsafe { alloc::dealloc(self.bytes.as_ptr(), Self::layout(self.len)) };
     }
 }
 
-/// The running task's storage, grown to at least `len` bytes (contents
-/// kept, new bytes zeroed; it may move when it grows): its address and
-/// size. `None` outside a task.
-pub(crate) fn get(len: usize) -> Option<(*mut u8, usize)> {
+/// The running task's storage, made if it has none yet; `None` outside
+/// a task.
+fn current() -> Option<&'static mut TaskStorage> {
     let local = WorkerLocal::current().filter(|l| l.in_task())?;
-    let p = local.storage.get();
-    let s = if p.is_null() {
-        let s = Box::into_raw(Box::new(TaskStorage::new(len)));
-        local.storage.set(s);
-        // SAFETY: just made, and owned by the running task.
-        unsafe { &mut *s }
-    } else {
-        // SAFETY: a non-null pointer in `storage` is the running task's
-        // storage (see the module comment), alive until the task ends;
-        // only this thread touches it while the task runs.
-        let s = unsafe { &mut *p };
-        s.grow(len);
-        s
-    };
-    Some((s.bytes.as_ptr(), s.len))
+    let mut p = local.storage.get();
+    if p.is_null() {
+        p = Box::into_raw(Box::default());
+        local.storage.set(p);
+    }
+    // SAFETY: a non-null pointer in `storage` is the running task's
+    // storage (see the module comment), alive until the task ends; only
+    // this thread touches it while the task runs, and callers keep the
+    // reference within one call that does not switch tasks.
+    Some(unsafe { &mut *p })
 }
 
-/// The size of the running task's storage: `Some(0)` if it made none yet,
-/// `None` outside a task.
-pub(crate) fn len() -> Option<usize> {
+/// The running task's storage if it has some (never makes it).
+fn existing() -> Option<&'static TaskStorage> {
     let local = WorkerLocal::current().filter(|l| l.in_task())?;
-    let p = local.storage.get();
-    // SAFETY: as in `get`.
-    Some(if p.is_null() { 0 } else { unsafe { (*p).len } })
+    // SAFETY: as in `current`.
+    unsafe { local.storage.get().as_ref() }
+}
+
+/// The running task's bytes, grown to at least `len` (contents kept, new
+/// bytes zeroed; they may move when they grow): their address and size.
+/// `None` outside a task.
+pub(crate) fn bytes(len: usize) -> Option<(*mut u8, usize)> {
+    let s = current()?;
+    let b = match &mut s.bytes {
+        Some(b) => {
+            b.grow(len);
+            b
+        }
+        none => none.insert(Bytes::new(len)),
+    };
+    Some((b.bytes.as_ptr(), b.len))
+}
+
+/// The size of the running task's bytes: `Some(0)` if it made none yet,
+/// `None` outside a task.
+pub(crate) fn bytes_len() -> Option<usize> {
+    WorkerLocal::current().filter(|l| l.in_task())?;
+    Some(
+        existing()
+            .and_then(|s| s.bytes.as_ref())
+            .map_or(0, |b| b.len),
+    )
+}
+
+/// Attaches `value` to the running task (replacing what was attached);
+/// `false` outside a task.
+pub(crate) fn attach(value: Arc<dyn Any + Send + Sync>) -> bool {
+    match current() {
+        Some(s) => {
+            s.attached = Some(value);
+            true
+        }
+        None => false,
+    }
+}
+
+/// What is attached to the running task, if anything.
+pub(crate) fn attached() -> Option<Arc<dyn Any + Send + Sync>> {
+    existing()?.attached.clone()
 }
 
 /// Frees a task's storage when the task has ended (`run_task`).
@@ -105,11 +151,9 @@ pub(crate) fn release(p: *mut TaskStorage) {
 
 #[cfg(test)]
 mod tests {
-    use super::TaskStorage;
-
     #[test]
     fn storage_is_zeroed_and_keeps_its_contents_when_it_grows() {
-        let mut s = TaskStorage::new(24);
+        let mut s = super::Bytes::new(24);
         // SAFETY: 24 bytes are ours.
         let b = unsafe { std::slice::from_raw_parts_mut(s.bytes.as_ptr(), 24) };
         assert!(b.iter().all(|&x| x == 0));

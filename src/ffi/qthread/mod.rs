@@ -4,7 +4,8 @@
 //! of the last failure is `cantus_last_error()`.
 //!
 //! Mapping: a Qthreads *shepherd* is a cantus worker, and each has one
-//! *worker* thread, so `qthread_num_shepherds() == qthread_num_workers()`.
+//! *worker* thread, so `qthread_num_shepherds() == qthread_num_workers()`
+//! while no shepherd is disabled.
 //! The thread that calls `qthread_initialize` stays an outside thread
 //! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
 //! `qthread_id()` is 1, as Qthreads' main thread's.
@@ -15,11 +16,14 @@ pub(crate) mod buf;
 pub mod feb;
 pub mod qloop;
 pub mod qtimer;
+pub mod queue;
 pub mod qutil;
+pub mod shepherds;
 pub mod sinc;
 pub mod spawn;
 pub mod state;
 pub mod tasklocal;
+pub mod team;
 
 use super::Code;
 use super::error::{self, Fail, boundary};
@@ -226,23 +230,30 @@ impl Ret {
     }
 }
 
-/// The body of a forked task: runs `f(arg)`, fills `ret` with its result.
+/// The body of a forked task: runs `f(arg)` in the forking task's team,
+/// fills `ret` with its result.
 fn forked(
     f: unsafe extern "C" fn(*mut c_void) -> u64,
     arg: Arg,
     ret: Ret,
 ) -> impl FnOnce() + Send + 'static {
+    let team = team::for_fork(false, false);
     move || {
         let r = panic::catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: the caller of qthread_fork promises f(arg) may run on a worker.
-            let v = unsafe { f(arg.get()) };
-            let ret = ret.get();
-            if !ret.is_null() {
-                // SAFETY: checked non-null and aligned at fork; the caller
-                // keeps it valid until filled.
-                let w = unsafe { &*(ret as *const std::sync::atomic::AtomicU64) };
-                engine::set(&WordSite(w), true, Some(v));
-            }
+            team.run(
+                // SAFETY: the caller of qthread_fork promises f(arg) may
+                // run on a worker.
+                || unsafe { f(arg.get()) },
+                |v| {
+                    let ret = ret.get();
+                    if !ret.is_null() {
+                        // SAFETY: checked non-null and aligned at fork; the
+                        // caller keeps it valid until filled.
+                        let w = unsafe { &*(ret as *const std::sync::atomic::AtomicU64) };
+                        engine::set(&WordSite(w), true, Some(v));
+                    }
+                },
+            )
         }));
         if r.is_err() {
             eprintln!("cantus: internal error in a task forked by qthread_fork (message above)");
@@ -376,10 +387,18 @@ fn workers() -> c_ushort {
     })
 }
 
-/// qthread_num_shepherds: the number of shepherds (workers), 0 if none run.
+/// qthread_num_shepherds: the number of shepherds (workers) scheduling
+/// work, as in Qthreads: those not disabled; 0 if none run.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_num_shepherds() -> c_ushort {
-    workers()
+    error::guarded(0, || {
+        let n = if lifecycle::running() {
+            crate::sched::enabled_workers().unwrap_or(0)
+        } else {
+            0
+        };
+        n.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
+    })
 }
 
 /// qthread_migrate_to: cantus tasks never move once started (`sched/README.md`),

@@ -10,6 +10,7 @@
 
 use super::feb::Syncvar;
 use super::sinc::{self, QtSinc};
+use super::team::{self, Membership};
 use super::{NO_SHEPHERD, QthreadF, buf::AlignedBuf, place, qt};
 use crate::ffi::error::{EINVAL, ENOTSUP, Fail};
 use crate::ffi::feb::engine::{self, Op};
@@ -44,6 +45,8 @@ const SPAWN_LOCAL_PRIORITY: c_uint = 1 << 9;
 const SPAWN_NETWORK: c_uint = 1 << 10;
 
 const SUPPORTED: c_uint = SPAWN_SIMPLE
+    | SPAWN_NEW_TEAM
+    | SPAWN_NEW_SUBTEAM
     | SPAWN_RET_SYNCVAR_T
     | SPAWN_RET_SINC
     | SPAWN_RET_SINC_VOID
@@ -120,12 +123,19 @@ enum TaskArg {
     Copy(AlignedBuf),
 }
 
-/// Runs `f(arg)` and delivers its result; a panic inside cantus is
-/// reported, never unwound into the worker.
-fn run(f: unsafe extern "C" fn(*mut c_void) -> u64, arg: *mut c_void, ret: RetLoc) {
-    // SAFETY: the caller of qthread_spawn promises f(arg) may run on a worker.
-    let v = unsafe { f(arg) };
-    ret.deliver(v);
+/// Runs `f(arg)` in its team and delivers its result.
+fn run(
+    f: unsafe extern "C" fn(*mut c_void) -> u64,
+    arg: *mut c_void,
+    ret: RetLoc,
+    team: Membership,
+) {
+    team.run(
+        // SAFETY: the caller of qthread_spawn promises f(arg) may run on
+        // a worker.
+        || unsafe { f(arg) },
+        |v| ret.deliver(v),
+    );
 }
 
 fn guard(body: impl FnOnce()) {
@@ -286,7 +296,7 @@ unsafe fn spawn(
             ENOTSUP,
             format!(
                 "{call}: feature flags {unsupported:#x} ({}) are not supported by cantus \
-                 (teams and the network layer are left out; see qthread.h)",
+                 (QTHREAD_SPAWN_PARENT and the network layer are left out; see qthread.h)",
                 if names.is_empty() {
                     "unknown bits".to_string()
                 } else {
@@ -307,12 +317,21 @@ unsafe fn spawn(
     } else {
         Vec::new()
     };
+    if flags & SPAWN_NEW_TEAM != 0 && flags & SPAWN_NEW_SUBTEAM != 0 {
+        return Err(Fail::new(
+            EINVAL,
+            format!("{call}: QTHREAD_SPAWN_NEW_TEAM and QTHREAD_SPAWN_NEW_SUBTEAM together"),
+        ));
+    }
     let ret = ret_location(call, ret, flags)?;
     let syncvars = flags & SPAWN_PC_SYNCVAR_T != 0;
+    let team = team::for_fork(flags & SPAWN_NEW_TEAM != 0, flags & SPAWN_NEW_SUBTEAM != 0);
     if pre.is_empty() && arg_size == 0 {
-        // The common case: four words, inline in the task (no allocation).
+        // The common case: no allocation beyond the task's own.
         let arg = Arg(arg.cast_mut());
-        return place(call, target, move || guard(move || run(f, arg.get(), ret)));
+        return place(call, target, move || {
+            guard(move || run(f, arg.get(), ret, team))
+        });
     }
     let mut targ = if arg_size > 0 {
         // SAFETY: the caller promises `arg` holds arg_size readable bytes.
@@ -327,7 +346,7 @@ unsafe fn spawn(
                 TaskArg::Ptr(a) => a.get(),
                 TaskArg::Copy(b) => b.as_mut_ptr().cast(),
             };
-            run(f, argp, ret);
+            run(f, argp, ret, team);
         })
     };
     place(call, target, body)

@@ -59,14 +59,19 @@ fn readstate(which: c_int) -> usize {
         NODE_BUSYNESS => crate::query::snapshot().map_or(0, |s| (s.queued + s.running) as usize),
         WORKER_OCCUPATION => crate::query::snapshot().map_or(0, |s| s.running as usize),
         // No shepherd is ever disabled: every one is active.
-        ACTIVE_SHEPHERDS | TOTAL_SHEPHERDS | ACTIVE_WORKERS | TOTAL_WORKERS => workers,
+        TOTAL_SHEPHERDS | TOTAL_WORKERS => workers,
+        // One worker per shepherd: a disabled shepherd's worker is idle.
+        ACTIVE_SHEPHERDS | ACTIVE_WORKERS if running => {
+            crate::sched::enabled_workers().unwrap_or(0)
+        }
+        ACTIVE_SHEPHERDS | ACTIVE_WORKERS => 0,
         CURRENT_SHEPHERD | CURRENT_UNIQUE_WORKER => worker.unwrap_or(no_worker),
         // One worker per shepherd: a task's worker is its shepherd's 0th.
         CURRENT_WORKER => worker.map_or(no_worker, |_| 0),
         // No teams yet: every task is in Qthreads' default team (1), whose
         // parent is none (0).
-        CURRENT_TEAM => 1,
-        PARENT_TEAM => 0,
+        CURRENT_TEAM => super::team::team_id() as usize,
+        PARENT_TEAM => super::team::parent_team_id() as usize,
         _ => UNKNOWN,
     }
 }

@@ -38,7 +38,7 @@ pub extern "C" fn qthread_get_tasklocal(size: c_uint) -> *mut c_void {
     let call = "qthread_get_tasklocal";
     error::guarded(std::ptr::null_mut(), || {
         let want = (size as usize).max(default_size());
-        match crate::sched::task_storage::get(want) {
+        match crate::sched::task_storage::bytes(want) {
             Some((p, _)) => p.cast(),
             None => {
                 error::record(Fail::new(
@@ -59,7 +59,7 @@ pub extern "C" fn qthread_get_tasklocal(size: c_uint) -> *mut c_void {
 /// more); 0 outside a task.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_size_tasklocal() -> c_uint {
-    error::guarded(0, || match crate::sched::task_storage::len() {
+    error::guarded(0, || match crate::sched::task_storage::bytes_len() {
         None => 0,
         Some(n) => n.max(default_size()).min(c_uint::MAX as usize) as c_uint,
     })

@@ -18,6 +18,9 @@ struct WorkerSleep {
     /// Set (by its own worker, before S3) while it sleeps parked in the
     /// driver instead of on `wake`: a notifier must also unpark the driver.
     in_driver: AtomicBool,
+    /// The worker is disabled (`set_disabled`): it takes no work that any
+    /// worker may take, so `notify_one` never picks it.
+    disabled: AtomicBool,
 }
 
 /// Blocks a worker in the driver (see `sleep_in`): `park(timeout)`, and
@@ -59,6 +62,7 @@ impl Sleep {
                         lock: Mutex::new(()),
                         wake: Condvar::new(),
                         in_driver: AtomicBool::new(false),
+                        disabled: AtomicBool::new(false),
                     })
                 })
                 .collect(),
@@ -235,8 +239,33 @@ impl Sleep {
         }
     }
 
+    /// Disables worker `w` (or enables it again): a disabled worker takes
+    /// only work that is its own (its resume queue, its timers), so
+    /// `notify_one` passes it by and wakes an enabled one. Enabling wakes
+    /// it, to take shared work again.
+    pub(crate) fn set_disabled(&self, w: usize, disabled: bool) {
+        // Relaxed: a scheduling policy read by the worker's own loop; the
+        // notification below (an RMW pair, N1/S1) orders what matters.
+        self.workers[w].disabled.store(disabled, Ordering::Relaxed);
+        if !disabled {
+            self.notify_worker(w);
+        }
+    }
+
+    /// Whether worker `w` is disabled (`set_disabled`).
+    #[inline]
+    pub(crate) fn is_disabled(&self, w: usize) -> bool {
+        self.workers[w].disabled.load(Ordering::Relaxed)
+    }
+
     fn wake_any(&self) {
         for ws in self.workers.iter() {
+            // A disabled worker would not take the work: skipping it
+            // leaves the wake-up to an enabled one, which is either awake
+            // (and its S2 re-check sees the work) or found here.
+            if ws.disabled.load(Ordering::Relaxed) {
+                continue;
+            }
             if ws.state.fetch_or(0, Ordering::AcqRel) != AWAKE && self.wake(ws) {
                 return;
             }

@@ -46,6 +46,9 @@ impl WorkerLocal {
         let mut victim = self.index;
         loop {
             self.answer_report();
+            // Disabled: wait for its own work only (read each round, so
+            // that enabling it, which wakes it, takes effect).
+            let disabled = self.disabled();
             // Leaves only for program work: a poll that took only control
             // frames (a deadlock probe) counts 0, and a frame still in the
             // driver is taken by the next round's poll, not by leaving
@@ -58,7 +61,12 @@ impl WorkerLocal {
                 break;
             }
             victim = (victim + 1) % workers;
-            if self.has_work_probing(victim) || reg.terminate.load(Ordering::Acquire) {
+            let work = if disabled {
+                self.has_own_work()
+            } else {
+                self.has_work_probing(victim)
+            };
+            if work || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
             // While an outside thread waits for a short operation (e.g.
@@ -113,8 +121,11 @@ impl WorkerLocal {
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
             bump(&c.parks, 1);
             let has_work = || {
-                self.has_work()
-                    || reg.terminate.load(Ordering::Acquire)
+                (if disabled {
+                    self.has_own_work()
+                } else {
+                    self.has_work()
+                }) || reg.terminate.load(Ordering::Acquire)
                     || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
             };
             // One sleeping worker at a time parks in the driver (when it
@@ -136,7 +147,12 @@ impl WorkerLocal {
             {
                 bump(&c.woken, 1);
             }
-            if self.has_task_work() || reg.terminate.load(Ordering::Acquire) {
+            let work = if disabled {
+                self.has_own_work()
+            } else {
+                self.has_task_work()
+            };
+            if work || reg.terminate.load(Ordering::Acquire) {
                 break;
             }
             // Woken for a frame in the driver (the next round polls it),

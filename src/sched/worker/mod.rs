@@ -363,13 +363,30 @@ impl WorkerLocal {
                     continue;
                 }
             }
+            let disabled = self.disabled();
             if let Some(t) = self.pop() {
-                self.start(t);
+                if disabled {
+                    // A disabled worker hands its queued tasks to the
+                    // enabled ones (Qthreads' inactive shepherd).
+                    reg.hand_on(t);
+                } else {
+                    self.start(t);
+                }
                 continue;
             }
             let yielded = self.yielded.borrow_mut().pop_front();
             if let Some(slot) = yielded {
                 self.resume(slot);
+                continue;
+            }
+            if disabled {
+                if reg.terminate.load(Ordering::Acquire)
+                    && self.timers.borrow().is_empty()
+                    && self.blocked_here() == 0
+                {
+                    break;
+                }
+                self.idle_wait();
                 continue;
             }
             if let Some(t) = reg.roots.pop() {

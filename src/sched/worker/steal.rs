@@ -25,6 +25,10 @@ impl WorkerLocal {
         if let Some(t) = self.handoff.take() {
             return Some(t);
         }
+        if self.disabled() {
+            // Its queued tasks go to enabled workers (`run`).
+            return None;
+        }
         if let Some(t) = self.pop() {
             return Some(t);
         }
@@ -106,6 +110,27 @@ impl WorkerLocal {
     /// its cache at 16 workers.
     pub(super) fn has_work_probing(&self, victim: usize) -> bool {
         self.has_work_here() || !self.registry.workers[victim].stealer.is_empty()
+    }
+
+    /// Whether this worker is disabled (`Sleep::set_disabled`): it then
+    /// resumes only its own started tasks, and hands its queued ones to
+    /// the enabled workers.
+    #[inline]
+    pub(super) fn disabled(&self) -> bool {
+        self.registry.sleep.is_disabled(self.index)
+    }
+
+    /// The work a disabled worker takes: its own started tasks (woken,
+    /// yielded or due), and queued tasks to hand on.
+    pub(super) fn has_own_work(&self) -> bool {
+        !self.shared().resume.is_empty()
+            || !self.deque.is_empty()
+            || !self.yielded.borrow().is_empty()
+            || self
+                .timers
+                .borrow()
+                .peek()
+                .is_some_and(|Reverse((d, _))| *d <= Instant::now())
     }
 
     /// Work that is not in another worker's deque, nor in the driver.

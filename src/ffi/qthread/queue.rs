@@ -1,0 +1,224 @@
+//! `qthread_queue_*`: queues that tasks join to wait until another task
+//! releases them (one, or all). cantus keeps one kind of queue for every
+//! flag: a FIFO of waiters under a mutex, each waiter a write-once
+//! variable of the one full/empty engine on which the joiner blocks (a
+//! task suspends, an outside thread blocks as a thread), so a waiting
+//! join shows in the deadlock report like any read of a variable.
+
+use super::qt;
+use crate::SingleVar;
+use crate::ffi::error::{self, Fail};
+use crate::ffi::lifecycle::require_runtime;
+use std::collections::VecDeque;
+use std::ffi::{c_int, c_void};
+use std::sync::{Arc, Mutex};
+
+/// `QTHREAD_QUEUE_NO_SYNCH`: Qthreads' unsynchronized queue (cantus's is
+/// always synchronized).
+const NO_SYNCH: u8 = 1 << 0;
+/// `QTHREAD_QUEUE_MULTI_JOIN`.
+const MULTI_JOIN: u8 = 1 << 1;
+/// `QTHREAD_QUEUE_MULTI_JOIN_LENGTH`.
+const MULTI_JOIN_LENGTH: u8 = 1 << 2;
+/// `QTHREAD_QUEUE_CAPPED`: at most `length` waiters.
+const CAPPED: u8 = 1 << 3;
+/// `QTHREAD_OPFAIL`.
+const QTHREAD_OPFAIL: c_int = -7;
+
+/// A queue of waiting tasks (`qthread_queue_t` points at one).
+pub struct Queue {
+    waiters: Mutex<VecDeque<Arc<SingleVar<()>>>>,
+    /// `QTHREAD_QUEUE_CAPPED`'s limit on waiters.
+    cap: Option<usize>,
+}
+
+impl Queue {
+    fn waiters(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<SingleVar<()>>>> {
+        // A panic never happens under this lock (pushes and pops only), so
+        // a poisoned lock still holds a consistent queue.
+        self.waiters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The queue behind a handle, or `QTHREAD_BADARGS` for NULL.
+///
+/// # Safety
+/// `q` is NULL or a handle from `qthread_queue_create` not yet destroyed.
+unsafe fn queue<'a>(call: &str, q: *mut c_void) -> Result<&'a Queue, Fail> {
+    // SAFETY: per the contract, a non-null handle is a live Queue.
+    unsafe { q.cast::<Queue>().as_ref() }.ok_or_else(|| Fail::null(call, "q"))
+}
+
+/// qthread_queue_create: a new, empty queue. `flags`: any of Qthreads'
+/// `QTHREAD_QUEUE_*` (every kind is synchronized on cantus, and counts
+/// its waiters); `QTHREAD_QUEUE_CAPPED` admits at most `length` waiters.
+/// NULL for unknown flags or a cap of 0 (with `cantus_last_error`).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_queue_create(flags: u8, length: u64) -> *mut c_void {
+    let call = "qthread_queue_create";
+    let made = error::boundary(call, || {
+        if flags & !(NO_SYNCH | MULTI_JOIN | MULTI_JOIN_LENGTH | CAPPED) != 0 {
+            return Err(Fail::new(
+                error::EINVAL,
+                format!("{call}: unknown flags {flags:#x} (QTHREAD_QUEUE_* only)"),
+            ));
+        }
+        let cap = if flags & CAPPED != 0 {
+            if length == 0 {
+                return Err(Fail::new(
+                    error::EINVAL,
+                    format!("{call}: QTHREAD_QUEUE_CAPPED with length 0 admits no waiter"),
+                ));
+            }
+            Some(usize::try_from(length).unwrap_or(usize::MAX))
+        } else {
+            None
+        };
+        let q = Box::new(Queue {
+            waiters: Mutex::new(VecDeque::new()),
+            cap,
+        });
+        Ok(Made(Box::into_raw(q).cast()))
+    });
+    made.0
+}
+
+/// A created handle, or NULL from a failure's code (`boundary`'s `T`).
+struct Made(*mut c_void);
+
+impl From<crate::ffi::Code> for Made {
+    fn from(_: crate::ffi::Code) -> Made {
+        Made(std::ptr::null_mut())
+    }
+}
+
+/// qthread_queue_join: waits in `q` until a release lets the caller go
+/// (waiters leave in the order they joined).
+///
+/// # Safety
+/// `q` is NULL or a live queue handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_queue_join(q: *mut c_void) -> c_int {
+    let call = "qthread_queue_join";
+    let mut full = false;
+    let code = qt(call, || {
+        require_runtime(call)?;
+        // SAFETY: per the contract.
+        let q = unsafe { queue(call, q)? };
+        let me = Arc::new(SingleVar::new());
+        {
+            let mut w = q.waiters();
+            if q.cap.is_some_and(|cap| w.len() >= cap) {
+                full = true;
+                return Err(Fail::new(
+                    error::EBUSY,
+                    format!(
+                        "{call}: the capped queue holds its {} waiters already",
+                        w.len()
+                    ),
+                ));
+            }
+            w.push_back(me.clone());
+        }
+        me.read();
+        Ok(())
+    });
+    if full { QTHREAD_OPFAIL } else { code }
+}
+
+/// qthread_queue_length: how many wait in `q` now (every kind counts).
+///
+/// # Safety
+/// `q` is NULL or a live queue handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_queue_length(q: *mut c_void) -> u64 {
+    error::guarded(0, || {
+        // SAFETY: per the contract.
+        match unsafe { queue("qthread_queue_length", q) } {
+            Ok(q) => q.waiters().len() as u64,
+            Err(f) => {
+                error::record(f);
+                0
+            }
+        }
+    })
+}
+
+/// Releases up to `n` waiters of `q`, oldest first; how many it released.
+fn release(q: &Queue, n: usize) -> usize {
+    let woken: Vec<_> = {
+        let mut w = q.waiters();
+        let k = n.min(w.len());
+        w.drain(..k).collect()
+    };
+    for v in &woken {
+        // Each waiter is written once, by the release that popped it.
+        let _ = v.try_write(());
+    }
+    woken.len()
+}
+
+/// qthread_queue_release_one: lets the oldest waiter of `q` go.
+/// `QTHREAD_OPFAIL` if none waits (Qthreads leaves that undefined).
+///
+/// # Safety
+/// `q` is NULL or a live queue handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_queue_release_one(q: *mut c_void) -> c_int {
+    let call = "qthread_queue_release_one";
+    let mut empty = false;
+    let code = qt(call, || {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(call, q)? };
+        if release(q, 1) == 0 {
+            empty = true;
+            return Err(Fail::new(
+                error::EBUSY,
+                format!("{call}: no task waits in the queue"),
+            ));
+        }
+        Ok(())
+    });
+    if empty { QTHREAD_OPFAIL } else { code }
+}
+
+/// qthread_queue_release_all: lets every waiter of `q` go (none is fine).
+///
+/// # Safety
+/// `q` is NULL or a live queue handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_queue_release_all(q: *mut c_void) -> c_int {
+    let call = "qthread_queue_release_all";
+    qt(call, || {
+        // SAFETY: per the contract.
+        let q = unsafe { queue(call, q)? };
+        release(q, usize::MAX);
+        Ok(())
+    })
+}
+
+/// qthread_queue_destroy: frees `q`. Refused (`QTHREAD_NOT_ALLOWED`, the
+/// queue kept) while tasks wait in it: they would never be released.
+///
+/// # Safety
+/// `q` is NULL or a live queue handle; no call uses it after this one
+/// succeeds.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_queue_destroy(q: *mut c_void) -> c_int {
+    let call = "qthread_queue_destroy";
+    qt(call, || {
+        // SAFETY: per the contract.
+        let queue = unsafe { queue(call, q)? };
+        let waiting = queue.waiters().len();
+        if waiting > 0 {
+            return Err(Fail::new(
+                error::ECONTEXT,
+                format!("{call}: {waiting} task(s) still wait in the queue; release them first"),
+            ));
+        }
+        // SAFETY: made by Box::into_raw in qthread_queue_create; the
+        // caller uses the handle no more.
+        drop(unsafe { Box::from_raw(q.cast::<Queue>()) });
+        Ok(())
+    })
+}
