@@ -61,7 +61,7 @@ pub use par::{
     DEFAULT_GRAIN, Forall, Schedule, Scope, TaskGroup, TaskList, begin, coforall, forall,
     forall_chunks_mut, forall_mut, join, scope, try_begin,
 };
-pub use query::{sleep, yield_now};
+pub use query::{blocking, sleep, yield_now};
 pub use runtime::{OutsideActivity, Runtime, run};
 pub use sync::{SingleVar, SyncVar};
 

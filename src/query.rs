@@ -51,6 +51,61 @@ pub fn sleep(duration: Duration) {
     }
 }
 
+/// Runs `call`, which blocks its thread (a system call: a read from a
+/// pipe or socket, a wait for a child process), without holding up the
+/// task's worker: in a task, the task moves to a blocking-call thread of
+/// the runtime for the length of `call` and then comes back, and its
+/// worker runs other tasks meanwhile (Qthreads' `qt_begin_blocking_action`
+/// and `qt_end_blocking_action`). So a task may wait for I/O that another
+/// task of the same worker is to produce.
+///
+/// While it runs there, `call` is on another OS thread, as in an outside
+/// thread: cantus's waits (a `SyncVar` read, a join) block that thread,
+/// and queries answer as for an outside thread. Hence `call` and its
+/// result must be `Send`. A panic in `call` comes home and continues in
+/// the task.
+///
+/// Also counted as outside activity while it runs, so a deadlock is not
+/// reported while every other task waits for what `call` will bring. In
+/// an outside thread (or in an inline remote call, which may not leave
+/// its worker) `call` simply runs where it is, declared as activity.
+///
+/// ```
+/// let rt = cantus::Runtime::new().unwrap();
+/// let got = rt.block_on(|| {
+///     cantus::blocking(|| {
+///         // A blocking system call, off the worker.
+///         std::fs::read_to_string("/proc/self/status").map(|s| !s.is_empty())
+///     })
+/// });
+/// assert!(got.unwrap());
+/// ```
+pub fn blocking<F, R>(call: F) -> R
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    crate::sched::body_may_go_away(|| away_and_back(call))
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// `blocking`'s switch and back, in a frame of its own: `call` runs away
+/// and nothing else of this frame runs after the switch but returning,
+/// so no thread-local address computed on one thread is used on the
+/// other (`sched/README.md`, "Blocking calls"). A panic comes home as a
+/// value, to continue on the task's own thread.
+#[inline(never)]
+fn away_and_back<F, R>(call: F) -> std::thread::Result<R>
+where
+    F: FnOnce() -> R + Send,
+    R: Send,
+{
+    crate::sched::begin_blocking();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(call));
+    crate::sched::end_blocking();
+    r
+}
+
 /// A snapshot of the runtime's task counts. Counts are summed from
 /// per-worker counters without stopping the workers, so while tasks run
 /// they are approximate.

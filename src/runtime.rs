@@ -248,6 +248,7 @@ impl Runtime {
         for h in self.threads.drain(..) {
             worker_panicked |= h.join().is_err();
         }
+        self.registry.blocking.shutdown();
         Registry::uninstall();
         crate::am::chant::at_shutdown(here);
         #[cfg(not(loom))]

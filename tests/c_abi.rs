@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 8] = [
+const HEADERS: [&str; 9] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -173,9 +173,10 @@ const HEADERS: [&str; 8] = [
     "qthread/qtimer.h",
     "qthread/qutil.h",
     "qthread/cacheline.h",
+    "qthread/io.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 9] = [
+const PROGRAMS: [(&str, &str, &str); 10] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -213,6 +214,7 @@ const PROGRAMS: [(&str, &str, &str); 9] = [
         "test_qthread_sched",
         " 0 failed",
     ),
+    ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
 ];
 
 #[test]
@@ -414,7 +416,7 @@ fn headers_compile_as_cplusplus() {
         &src,
         "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
          #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
-         #include <qthread/qutil.h>\n#include <qthread/cacheline.h>\n\
+         #include <qthread/qutil.h>\n#include <qthread/cacheline.h>\n#include <qthread/io.h>\n\
          static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
          int main() { bool b = true; aligned_t r, p = 0;\n\
          qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\

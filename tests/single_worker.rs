@@ -1,19 +1,13 @@
 //! One worker: yield and sleep must let the worker's other tasks run,
 //! since nothing else would.
 
-use std::sync::OnceLock;
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 fn rt() -> &'static cantus::Runtime {
-    static RT: OnceLock<cantus::Runtime> = OnceLock::new();
-    RT.get_or_init(|| {
-        cantus::Runtime::builder()
-            .workers(1)
-            .ignore_environment()
-            .build()
-            .unwrap()
-    })
+    common::one_worker_rt()
 }
 
 #[test]

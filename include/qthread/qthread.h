@@ -14,7 +14,7 @@
  *
  * Headers: qthread/qthread.h (this one), qthread/sinc.h, qthread/qloop.h,
  * qthread/barrier.h, qthread/qtimer.h, qthread/qutil.h,
- * qthread/cacheline.h; <qthread.h> includes this one.
+ * qthread/cacheline.h, qthread/io.h; <qthread.h> includes this one.
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *

@@ -47,7 +47,7 @@ pub unsafe extern "C" fn cantus_spawn(f: CantusTaskFn, arg: *mut c_void) -> Code
         require_runtime("cantus_spawn")?;
         let arg = Arg(arg);
         // SAFETY: the caller promises f(arg) may run on a worker.
-        crate::try_begin(move || unsafe { f(arg.get()) })
+        crate::try_begin(move || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) }))
             .map_err(|_| Fail::no_runtime("cantus_spawn"))?;
         Ok(OK)
     })
@@ -64,8 +64,11 @@ pub unsafe extern "C" fn cantus_coforall(n: usize, f: CantusIndexFn, arg: *mut c
         let f = f.ok_or_else(|| Fail::null("cantus_coforall", "fn"))?;
         require_runtime("cantus_coforall")?;
         let arg = Arg(arg);
-        // SAFETY: the caller promises f may run concurrently with arg.
-        crate::coforall(n, move |i| unsafe { f(i, arg.get()) });
+        crate::coforall(n, move |i| {
+            // SAFETY: the caller promises the function may run concurrently
+            // with its argument on any worker.
+            crate::sched::body_may_go_away(|| unsafe { f(i, arg.get()) })
+        });
         Ok(OK)
     })
 }
@@ -81,7 +84,7 @@ pub unsafe extern "C" fn cantus_call(f: CantusTaskFn, arg: *mut c_void) -> Code 
         require_runtime("cantus_call")?;
         let arg = Arg(arg);
         // SAFETY: the caller promises f(arg) may run on a worker.
-        let body = move || unsafe { f(arg.get()) };
+        let body = move || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) });
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             body();
         } else {
@@ -146,8 +149,11 @@ pub unsafe extern "C" fn cantus_task_list_execute(list: *mut CantusTaskList) -> 
         require_runtime("cantus_task_list_execute")?;
         let tasks = std::mem::take(&mut list.tasks);
         let tasks = &tasks;
-        // SAFETY: the caller promises each f(arg) may run on a worker.
-        crate::coforall(tasks.len(), |i| unsafe { (tasks[i].0)(tasks[i].1.get()) });
+        crate::coforall(tasks.len(), |i| {
+            // SAFETY: the caller promises the function may run concurrently
+            // with its argument on any worker.
+            crate::sched::body_may_go_away(|| unsafe { (tasks[i].0)(tasks[i].1.get()) })
+        });
         Ok(OK)
     })
 }

@@ -24,6 +24,7 @@ pub(crate) use outside::{
 };
 pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
+pub(crate) use worker::away::{begin as begin_blocking, body_may_go_away, end as end_blocking};
 
 use block::BlockKind;
 

@@ -9,6 +9,7 @@ use super::idle::IdleWatch;
 use super::sleep::Parker;
 use super::sleep::Sleep;
 use super::task::{Queued, Task};
+use super::worker::away::BlockingCalls;
 use crate::config::Config;
 use crate::error::Error;
 use crossbeam_deque::Injector;
@@ -109,6 +110,8 @@ pub(crate) struct Registry {
     /// by spinning gives the core away instead.
     pub(crate) progress_thread: bool,
     pub(crate) page: usize,
+    /// Blocking-call threads (`worker/away.rs`).
+    pub(crate) blocking: BlockingCalls,
 }
 
 /// Blocked tasks as the workers describe them for a deadlock report.
@@ -158,6 +161,7 @@ impl Registry {
             driver_slot: DriverSlot::new(),
             driver_parked: CachePadded::new(AtomicBool::new(false)),
             page: crate::config::page_size(),
+            blocking: BlockingCalls::new(n, config.max_threads),
             config,
         }
     }

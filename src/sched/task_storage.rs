@@ -3,11 +3,13 @@
 //! as Qthreads' task-local storage (`qthread_get_tasklocal`), and a value
 //! the layer that spawned the task attaches to it (the C ABI's team).
 //!
-//! A worker keeps the running task's storage in one pointer
+//! A worker keeps the running task's storage in one word, a pointer
 //! (`WorkerLocal::storage`): `run_task` clears it before a task runs and
 //! frees what the task made when it returns; a task that blocks takes
-//! its pointer with it across the switch (`suspend_current`), as it does
+//! its word with it across the switch (`suspend_current`), as it does
 //! its id. A task that makes no request costs two stores and a branch.
+//! The word's lowest bit marks a task whose body may leave its worker
+//! for a blocking call (`worker/away.rs`).
 //! Tasks that a waiting `join` or scope runs inline belong to the task
 //! that runs them, and share its storage.
 
@@ -73,18 +75,48 @@ impl Drop for Bytes {
     }
 }
 
+/// The mark a task word carries in its lowest bit: the task's body may
+/// leave its worker in a blocking action (`worker/away.rs`). The storage
+/// is a `Box` (aligned to 8), so the bit is free.
+const MAY_GO_AWAY: usize = 1;
+
+/// The storage a task word points at (null: none).
+#[inline]
+fn storage_of(word: *mut TaskStorage) -> *mut TaskStorage {
+    word.map_addr(|a| a & !MAY_GO_AWAY)
+}
+
+/// Whether a task word carries the may-go-away mark.
+#[inline]
+pub(crate) fn may_go_away(word: *mut TaskStorage) -> bool {
+    word.addr() & MAY_GO_AWAY != 0
+}
+
+/// A task word with the may-go-away mark set or cleared.
+#[inline]
+pub(crate) fn with_may_go_away(word: *mut TaskStorage, on: bool) -> *mut TaskStorage {
+    word.map_addr(|a| {
+        if on {
+            a | MAY_GO_AWAY
+        } else {
+            a & !MAY_GO_AWAY
+        }
+    })
+}
+
 /// The running task's storage, made if it has none yet; `None` outside
 /// a task.
 fn current() -> Option<&'static mut TaskStorage> {
     let local = WorkerLocal::current().filter(|l| l.in_task())?;
-    let mut p = local.storage.get();
+    let word = local.storage.get();
+    let mut p = storage_of(word);
     if p.is_null() {
         p = Box::into_raw(Box::default());
-        local.storage.set(p);
+        local.storage.set(with_may_go_away(p, may_go_away(word)));
     }
-    // SAFETY: a non-null pointer in `storage` is the running task's
+    // SAFETY: a non-null pointer in the task word is the running task's
     // storage (see the module comment), alive until the task ends; only
-    // this thread touches it while the task runs, and callers keep the
+    // the thread that runs the task touches it, and callers keep the
     // reference within one call that does not switch tasks.
     Some(unsafe { &mut *p })
 }
@@ -93,7 +125,7 @@ fn current() -> Option<&'static mut TaskStorage> {
 fn existing() -> Option<&'static TaskStorage> {
     let local = WorkerLocal::current().filter(|l| l.in_task())?;
     // SAFETY: as in `current`.
-    unsafe { local.storage.get().as_ref() }
+    unsafe { storage_of(local.storage.get()).as_ref() }
 }
 
 /// The running task's bytes, grown to at least `len` (contents kept, new
@@ -139,12 +171,14 @@ pub(crate) fn attached() -> Option<Arc<dyn Any + Send + Sync>> {
     existing()?.attached.clone()
 }
 
-/// Frees a task's storage when the task has ended (`run_task`).
+/// Frees a task's storage when the task has ended (`run_task`), given
+/// its task word.
 #[inline]
-pub(crate) fn release(p: *mut TaskStorage) {
+pub(crate) fn release(word: *mut TaskStorage) {
+    let p = storage_of(word);
     if !p.is_null() {
-        // SAFETY: made by `Box::into_raw` in `get` for the task that just
-        // ended; nothing refers to it any more.
+        // SAFETY: made by `Box::into_raw` in `current` for the task that
+        // just ended; nothing refers to it any more.
         drop(unsafe { Box::from_raw(p) });
     }
 }

@@ -17,6 +17,19 @@ pub fn rt() -> &'static cantus::Runtime {
     })
 }
 
+/// A runtime of one worker, for tests of what must work when the worker
+/// is the only one (yield, sleep, blocking calls); deadlock detection on.
+pub fn one_worker_rt() -> &'static cantus::Runtime {
+    static RT: OnceLock<cantus::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        cantus::Runtime::builder()
+            .workers(1)
+            .ignore_environment()
+            .build()
+            .expect("one-worker test runtime")
+    })
+}
+
 /// How long a child process may run before it is killed and the test
 /// fails (a hang must fail fast, never stall CI).
 pub const CHILD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);

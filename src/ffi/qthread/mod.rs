@@ -14,6 +14,7 @@ pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
 pub mod feb;
+pub mod io;
 pub mod qloop;
 pub mod qtimer;
 pub mod queue;
@@ -243,7 +244,7 @@ fn forked(
             team.run(
                 // SAFETY: the caller of qthread_fork promises f(arg) may
                 // run on a worker.
-                || unsafe { f(arg.get()) },
+                || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) }),
                 |v| {
                     let ret = ret.get();
                     if !ret.is_null() {

@@ -22,9 +22,10 @@ fn each(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_voi
         let f = func.ok_or_else(|| Fail::null(call, "func"))?;
         require_runtime(call)?;
         let arg = Arg(argptr);
-        // SAFETY: the caller promises func may run concurrently with argptr.
-        crate::coforall(stop.saturating_sub(start), move |k| unsafe {
-            f(start + k, start + k + 1, arg.get())
+        crate::coforall(stop.saturating_sub(start), move |k| {
+            // SAFETY: the caller promises the function may run concurrently
+            // with its argument on any worker.
+            crate::sched::body_may_go_away(|| unsafe { f(start + k, start + k + 1, arg.get()) })
         });
         Ok(())
     })
@@ -44,7 +45,7 @@ fn balance(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_
         crate::coforall(parts, move |i| {
             let (lo, hi) = chunk(start, stop, parts, i);
             // SAFETY: the caller promises func may run concurrently with argptr.
-            unsafe { f(lo, hi, arg.get()) }
+            crate::sched::body_may_go_away(|| unsafe { f(lo, hi, arg.get()) })
         });
         Ok(())
     })

@@ -133,7 +133,7 @@ fn run(
     team.run(
         // SAFETY: the caller of qthread_spawn promises f(arg) may run on
         // a worker.
-        || unsafe { f(arg) },
+        || crate::sched::body_may_go_away(|| unsafe { f(arg) }),
         |v| ret.deliver(v),
     );
 }

@@ -68,18 +68,19 @@ impl WorkerLocal {
         let (mut carrier, guard) = {
             let mut slots = self.slots.borrow_mut();
             let s = &mut slots[slot as usize];
-            (
-                s.carrier
-                    .take()
-                    .expect("a resumed carrier is parked in its slot"),
-                s.guard,
-            )
+            let carrier = match s.carrier.take() {
+                Some(c) => c,
+                // Back from a blocking call (`away.rs`).
+                None => self.registry.blocking.take_home(self.index, slot),
+            };
+            (carrier, s.guard)
         };
         guard::set_running(guard, self.task_id.get(), self.stack_size_of(slot));
         let result = carrier.resume(Resume::Run);
         self.current_slot.set(NO_SLOT);
         guard::set_running((0, 0), 0, 0);
         match result {
+            CoroutineResult::Yield(Suspend::Offload(errno)) => self.send_away(carrier, slot, errno),
             CoroutineResult::Yield(why) => {
                 self.slots.borrow_mut()[slot as usize].carrier = Some(carrier);
                 match why {
@@ -88,6 +89,9 @@ impl WorkerLocal {
                     Suspend::Yielded => self.yielded.borrow_mut().push_back(slot),
                     Suspend::Sleep(deadline) => {
                         self.timers.borrow_mut().push(Reverse((deadline, slot)))
+                    }
+                    Suspend::Offload(_) | Suspend::Home => {
+                        unreachable!("handled above / only on a blocking-call thread")
                     }
                 }
             }

@@ -10,6 +10,7 @@
 //! first runs. A blocked task keeps its carrier (its stack) and is resumed
 //! by its own worker only: see `sched/README.md` for why.
 
+pub(crate) mod away;
 mod carrier;
 mod idle;
 mod steal;
@@ -47,9 +48,14 @@ pub(crate) enum Suspend {
     Yielded,
     /// Its task sleeps until the instant.
     Sleep(Instant),
+    /// Its task leaves for a blocking-call thread (`away.rs`), carrying
+    /// its `errno`.
+    Offload(i32),
+    /// On a blocking-call thread: its task goes home (`away.rs`).
+    Home,
 }
 
-type Carrier = Coroutine<Resume, Suspend, (), TaskStack>;
+pub(crate) type Carrier = Coroutine<Resume, Suspend, (), TaskStack>;
 
 struct Slot {
     carrier: Option<Carrier>,
