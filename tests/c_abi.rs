@@ -176,7 +176,7 @@ const HEADERS: [&str; 9] = [
     "qthread/io.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 10] = [
+const PROGRAMS: [(&str, &str, &str); 11] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -215,6 +215,11 @@ const PROGRAMS: [(&str, &str, &str); 10] = [
         " 0 failed",
     ),
     ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
+    (
+        "examples/c/chapel_shim.c",
+        "chapel_shim",
+        "chapel shim: all checks passed (correct)",
+    ),
 ];
 
 #[test]

@@ -18,7 +18,7 @@
 
 use std::ffi::c_uint;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
 use crate::SingleVar;
 
@@ -29,6 +29,10 @@ pub(crate) const NON_TEAM: u32 = 0;
 
 /// The next team id (ids 0 and 1 are Qthreads' non-team and default).
 static NEXT_ID: AtomicU32 = AtomicU32::new(2);
+
+/// Whether any team was ever made in this process: until one is, every
+/// task is in the default team and a fork needs no lookup.
+static TEAMS_MADE: AtomicBool = AtomicBool::new(false);
 
 /// A team made by `QTHREAD_SPAWN_NEW_TEAM` or `_NEW_SUBTEAM`.
 pub(crate) struct Team {
@@ -48,6 +52,10 @@ impl Team {
         if let Some(p) = &parent {
             p.join();
         }
+        // Relaxed: a task of this team runs after this store on a path
+        // that synchronizes (its fork), and only its forks read the flag
+        // to find it.
+        TEAMS_MADE.store(true, Ordering::Relaxed);
         // Relaxed: ids only need to be distinct. They wrap after 2^32 - 2
         // teams, skipping 0 and 1.
         let mut id = NEXT_ID.fetch_add(1, Ordering::Relaxed);

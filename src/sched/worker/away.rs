@@ -414,30 +414,103 @@ fn end_in_place() -> bool {
 
 /// Runs a task body that may leave its worker in a blocking action (a C
 /// function): marks the running task so, and brings it home (with a
-/// message) should `body` return while away.
+/// message) should `body` return while away. Costs one thread-local
+/// lookup and two reads of the thread pointer per body.
 pub(crate) fn body_may_go_away<R>(body: impl FnOnce() -> R) -> R {
-    let prev = mark(true);
+    let Some((local, prev)) = mark() else {
+        return body();
+    };
+    let home = thread_pointer();
     let r = body();
-    let here = away_here();
-    if !here.is_null() {
-        eprintln!(
-            "cantus: a task returned inside a blocking action (qt_begin_blocking_action \
-             without qt_end_blocking_action); cantus ended it for the task"
-        );
-        come_home(here);
+    if thread_pointer() != home {
+        returned_away();
     }
-    if let Some(prev) = prev {
-        mark(prev);
-    }
+    // On the worker's thread (home), so `local` is this thread's.
+    let word = local.storage.get();
+    local
+        .storage
+        .set(task_storage::with_may_go_away(word, prev));
     r
 }
 
-/// Sets the running task's may-go-away mark; the previous one, `None`
-/// outside a task.
+/// Marks the running task as one that may leave; its worker and the
+/// previous mark, `None` outside a task.
 #[inline(never)]
-fn mark(on: bool) -> Option<bool> {
+fn mark() -> Option<(&'static WorkerLocal, bool)> {
     let local = WorkerLocal::current().filter(|l| l.in_task())?;
     let word = local.storage.get();
-    local.storage.set(task_storage::with_may_go_away(word, on));
-    Some(task_storage::may_go_away(word))
+    local
+        .storage
+        .set(task_storage::with_may_go_away(word, true));
+    Some((local, task_storage::may_go_away(word)))
+}
+
+/// A body returned on a blocking-call thread: end its blocking actions
+/// and bring it home.
+#[cold]
+#[inline(never)]
+fn returned_away() {
+    let here = away_here();
+    assert!(
+        !here.is_null(),
+        "a task body returned on a thread not its worker's"
+    );
+    eprintln!(
+        "cantus: a task returned inside a blocking action (qt_begin_blocking_action \
+         without qt_end_blocking_action); cantus ended it for the task"
+    );
+    come_home(here);
+}
+
+/// The calling thread's thread pointer (its TLS block): distinct for
+/// every live thread, read without a thread-local lookup. Not `pure`:
+/// two reads around a switch must not be merged.
+#[inline(always)]
+fn thread_pointer() -> usize {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        let tp: usize;
+        // SAFETY: on x86-64 Linux, fs:0 holds the thread control block's
+        // pointer to itself (the ABI's TLS layout); reading it has no
+        // other effect.
+        unsafe {
+            std::arch::asm!(
+                "mov {}, qword ptr fs:[0]",
+                out(reg) tp,
+                options(nostack, preserves_flags, readonly)
+            )
+        };
+        tp
+    }
+    #[cfg(all(target_arch = "aarch64", target_os = "linux"))]
+    {
+        let tp: usize;
+        // SAFETY: reads the thread pointer register; no other effect.
+        unsafe {
+            std::arch::asm!(
+                "mrs {}, tpidr_el0",
+                out(reg) tp,
+                options(nomem, nostack, preserves_flags)
+            )
+        };
+        tp
+    }
+    #[cfg(not(any(
+        all(target_arch = "x86_64", target_os = "linux"),
+        all(target_arch = "aarch64", target_os = "linux")
+    )))]
+    {
+        thread_marker()
+    }
+}
+
+/// Elsewhere: the address of a thread-local, looked up afresh.
+#[cfg(not(any(
+    all(target_arch = "x86_64", target_os = "linux"),
+    all(target_arch = "aarch64", target_os = "linux")
+)))]
+#[inline(never)]
+fn thread_marker() -> usize {
+    thread_local!(static MARK: u8 = const { 0 });
+    MARK.with(|m| m as *const u8 as usize)
 }
