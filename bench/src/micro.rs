@@ -22,6 +22,7 @@ const PASSIVE_DIVISOR: u64 = 20;
 const JOINS: u64 = 1_000_000;
 const YIELDS: u64 = 1_000_000;
 const ROUND_TRIPS: u64 = 200_000;
+const BLOCKING_CALLS: u64 = 5_000;
 const QUICK_DIVISOR: u64 = 10;
 /// Time after which a repetition of the spawn benchmark stops early (at a
 /// multiple of [`BUDGET_CHECK`] trials), for cantus and OpenMP alike: on
@@ -116,6 +117,9 @@ pub(crate) fn run(opts: &Options) {
     }
     if opts.wants("handoff") {
         section("handoff", || handoff(reps, ROUND_TRIPS / div));
+    }
+    if opts.wants("blocking") {
+        section("blocking", || blocking(reps, BLOCKING_CALLS / div));
     }
     if opts.wants("block_on_latency") {
         section("block_on_latency", || {
@@ -225,6 +229,39 @@ fn task_ops(reps: usize, div: u64) {
     figure("spawn_join", &join_s, "ns");
     figure("spawn_join_scope", &scope_s, "ns");
     figure("yield", &yield_s, "ns");
+}
+
+/// A blocking call's round trip from a task (`cantus::blocking` of an
+/// empty call: leave the worker for a blocking-call thread and come home)
+/// against the thread-per-call baseline (spawn an OS thread for the call
+/// and join it), one repetition of each in turn.
+fn blocking(reps: usize, calls: u64) {
+    let rt = start_cantus();
+    let (mut away, mut thread) = (Samples::new(), Samples::new());
+    for rep in 0..=reps {
+        let da = rt.block_on(|| {
+            let (d, ()) = time(|| {
+                for _ in 0..calls {
+                    cantus::blocking(|| black_box(()));
+                }
+            });
+            ns_per(d, calls)
+        });
+        let (d, ()) = time(|| {
+            for _ in 0..calls {
+                std::thread::spawn(|| black_box(())).join().unwrap();
+            }
+        });
+        // The first round warms up (and starts the blocking-call thread).
+        if rep > 0 {
+            away.push(da);
+            thread.push(ns_per(d, calls));
+        }
+    }
+    rt.shutdown();
+    let a = figure("blocking_call", &away, "ns");
+    let t = figure("blocking_call.thread", &thread, "ns");
+    ratio("blocking_call", "thread", a, t);
 }
 
 /// SyncVar hand-off: ns per one-way hand-off, with both tasks on one worker
