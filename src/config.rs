@@ -51,6 +51,8 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
 /// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
 /// | `CANTUS_TRANSPORT` | `shm` (locales on this machine) or `mpi` (needs the `mpi` feature) | `mpi` under an MPI launcher, else `shm` |
+/// | `CANTUS_TRACE` | a path: record a timeline trace there (Chrome trace-event JSON) | off |
+/// | `CANTUS_TRACE_EVENTS` | events each thread's lane of the trace holds, 16..2^26 | 2^18 |
 /// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
@@ -62,11 +64,18 @@ pub struct Builder {
     pin: Option<bool>,
     deadlock_ms: Option<u64>,
     stats: Option<bool>,
+    trace: Option<std::path::PathBuf>,
+    trace_events: Option<usize>,
     locales: Option<usize>,
     ring_bytes: Option<usize>,
     heap_bytes: Option<usize>,
     ignore_env: bool,
 }
+
+/// Default events per lane of a trace (8 MiB of 32-byte events).
+pub const DEFAULT_TRACE_EVENTS: usize = 1 << 18;
+const MIN_TRACE_EVENTS: usize = 16;
+const MAX_TRACE_EVENTS: usize = 1 << 26;
 
 /// Default bytes of each shared-memory ring between two locales.
 pub const DEFAULT_RING_BYTES: usize = 128 << 10;
@@ -163,6 +172,10 @@ pub(crate) struct Config {
     pub(crate) pin: bool,
     pub(crate) deadlock: Option<Duration>,
     pub(crate) stats: bool,
+    /// Where to write a timeline trace (`CANTUS_TRACE`), if anywhere.
+    pub(crate) trace: Option<std::path::PathBuf>,
+    /// Events each lane of the trace holds (`CANTUS_TRACE_EVENTS`).
+    pub(crate) trace_events: usize,
     /// The CPUs of the process affinity mask, in order.
     pub(crate) cpus: Vec<usize>,
     /// Locales (processes) in the job.
@@ -230,6 +243,20 @@ impl Builder {
     /// Print statistics when the runtime shuts down.
     pub fn stats(mut self, on: bool) -> Builder {
         self.stats = Some(on);
+        self
+    }
+
+    /// Record a timeline trace of the run into `path` (Chrome trace-event
+    /// JSON, merged from every locale at shutdown; `CANTUS_TRACE`).
+    pub fn trace(mut self, path: impl Into<std::path::PathBuf>) -> Builder {
+        self.trace = Some(path.into());
+        self
+    }
+
+    /// Events each thread's lane of a trace holds before it is full (then
+    /// it records no more and counts what it drops; `CANTUS_TRACE_EVENTS`).
+    pub fn trace_events(mut self, events: usize) -> Builder {
+        self.trace_events = Some(events);
         self
     }
 
@@ -457,6 +484,37 @@ impl Builder {
             Some(v) => parse_bool("CANTUS_STATS", &v)?,
             None => self.stats.unwrap_or(false),
         };
+        let trace = match env("CANTUS_TRACE") {
+            Some(v) if !v.trim().is_empty() => Some(std::path::PathBuf::from(v.trim())),
+            Some(_) => None,
+            None => self.trace.clone(),
+        };
+        let trace_events = match env("CANTUS_TRACE_EVENTS") {
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(n) if (MIN_TRACE_EVENTS..=MAX_TRACE_EVENTS).contains(&n) => n,
+                _ => {
+                    return Err(invalid(
+                        "CANTUS_TRACE_EVENTS",
+                        &v,
+                        &format!(
+                            "a count of events per lane, {MIN_TRACE_EVENTS}..={MAX_TRACE_EVENTS}"
+                        ),
+                    ));
+                }
+            },
+            None => match self.trace_events {
+                None => DEFAULT_TRACE_EVENTS,
+                Some(n) if (MIN_TRACE_EVENTS..=MAX_TRACE_EVENTS).contains(&n) => n,
+                Some(n) => {
+                    return Err(bad_setting(
+                        "trace events per lane",
+                        "Builder::trace_events",
+                        &n.to_string(),
+                        &format!("{MIN_TRACE_EVENTS}..={MAX_TRACE_EVENTS}"),
+                    ));
+                }
+            },
+        };
         if workers > max_threads {
             return Err(Error::new(
                 ErrorKind::TooManyThreads,
@@ -486,6 +544,8 @@ impl Builder {
             pin,
             deadlock: (deadlock_ms > 0).then(|| Duration::from_millis(deadlock_ms)),
             stats,
+            trace,
+            trace_events,
             cpus,
             locales,
             here,

@@ -46,6 +46,8 @@ mod runtime;
 mod sched;
 mod sync;
 mod test_harness;
+#[cfg(not(loom))]
+pub mod trace;
 
 pub use am::chant::{self, TaskId};
 pub use am::{
@@ -54,7 +56,8 @@ pub use am::{
 };
 pub use config::{
     Builder, DEFAULT_DEADLOCK_MS, DEFAULT_HEAP_BYTES, DEFAULT_MAX_THREADS, DEFAULT_RING_BYTES,
-    DEFAULT_SPIN, DEFAULT_STACK_SIZE, MAX_STACK_SIZE, MIN_STACK_SIZE, WaitPolicy,
+    DEFAULT_SPIN, DEFAULT_STACK_SIZE, DEFAULT_TRACE_EVENTS, MAX_STACK_SIZE, MIN_STACK_SIZE,
+    WaitPolicy,
 };
 pub use error::{Error, ErrorKind};
 pub use par::{

@@ -210,5 +210,22 @@ pub(crate) fn stats_report(r: &Registry) -> String {
         r.outside.injected.load(Ordering::Relaxed),
         r.driver_slot.handled.load(Ordering::Relaxed)
     );
+    if r.config.locales > 1 {
+        let (sent, received) = crate::am::message_counts();
+        let _ = writeln!(
+            s,
+            "  locale {}: messages to other locales {sent}, from them {received}",
+            r.config.here
+        );
+        #[cfg(not(loom))]
+        {
+            let (out, into) = crate::balance::steal_counts();
+            let _ = writeln!(
+                s,
+                "  locale {}: work stolen from here by other locales {out}, stolen by here {into}",
+                r.config.here
+            );
+        }
+    }
     s
 }

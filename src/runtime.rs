@@ -145,6 +145,10 @@ impl Runtime {
         driver: Option<Arc<dyn crate::sched::driver::Driver>>,
     ) -> Result<Runtime, Error> {
         let n = config.workers;
+        #[cfg(not(loom))]
+        if let Some(path) = &config.trace {
+            crate::trace::start(path, config.here, config.locales, n, config.trace_events)?;
+        }
         let deques: Vec<Worker<crate::sched::task::Queued>> =
             (0..n).map(|_| Worker::new()).collect();
         let stealers = deques.iter().map(|d| d.stealer()).collect();
@@ -249,6 +253,8 @@ impl Runtime {
             worker_panicked |= h.join().is_err();
         }
         self.registry.blocking.shutdown();
+        #[cfg(not(loom))]
+        crate::trace::stop();
         Registry::uninstall();
         crate::am::chant::at_shutdown(here);
         #[cfg(not(loom))]
@@ -261,6 +267,11 @@ impl Runtime {
         }
         if self.registry.config.stats {
             eprint!("{}", crate::query::stats_report(&self.registry));
+        }
+        // Locale 0 merges the trace, once every locale has ended.
+        #[cfg(not(loom))]
+        if let (Some(path), 0) = (&self.registry.config.trace, here) {
+            crate::trace::finish(path, self.registry.config.locales);
         }
         // Last: everything process-wide is released.
         self.turn.take();

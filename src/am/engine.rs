@@ -18,7 +18,7 @@ use crate::sched::no_wait::NoWait;
 use crate::sched::{Registry, WorkerLocal};
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -93,6 +93,9 @@ pub(crate) struct Engine {
     received: AtomicU64,
     /// Handler tasks spawned and not finished.
     handlers: AtomicUsize,
+    /// With tracing on: the next trace sequence number per destination
+    /// (`Header::trace`).
+    trace_seq: Box<[AtomicU32]>,
     /// Control frames (and rejections) that found no room in a poll:
     /// retried at the start of the next poll, never waited for there.
     outbox: Mutex<VecDeque<(usize, Network, Vec<u8>)>>,
@@ -150,6 +153,7 @@ impl Engine {
             control_sent: AtomicU64::new(0),
             received: AtomicU64::new(0),
             handlers: AtomicUsize::new(0),
+            trace_seq: (0..locales).map(|_| AtomicU32::new(0)).collect(),
             outbox: Mutex::new(VecDeque::new()),
             outbox_len: AtomicUsize::new(0),
             streams: StreamLocks::new(locales),
@@ -209,7 +213,7 @@ impl Engine {
                 ),
             ));
         }
-        let h = header.encode(len);
+        let h = self.stamp(dest, header, len).encode(len);
         // The frame's parts: on the stack for the usual one or two pieces
         // of payload (no allocation per message), else in a vector.
         const ON_STACK: usize = 4;
@@ -223,6 +227,27 @@ impl Engine {
         parts.push(&h[..]);
         parts.extend_from_slice(payload);
         self.send_frame(dest, net, &parts)
+    }
+
+    /// Counts a program message (not a control frame) about to be sent to
+    /// `dest` with `len` payload bytes, and with tracing on gives it its
+    /// trace sequence number and records it. Every program message is
+    /// stamped exactly once, by whoever encodes its header.
+    fn stamp(&self, dest: usize, mut header: Header, len: usize) -> Header {
+        if header.kind != Kind::Control {
+            super::count_message_sent();
+            if crate::trace::on() {
+                header.trace = self.trace_seq[dest].fetch_add(1, Ordering::Relaxed) as u16;
+                crate::trace::record(
+                    crate::trace::kind::MSG_SEND,
+                    header.kind as u16,
+                    dest as u32,
+                    u64::from(header.trace),
+                    len as u64,
+                );
+            }
+        }
+        header
     }
 
     /// Sends the frame made of `parts` (header first), polling while there
@@ -467,12 +492,12 @@ impl Engine {
                 self.here, h.word
             );
             if h.token != 0 {
-                self.send_from_poll(
+                let reply = self.stamp(
                     src,
-                    Network::Reply,
                     Header::reply(h.token, Status::Rejected),
-                    why.as_bytes(),
+                    why.len().min(self.max_payload()),
                 );
+                self.send_from_poll(src, Network::Reply, reply, why.as_bytes());
             } else {
                 eprintln!("cantus: {why}; the request was dropped");
             }
@@ -553,6 +578,7 @@ impl Engine {
             let (status, payload) = outcome.reply(&out);
             let header = Header::reply(token, status);
             if payload.len() <= self.max_payload() {
+                let header = self.stamp(src, header, payload.len());
                 let h = header.encode(payload.len());
                 match self.offer(src, Network::Reply, &[&h, payload]) {
                     Ok(()) => {}
@@ -917,6 +943,18 @@ impl Engine {
     /// its kind; `tag` is a message's tag (empty for other kinds), `body`
     /// the rest of the payload.
     fn hand_on(&self, src: usize, h: Header, tag: &[u8], body: Body<'_>, cx: &DriverContext<'_>) {
+        if matches!(h.kind, Kind::Request | Kind::Reply | Kind::Message) {
+            super::count_message_received();
+            if crate::trace::on() {
+                crate::trace::record(
+                    crate::trace::kind::MSG_RECV,
+                    h.kind as u16,
+                    src as u32,
+                    u64::from(h.trace),
+                    (tag.len() + body.as_slice().len()) as u64,
+                );
+            }
+        }
         match h.kind {
             Kind::Request => self.deliver_request(src, h, body, cx),
             Kind::Reply => self.deliver_reply(src, h, body),

@@ -201,7 +201,32 @@ thread_local! {
         const { RefCell::new((u64::MAX, None)) };
 }
 
+/// Program messages (requests, replies, Chant messages; whole, however
+/// many fragments carried them) this process sent and received to and
+/// from other locales: `CANTUS_STATS` prints them.
+static MESSAGES_SENT: AtomicU64 = AtomicU64::new(0);
+static MESSAGES_RECEIVED: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn count_message_sent() {
+    MESSAGES_SENT.fetch_add(1, Ordering::Relaxed);
+}
+
+pub(crate) fn count_message_received() {
+    MESSAGES_RECEIVED.fetch_add(1, Ordering::Relaxed);
+}
+
+/// (sent, received) program messages since this process's engine was
+/// installed.
+pub(crate) fn message_counts() -> (u64, u64) {
+    (
+        MESSAGES_SENT.load(Ordering::Relaxed),
+        MESSAGES_RECEIVED.load(Ordering::Relaxed),
+    )
+}
+
 pub(crate) fn install(engine: Arc<Engine>) {
+    MESSAGES_SENT.store(0, Ordering::Relaxed);
+    MESSAGES_RECEIVED.store(0, Ordering::Relaxed);
     *ENGINE.write().unwrap() = Some(engine);
     ENGINE_EPOCH.fetch_add(1, Ordering::Release);
 }

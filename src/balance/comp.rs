@@ -213,6 +213,7 @@ impl<W: Registered> Comp<W> {
     /// Runs one piece of work until it is exhausted, answering requests
     /// and splitting for idle workers of this locale between steps.
     fn run_piece(self: &Arc<Self>, mut work: W) {
+        crate::trace::label(crate::trace::task_kind::BALANCE);
         let mut result = W::Result::default();
         let target = u64::from(self.tuning().step_us) * 1000;
         let mut units = self.units.load(Ordering::Relaxed).max(1);
@@ -345,6 +346,17 @@ impl<W: Registered> Comp<W> {
                 lifeline,
                 piece: messages::Bytes(bytes),
             };
+            super::STEALS_SENT.fetch_add(1, Ordering::Relaxed);
+            // The next message this thread sends to the thief carries the
+            // piece (`trace::kind::STEAL_OUT`).
+            crate::trace::record(
+                crate::trace::kind::STEAL_OUT,
+                0,
+                thief as u32,
+                u64::from(self.setup.header.comp.root) << 32
+                    | u64::from(self.setup.header.comp.seq),
+                0,
+            );
             if let Err(e) = crate::am::begin_on(thief, msg) {
                 // The thief is gone (and the job ends): the piece is no
                 // longer in flight.
@@ -444,6 +456,14 @@ impl<W: Registered> Computation for Comp<W> {
     }
 
     fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) {
+        super::STEALS_RECEIVED.fetch_add(1, Ordering::Relaxed);
+        crate::trace::record(
+            crate::trace::kind::STEAL_IN,
+            0,
+            from as u32,
+            u64::from(self.setup.header.comp.root) << 32 | u64::from(self.setup.header.comp.seq),
+            0,
+        );
         self.event(|p| p.on_work(from, lifeline, now()), false);
         match postcard::from_bytes::<W>(piece) {
             Ok(work) => self.run_piece(work),

@@ -29,6 +29,21 @@ pub use stats::{LocaleStats, Spread};
 pub use work::{Registered, Splittable, WorkType, split_stack};
 
 use crate::error::Error;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Pieces of work this process sent to thieves of other locales, and
+/// received from victims: steals across locales, as `CANTUS_STATS`
+/// prints them.
+static STEALS_SENT: AtomicU64 = AtomicU64::new(0);
+static STEALS_RECEIVED: AtomicU64 = AtomicU64::new(0);
+
+/// (sent, received) pieces of work across locales in this process.
+pub(crate) fn steal_counts() -> (u64, u64) {
+    (
+        STEALS_SENT.load(Ordering::Relaxed),
+        STEALS_RECEIVED.load(Ordering::Relaxed),
+    )
+}
 
 /// Balances `work` across the workers of every locale of the job and
 /// returns its merged result. Call it from a task (inside

@@ -26,6 +26,14 @@ where
     F: FnOnce() + Send + 'static,
 {
     // SAFETY: the closure is 'static; detached tasks have no group.
-    let task = unsafe { Task::from_closure(f, std::ptr::null()) };
+    let task = unsafe {
+        Task::from_closure(
+            move || {
+                crate::trace::label(crate::trace::task_kind::BEGIN);
+                f()
+            },
+            std::ptr::null(),
+        )
+    };
     crate::sched::push_task("begin", task)
 }

@@ -96,6 +96,7 @@ unsafe fn run_range<F: Fn(usize) + Sync>(payload: *mut Payload, group: *const ()
         }
         return;
     }
+    crate::trace::label(crate::trace::task_kind::COFORALL);
     let local = WorkerLocal::current().expect("range tasks run on workers");
     let mut hi = hi;
     while hi - lo > 1 {

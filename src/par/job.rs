@@ -92,8 +92,11 @@ unsafe fn execute<F: FnOnce() -> R + Send, R: Send>(
     // SAFETY: as_task stored a pointer to a live StackJob<F, R> here.
     let job = unsafe { &*((*payload)[0].assume_init() as *const StackJob<F, R>) };
     match action {
-        // SAFETY: whoever holds the task is the only one to run the job.
-        Action::Run => unsafe { job.run() },
+        Action::Run => {
+            crate::trace::label(crate::trace::task_kind::JOIN);
+            // SAFETY: whoever holds the task is the only one to run the job.
+            unsafe { job.run() }
+        }
         Action::Drop => {
             // SAFETY: as above; the job never ran, record why.
             unsafe {

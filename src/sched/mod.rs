@@ -61,6 +61,13 @@ impl TaskHandle {
     pub(crate) fn wake(self) {
         // SAFETY: see the Send impl: the registry outlives blocked tasks.
         let reg = unsafe { &*self.registry };
+        crate::trace::record(
+            crate::trace::kind::WAKE,
+            0,
+            0,
+            u64::from(self.worker) << 32 | u64::from(self.slot),
+            0,
+        );
         reg.workers[self.worker as usize].resume.push(self.slot);
         reg.sleep.notify_worker(self.worker as usize);
     }

@@ -108,7 +108,15 @@ impl DriverContext<'_> {
     /// idle workers steal it.
     pub(crate) fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) {
         // SAFETY: `f` is 'static and detached tasks have no group.
-        let task = unsafe { Task::from_closure(f, std::ptr::null()) };
+        let task = unsafe {
+            Task::from_closure(
+                move || {
+                    crate::trace::label(crate::trace::task_kind::REMOTE);
+                    f()
+                },
+                std::ptr::null(),
+            )
+        };
         match super::WorkerLocal::current() {
             Some(local) if std::ptr::eq(&*local.registry, self.registry) => local.push(task),
             _ => self.registry.inject(task),
@@ -206,6 +214,7 @@ pub(crate) fn poll_with(reg: &Registry, f: impl FnOnce(&DriverContext<'_>) -> us
     }
     let n = f(&DriverContext { registry: reg });
     if n > 0 {
+        crate::trace::record(crate::trace::kind::POLL, 0, n as u32, 0, 0);
         // Only the token's holder writes it: a load and a store, no
         // read-modify-write. Release: readers (the deadlock samples) that
         // see the new count see what this poll did.

@@ -36,6 +36,7 @@ impl WorkerLocal {
         let c = &self.shared().counters;
         c.idle.store(true, Ordering::Relaxed);
         reg.idle.enter(self.index);
+        crate::trace::record(crate::trace::kind::IDLE_BEGIN, 0, 0, 0, 0);
         let budget = match reg.config.wait_policy {
             WaitPolicy::Active => u32::MAX,
             _ => reg.config.spin,
@@ -120,6 +121,7 @@ impl WorkerLocal {
                 .peek()
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
             bump(&c.parks, 1);
+            crate::trace::record(crate::trace::kind::SLEEP_BEGIN, 0, 0, 0, 0);
             let has_work = || {
                 (if disabled {
                     self.has_own_work()
@@ -147,6 +149,7 @@ impl WorkerLocal {
             {
                 bump(&c.woken, 1);
             }
+            crate::trace::record(crate::trace::kind::SLEEP_END, 0, 0, 0, 0);
             let work = if disabled {
                 self.has_own_work()
             } else {
@@ -162,5 +165,6 @@ impl WorkerLocal {
         }
         reg.idle.leave();
         c.idle.store(false, Ordering::Relaxed);
+        crate::trace::record(crate::trace::kind::IDLE_END, 0, 0, 0, 0);
     }
 }

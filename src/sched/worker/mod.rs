@@ -119,6 +119,9 @@ pub(crate) struct WorkerLocal {
     task_seq: Cell<u64>,
     rng: Cell<u64>,
     max_resident: Cell<usize>,
+    /// With tracing on: how the next task `run_task` runs came to this
+    /// worker, and from which worker (`trace::how`).
+    trace_how: Cell<(u16, u64)>,
     /// The inline remote call this worker runs, if any (`no_wait.rs`):
     /// kept here, beside what a task operation reads anyway, so that the
     /// check on `yield_now` costs no thread-local lookup of its own.
@@ -226,7 +229,20 @@ impl WorkerLocal {
         guard::set_running_task(id);
         let c = &self.shared().counters;
         bump(&c.started, 1);
+        if crate::trace::on() {
+            let (how, from) = self.trace_how.replace((crate::trace::how::OWN, 0));
+            crate::trace::record(crate::trace::kind::TASK_BEGIN, how, 0, id, from);
+        }
         task.run();
+        if crate::trace::on() {
+            crate::trace::record(
+                crate::trace::kind::TASK_END,
+                crate::trace::why::DONE,
+                0,
+                id,
+                0,
+            );
+        }
         task_storage::release(self.storage.replace(prev_storage));
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
@@ -276,6 +292,14 @@ impl WorkerLocal {
         let slot = self.current_slot.get();
         let id = self.task_id.get();
         let storage = self.storage.get();
+        if crate::trace::on() {
+            let why = match why {
+                Suspend::Blocked => crate::trace::why::BLOCKED,
+                Suspend::Yielded => crate::trace::why::YIELDED,
+                _ => crate::trace::why::SLEPT,
+            };
+            crate::trace::record(crate::trace::kind::TASK_END, why, 0, id, 0);
+        }
         // SAFETY: `yielder` was set by this carrier's body (carrier_main) on
         // its latest resume and the carrier is the one running now, so the
         // pointer is to its live Yielder on this very stack.
@@ -289,6 +313,15 @@ impl WorkerLocal {
         self.task_id.set(id);
         self.storage.set(storage);
         guard::set_running_task(id);
+        if crate::trace::on() {
+            crate::trace::record(
+                crate::trace::kind::TASK_BEGIN,
+                crate::trace::how::RESUMED,
+                0,
+                id,
+                (self.index as u64) << 32 | u64::from(slot),
+            );
+        }
     }
 
     /// Blocks the running task until its handle is woken; `addr` names
@@ -298,6 +331,7 @@ impl WorkerLocal {
         bump(&c.blocked[kind as usize], 1);
         let slot = self.current_slot.get() as usize;
         self.slots.borrow_mut()[slot].waiting = Some((self.task_id.get(), addr, kind));
+        crate::trace::record(crate::trace::kind::BLOCK, kind as u16, 0, addr as u64, 0);
         self.suspend_current(Suspend::Blocked);
         self.slots.borrow_mut()[slot].waiting = None;
         drop_by(&c.blocked[kind as usize], 1);
@@ -396,6 +430,9 @@ impl WorkerLocal {
                 continue;
             }
             if let Some(t) = reg.roots.pop() {
+                if crate::trace::on() {
+                    self.trace_how.set((crate::trace::how::ROOT, 0));
+                }
                 self.start_root(t);
                 continue;
             }
@@ -449,9 +486,11 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Q
         ),
         max_resident: Cell::new(0),
         no_wait: Cell::new(None),
+        trace_how: Cell::new((crate::trace::how::OWN, 0)),
     };
     WORKER.with(|w| w.set(&local));
     guard::set_running((0, 0), 0, 0);
+    crate::trace::enter_worker(index);
     local.run();
     // The loop ends only after its own pop found the deque empty, and only
     // this worker pushes on it. Should anything be left, drop it as a

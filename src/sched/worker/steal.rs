@@ -38,6 +38,9 @@ impl WorkerLocal {
     pub(super) fn steal(&self) -> Option<Task> {
         let reg = &*self.registry;
         if let Some(t) = self.take_injected() {
+            if crate::trace::on() {
+                self.trace_how.set((crate::trace::how::INJECTED, 0));
+            }
             return Some(t);
         }
         let n = reg.workers.len();
@@ -60,6 +63,10 @@ impl WorkerLocal {
                 match reg.workers[v].stealer.steal() {
                     Steal::Success(t) => {
                         bump(&self.shared().counters.steals, 1);
+                        if crate::trace::on() {
+                            crate::trace::record(crate::trace::kind::STEAL, 0, 0, v as u64, 0);
+                            self.trace_how.set((crate::trace::how::STOLEN, v as u64));
+                        }
                         // SAFETY: our CAS took this element: no other
                         // Task is made from its push.
                         return Some(unsafe { t.into_task() });

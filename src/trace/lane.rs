@@ -1,0 +1,322 @@
+//! A locale's trace file and its lanes (`README.md`, "The part file").
+//!
+//! The file is mapped shared: an event is in the file as soon as it is
+//! written to memory, so a process that crashes or is killed leaves every
+//! event it published. A lane has one writer (the thread that claimed
+//! it); it writes the event, then publishes the new count with a Release
+//! store, which a reader (the merge, possibly another process) loads
+//! with Acquire before reading that many events.
+
+use super::Event;
+use crate::error::{Error, ErrorKind};
+use std::cell::Cell;
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The file's first bytes.
+pub(crate) const MAGIC: [u8; 8] = *b"CANTUSTR";
+/// The format's version.
+pub(crate) const VERSION: u32 = 1;
+/// Most lanes in one locale's file (workers, outside threads, the MPI
+/// thread, blocking-call threads); a thread beyond them records nothing
+/// and is counted as dropped.
+pub(crate) const LANES_MAX: usize = 64;
+/// Bytes of the header, lanes' records included (a page multiple).
+pub(crate) const HEADER_BYTES: usize = 8192;
+/// Bytes of a lane's name.
+pub(crate) const NAME_BYTES: usize = 48;
+
+/// The file's header.
+#[repr(C)]
+pub(crate) struct FileHeader {
+    pub(crate) magic: [u8; 8],
+    pub(crate) version: u32,
+    pub(crate) locale: u32,
+    pub(crate) locales: u32,
+    pub(crate) workers: u32,
+    pub(crate) lanes_max: u32,
+    pub(crate) lane_events: u32,
+    /// The clock when recording started.
+    pub(crate) start_ns: u64,
+    /// Added to this file's times to put them on locale 0's clock (0 on
+    /// one machine, where every process reads the same clock).
+    pub(crate) clock_offset_ns: i64,
+    /// Lanes claimed so far.
+    pub(crate) lanes_used: AtomicU32,
+    /// 1 once the locale stopped recording cleanly.
+    pub(crate) done: AtomicU32,
+    /// The clock when it stopped (0 until then).
+    pub(crate) end_ns: AtomicU64,
+    /// Events of threads that found no free lane.
+    pub(crate) unlaned: AtomicU64,
+}
+
+/// One lane's record in the header.
+#[repr(C)]
+pub(crate) struct LaneMeta {
+    /// Events published.
+    pub(crate) len: AtomicU64,
+    /// Events not recorded because the lane was full.
+    pub(crate) dropped: AtomicU64,
+    /// The thread's name (UTF-8, NUL-padded).
+    pub(crate) name: [u8; NAME_BYTES],
+}
+
+const _: () = assert!(size_of::<FileHeader>() <= 128);
+const _: () = assert!(size_of::<LaneMeta>() == 64);
+const _: () = assert!(128 + LANES_MAX * 64 <= HEADER_BYTES);
+const _: () = assert!(size_of::<Event>() == 32);
+
+/// Offset of lane `i`'s record in the header.
+pub(crate) fn meta_offset(i: usize) -> usize {
+    128 + i * size_of::<LaneMeta>()
+}
+
+/// Offset of lane `i`'s events.
+pub(crate) fn events_offset(i: usize, lane_events: usize) -> usize {
+    HEADER_BYTES + i * lane_events * size_of::<Event>()
+}
+
+/// The file of locale `here` for the trace `path`.
+pub(crate) fn part_path(path: &Path, here: usize) -> PathBuf {
+    parts_dir(path).join(format!("locale-{here}.bin"))
+}
+
+/// The directory of the part files of the trace `path`.
+pub(crate) fn parts_dir(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".parts");
+    PathBuf::from(p)
+}
+
+/// The mapped file of this process's locale.
+struct Recorder {
+    base: *mut u8,
+    lane_events: usize,
+}
+
+// SAFETY: the mapping is shared memory written through lanes, each by its
+// one claiming thread, and through atomics in the header.
+unsafe impl Send for Recorder {}
+// SAFETY: as above.
+unsafe impl Sync for Recorder {}
+
+impl Recorder {
+    fn header(&self) -> &FileHeader {
+        // SAFETY: the mapping starts with a header we wrote, and lives
+        // for the process (never unmapped: see `close`).
+        unsafe { &*self.base.cast::<FileHeader>() }
+    }
+
+    fn meta(&self, i: usize) -> &LaneMeta {
+        // SAFETY: lane records follow the header inside the mapping.
+        unsafe { &*self.base.add(meta_offset(i)).cast::<LaneMeta>() }
+    }
+
+    fn writer(&self, i: usize, name: &str) -> Writer {
+        let m = self.meta(i);
+        let bytes = name.as_bytes();
+        let n = bytes.len().min(NAME_BYTES - 1);
+        // SAFETY: the record is ours (lane `i` is being claimed by this
+        // thread, before any event); `name` is a plain byte array.
+        unsafe {
+            let dst = std::ptr::addr_of!(m.name).cast_mut().cast::<u8>();
+            std::ptr::write_bytes(dst, 0, NAME_BYTES);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n);
+        }
+        Writer {
+            // SAFETY: lane `i`'s events lie inside the mapping.
+            events: unsafe { self.base.add(events_offset(i, self.lane_events)) }.cast(),
+            cap: self.lane_events as u64,
+            meta: m,
+        }
+    }
+}
+
+/// The lane a thread writes.
+#[derive(Clone, Copy)]
+struct Writer {
+    events: *mut Event,
+    cap: u64,
+    meta: *const LaneMeta,
+}
+
+/// The recorder of the traced runtime, if any.
+static RECORDER: Mutex<Option<&'static Recorder>> = Mutex::new(None);
+/// Bumped at each start and stop: a lane claimed under an older
+/// generation is claimed again.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's lane and the generation it was claimed in.
+    static LANE: Cell<(Option<Writer>, u64)> = const { Cell::new((None, u64::MAX)) };
+}
+
+/// Appends an event to the calling thread's lane (claiming one first if
+/// it has none).
+#[inline]
+pub(crate) fn append(e: Event) {
+    let (w, generation) = LANE.with(|l| l.get());
+    let w = match w {
+        Some(w) if generation == GENERATION.load(Ordering::Relaxed) => w,
+        _ => match claim_other() {
+            Some(w) => w,
+            None => return,
+        },
+    };
+    // SAFETY: `meta` and `events` point into the mapping, which is never
+    // unmapped; this thread is the lane's one writer.
+    unsafe {
+        let m = &*w.meta;
+        let n = m.len.load(Ordering::Relaxed);
+        if n < w.cap {
+            w.events.add(n as usize).write(e);
+            // Release: a reader that sees the count sees the event.
+            m.len.store(n + 1, Ordering::Release);
+        } else {
+            m.dropped
+                .store(m.dropped.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
+}
+
+fn recorder() -> Option<&'static Recorder> {
+    *RECORDER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Claims lane `index` (worker `index`'s) for the calling thread.
+pub(crate) fn claim_worker(index: usize) {
+    let Some(r) = recorder() else {
+        return;
+    };
+    if index >= LANES_MAX {
+        return;
+    }
+    let w = r.writer(index, &format!("worker {index}"));
+    LANE.with(|l| l.set((Some(w), GENERATION.load(Ordering::Relaxed))));
+}
+
+/// Claims the next free lane (past the workers') for a thread that is not
+/// a worker; `None` when all are taken (its events are counted dropped).
+#[cold]
+fn claim_other() -> Option<Writer> {
+    let r = recorder()?;
+    let h = r.header();
+    let i = h.lanes_used.fetch_add(1, Ordering::Relaxed) as usize;
+    if i >= LANES_MAX {
+        h.unlaned.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    let name = std::thread::current()
+        .name()
+        .map_or_else(|| format!("thread {i}"), str::to_owned);
+    let w = r.writer(i, &name);
+    LANE.with(|l| l.set((Some(w), GENERATION.load(Ordering::Relaxed))));
+    Some(w)
+}
+
+/// Makes and maps locale `here`'s part file of the trace `path`.
+pub(crate) fn open(
+    path: &Path,
+    here: usize,
+    locales: usize,
+    workers: usize,
+    lane_events: usize,
+) -> Result<(), Error> {
+    let fail = |what: &str, e: std::io::Error| {
+        Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "cantus: CANTUS_TRACE={}: could not {what}: {e}",
+                path.display()
+            ),
+        )
+    };
+    let dir = parts_dir(path);
+    std::fs::create_dir_all(&dir).map_err(|e| fail("make the directory of part files", e))?;
+    let file = part_path(path, here);
+    let bytes = HEADER_BYTES + LANES_MAX * lane_events * size_of::<Event>();
+    let c = CString::new(file.as_os_str().as_encoded_bytes())
+        .map_err(|_| fail("name the part file", std::io::Error::other("NUL in path")))?;
+    // SAFETY: a NUL-terminated path; the descriptor is checked.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+            0o644,
+        )
+    };
+    if fd < 0 {
+        return Err(fail(
+            "create the part file",
+            std::io::Error::last_os_error(),
+        ));
+    }
+    // SAFETY: our descriptor; a sparse file of `bytes` (pages are backed
+    // only when written).
+    if unsafe { libc::ftruncate(fd, bytes as libc::off_t) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: our descriptor.
+        unsafe { libc::close(fd) };
+        return Err(fail("size the part file", e));
+    }
+    // SAFETY: maps the whole file shared; checked below.
+    let base = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd,
+            0,
+        )
+    };
+    let e = std::io::Error::last_os_error();
+    // SAFETY: the mapping keeps the file; the descriptor is not needed.
+    unsafe { libc::close(fd) };
+    if base == libc::MAP_FAILED {
+        return Err(fail("map the part file", e));
+    }
+    let header = FileHeader {
+        magic: MAGIC,
+        version: VERSION,
+        locale: here as u32,
+        locales: locales as u32,
+        workers: workers as u32,
+        lanes_max: LANES_MAX as u32,
+        lane_events: lane_events as u32,
+        start_ns: super::now(),
+        clock_offset_ns: 0,
+        lanes_used: AtomicU32::new(workers.min(LANES_MAX) as u32),
+        done: AtomicU32::new(0),
+        end_ns: AtomicU64::new(0),
+        unlaned: AtomicU64::new(0),
+    };
+    // SAFETY: the mapping is at least HEADER_BYTES long, zeroed (a fresh
+    // file), and page aligned.
+    unsafe { base.cast::<FileHeader>().write(header) };
+    let r: &'static Recorder = Box::leak(Box::new(Recorder {
+        base: base.cast(),
+        lane_events,
+    }));
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+    *RECORDER.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+    Ok(())
+}
+
+/// Marks this locale's file complete. The mapping stays (a thread that
+/// checked `on()` just before may still write one event into it); the
+/// kernel writes it back to the file.
+pub(crate) fn close() {
+    let r = RECORDER.lock().unwrap_or_else(|p| p.into_inner()).take();
+    GENERATION.fetch_add(1, Ordering::Relaxed);
+    if let Some(r) = r {
+        let h = r.header();
+        h.end_ns.store(super::now(), Ordering::Relaxed);
+        // Release: the merge loads `done` (Acquire) before trusting the
+        // counts as final.
+        h.done.store(1, Ordering::Release);
+    }
+}

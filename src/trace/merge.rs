@@ -1,0 +1,713 @@
+//! Reading locales' part files and writing one Chrome trace-event JSON
+//! file (`README.md`, "The merged file"), with each worker's utilisation.
+
+use super::lane::{self, FileHeader, HEADER_BYTES, LaneMeta, MAGIC, NAME_BYTES, VERSION};
+use super::{Event, how, kind, task_kind, why};
+use std::collections::HashMap;
+use std::fmt::{self, Write as _};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// One lane of a part file, as read.
+#[derive(Debug)]
+pub struct Lane {
+    /// The thread's name ("worker 0", a thread's name).
+    pub name: String,
+    /// Its events, in the order recorded (times never decrease).
+    pub events: Vec<Event>,
+    /// Events not recorded because the lane was full.
+    pub dropped: u64,
+    /// Whether it is a worker's lane.
+    pub worker: bool,
+}
+
+/// One locale's part file, as read.
+#[derive(Debug)]
+pub struct Part {
+    /// Its locale.
+    pub locale: usize,
+    /// Locales of the job.
+    pub locales: usize,
+    /// Its lanes (workers first).
+    pub lanes: Vec<Lane>,
+    /// Whether the locale stopped recording cleanly (else it died, or
+    /// still runs).
+    pub complete: bool,
+    /// When it started recording.
+    pub start_ns: u64,
+    /// When it stopped (0 if it did not stop).
+    pub end_ns: u64,
+    /// Added to its times to align them with locale 0's clock.
+    pub clock_offset_ns: i64,
+    /// Events of threads that found no lane.
+    pub unlaned: u64,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// Reads a part file; an error says what is wrong with it.
+pub fn read_part(path: &Path) -> Result<Part, String> {
+    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bad = |what: &str| format!("{}: not a cantus trace part: {what}", path.display());
+    if b.len() < HEADER_BYTES || b[..8] != MAGIC {
+        return Err(bad("no header"));
+    }
+    if u32_at(&b, 8) != VERSION {
+        return Err(bad(&format!("format version {}", u32_at(&b, 8))));
+    }
+    // FileHeader's fields, in order (repr(C), little-endian).
+    let (locale, locales, workers) = (u32_at(&b, 12), u32_at(&b, 16), u32_at(&b, 20));
+    let (lanes_max, lane_events) = (u32_at(&b, 24) as usize, u32_at(&b, 28) as usize);
+    let start_ns = u64_at(&b, 32);
+    let clock_offset_ns = u64_at(&b, 40) as i64;
+    let lanes_used = u32_at(&b, 48) as usize;
+    let done = u32_at(&b, 52);
+    let end_ns = u64_at(&b, 56);
+    let unlaned = u64_at(&b, 64);
+    debug_assert_eq!(std::mem::offset_of!(FileHeader, unlaned), 64);
+    if lanes_max != lane::LANES_MAX || lane_events == 0 {
+        return Err(bad("lane geometry"));
+    }
+    let mut lanes = Vec::new();
+    for i in 0..lanes_used.min(lanes_max) {
+        let m = lane::meta_offset(i);
+        let len = u64_at(&b, m) as usize;
+        let dropped = u64_at(&b, m + 8);
+        let name_bytes = &b[m + 16..m + 16 + NAME_BYTES];
+        debug_assert_eq!(std::mem::offset_of!(LaneMeta, name), 16);
+        let end = name_bytes
+            .iter()
+            .position(|&c| c == 0)
+            .unwrap_or(NAME_BYTES);
+        let name = String::from_utf8_lossy(&name_bytes[..end]).into_owned();
+        if len > lane_events {
+            return Err(bad(&format!("lane {i} claims {len} events")));
+        }
+        let at = lane::events_offset(i, lane_events);
+        // The file is sparse: a lane that never wrote reads as zeros
+        // (len 0), and the file may stop before unwritten lanes' space.
+        let mut events = Vec::with_capacity(len);
+        for k in 0..len {
+            let o = at + k * 32;
+            if o + 32 > b.len() {
+                return Err(bad(&format!("lane {i} is cut short")));
+            }
+            events.push(Event {
+                t: u64_at(&b, o),
+                kind: u16::from_le_bytes([b[o + 8], b[o + 9]]),
+                small: u16::from_le_bytes([b[o + 10], b[o + 11]]),
+                word: u32_at(&b, o + 12),
+                a: u64_at(&b, o + 16),
+                b: u64_at(&b, o + 24),
+            });
+        }
+        if name.is_empty() && events.is_empty() {
+            continue; // a worker lane never claimed
+        }
+        lanes.push(Lane {
+            name,
+            events,
+            dropped,
+            worker: i < workers as usize,
+        });
+    }
+    Ok(Part {
+        locale: locale as usize,
+        locales: locales as usize,
+        lanes,
+        complete: done == 1,
+        start_ns,
+        end_ns,
+        clock_offset_ns,
+        unlaned,
+    })
+}
+
+/// Reads every part file of the trace `path` (`PATH.parts/locale-N.bin`),
+/// by locale; a locale whose file is missing or unreadable is reported.
+pub fn read_parts(path: &Path) -> (Vec<Part>, Vec<String>) {
+    let dir = lane::parts_dir(path);
+    let mut parts = Vec::new();
+    let mut problems = Vec::new();
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(d) => d.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+        Err(e) => {
+            problems.push(format!("{}: {e}", dir.display()));
+            return (parts, problems);
+        }
+    };
+    files.sort();
+    for f in files {
+        if f.extension().is_some_and(|x| x == "bin") {
+            match read_part(&f) {
+                Ok(p) => parts.push(p),
+                Err(e) => problems.push(e),
+            }
+        }
+    }
+    parts.sort_by_key(|p| p.locale);
+    if let Some(n) = parts.first().map(|p| p.locales) {
+        for l in 0..n {
+            if !parts.iter().any(|p| p.locale == l) {
+                problems.push(format!("locale {l}: no part file"));
+            }
+        }
+    }
+    (parts, problems)
+}
+
+/// Time spent per state on one worker lane.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LaneUse {
+    /// The lane's name.
+    pub name: String,
+    /// Nanoseconds running tasks.
+    pub busy_ns: u64,
+    /// Nanoseconds in the idle loop (sleep included).
+    pub idle_ns: u64,
+    /// Of which asleep.
+    pub sleep_ns: u64,
+    /// From the lane's first event to its last (or the locale's end).
+    pub span_ns: u64,
+    /// Tasks started on it.
+    pub tasks: u64,
+    /// Tasks it stole.
+    pub steals: u64,
+    /// Events it dropped (full).
+    pub dropped: u64,
+}
+
+/// What a merge found: per locale, its workers' use.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// (locale, complete, lanes).
+    pub locales: Vec<(usize, bool, Vec<LaneUse>)>,
+    /// Flows written, by category ("message", "steal", "steal-across",
+    /// "wake").
+    pub flows: HashMap<String, u64>,
+    /// What was wrong (missing or damaged parts).
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for Summary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "cantus trace: worker utilisation (busy = running tasks)")?;
+        writeln!(
+            f,
+            "  {:>6} {:<12} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9}",
+            "locale", "lane", "busy", "idle", "asleep", "tasks", "steals", "dropped"
+        )?;
+        for (l, complete, lanes) in &self.locales {
+            for u in lanes {
+                let pct = |x: u64| 100.0 * x as f64 / u.span_ns.max(1) as f64;
+                writeln!(
+                    f,
+                    "  {:>6} {:<12} {:>7.1}% {:>7.1}% {:>7.1}% {:>9} {:>7} {:>9}",
+                    l,
+                    u.name,
+                    pct(u.busy_ns),
+                    pct(u.idle_ns),
+                    pct(u.sleep_ns),
+                    u.tasks,
+                    u.steals,
+                    u.dropped
+                )?;
+            }
+            if !complete {
+                writeln!(
+                    f,
+                    "  locale {l} did not stop cleanly: its lanes end where it died"
+                )?;
+            }
+        }
+        for p in &self.problems {
+            writeln!(f, "  problem: {p}")?;
+        }
+        Ok(())
+    }
+}
+
+fn task_kind_name(k: u16) -> &'static str {
+    match k {
+        task_kind::BEGIN => "begin",
+        task_kind::JOIN => "join",
+        task_kind::COFORALL => "coforall",
+        task_kind::FORALL => "forall chunk",
+        task_kind::REMOTE => "remote handler",
+        task_kind::BALANCE => "stolen work",
+        task_kind::C_TASK => "C task",
+        task_kind::ROOT => "root",
+        _ => "task",
+    }
+}
+
+fn how_name(h: u16) -> &'static str {
+    match h {
+        how::OWN => "own",
+        how::STOLEN => "stolen",
+        how::INJECTED => "injected",
+        how::ROOT => "root",
+        how::RESUMED => "resumed",
+        _ => "?",
+    }
+}
+
+fn why_name(w: u16) -> &'static str {
+    match w {
+        why::DONE => "done",
+        why::BLOCKED => "blocked",
+        why::YIELDED => "yielded",
+        why::SLEPT => "slept",
+        why::AWAY => "away",
+        _ => "?",
+    }
+}
+
+fn msg_kind_name(k: u16) -> &'static str {
+    match k {
+        1 => "request",
+        2 => "reply",
+        4 => "chant message",
+        _ => "message",
+    }
+}
+
+/// Writes a JSON string (escaped).
+fn json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// The JSON being written: events as strings, comma-separated.
+struct Out {
+    events: Vec<String>,
+    t0: i128,
+    flow_id: u64,
+    flows: HashMap<String, u64>,
+}
+
+impl Out {
+    /// Microseconds since the trace's start (Chrome's unit).
+    fn ts(&self, t: i128) -> String {
+        format!("{:.3}", (t - self.t0) as f64 / 1000.0)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn slice(
+        &mut self,
+        pid: usize,
+        tid: usize,
+        name: &str,
+        cat: &str,
+        start: i128,
+        end: i128,
+        args: &str,
+    ) {
+        let mut s = String::with_capacity(160);
+        s.push_str("{\"ph\":\"X\",\"name\":");
+        json_str(&mut s, name);
+        let _ = write!(
+            s,
+            ",\"cat\":\"{cat}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{:.3},\"args\":{{{args}}}}}",
+            self.ts(start),
+            (end - start).max(0) as f64 / 1000.0
+        );
+        self.events.push(s);
+    }
+
+    /// A flow arrow from (pid, tid) at `from` to (pid2, tid2) at `to`,
+    /// each end bound to a zero-length slice there named `what`.
+    #[allow(clippy::too_many_arguments)]
+    fn flow(
+        &mut self,
+        cat: &str,
+        (pid, tid, from): (usize, usize, i128),
+        (pid2, tid2, to): (usize, usize, i128),
+        out_name: &str,
+        in_name: &str,
+        args: &str,
+    ) {
+        self.flow_id += 1;
+        let id = self.flow_id;
+        self.slice(pid, tid, out_name, cat, from, from, args);
+        self.slice(pid2, tid2, in_name, cat, to, to, args);
+        self.events.push(format!(
+            "{{\"ph\":\"s\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid},\"tid\":{tid},\"ts\":{}}}",
+            self.ts(from)
+        ));
+        self.events.push(format!(
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid2},\"tid\":{tid2},\"ts\":{}}}",
+            self.ts(to)
+        ));
+        *self.flows.entry(cat.to_string()).or_default() += 1;
+    }
+}
+
+/// A message end, for pairing sends with receives.
+#[derive(Clone, Copy)]
+struct MsgEnd {
+    pid: usize,
+    tid: usize,
+    t: i128,
+    bytes: u64,
+    kind: u16,
+    steal: bool,
+}
+
+/// Merges the parts of the trace `path` into the Chrome JSON file `path`
+/// (replacing it), and returns what it found. Parts stay in place.
+pub fn merge(path: &Path) -> Result<Summary, String> {
+    let (parts, problems) = read_parts(path);
+    if parts.is_empty() {
+        return Err(format!(
+            "{}: no part files to merge ({})",
+            path.display(),
+            problems.join("; ")
+        ));
+    }
+    let (json, mut summary) = to_json(&parts);
+    summary.problems.extend(problems);
+    let tmp = {
+        let mut p = path.as_os_str().to_owned();
+        p.push(".tmp");
+        PathBuf::from(p)
+    };
+    let write = || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        f.write_all(json.as_bytes())?;
+        f.flush()?;
+        std::fs::rename(&tmp, path)
+    };
+    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(summary)
+}
+
+/// The Chrome JSON of `parts` and their summary.
+pub fn to_json(parts: &[Part]) -> (String, Summary) {
+    let aligned = |p: &Part, t: u64| t as i128 + p.clock_offset_ns as i128;
+    let t0 = parts
+        .iter()
+        .filter_map(|p| {
+            p.lanes
+                .iter()
+                .filter_map(|l| l.events.first())
+                .map(|e| aligned(p, e.t))
+                .min()
+        })
+        .min()
+        .unwrap_or(0);
+    let mut out = Out {
+        events: Vec::new(),
+        t0,
+        flow_id: 0,
+        flows: HashMap::new(),
+    };
+    let mut summary = Summary::default();
+    // Messages: sends and receives by (src, dst, kind, seq), in order.
+    let mut sends: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
+    let mut recvs: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
+    for p in parts {
+        let pid = p.locale;
+        out.events.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"args\":{{\"name\":\"locale {pid}{}\"}}}}",
+            if p.complete { "" } else { " (did not stop cleanly)" }
+        ));
+        out.events.push(format!(
+            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"args\":{{\"sort_index\":{pid}}}}}"
+        ));
+        let lane_end = |l: &Lane| {
+            let last = l.events.last().map_or(0, |e| aligned(p, e.t));
+            if p.complete {
+                last.max(aligned(p, p.end_ns))
+            } else {
+                last
+            }
+        };
+        // Resumptions per task, for wake flows: (time, lane).
+        let mut resumed: HashMap<u64, Vec<(i128, usize)>> = HashMap::new();
+        for (tid, l) in p.lanes.iter().enumerate() {
+            for e in &l.events {
+                if e.kind == kind::TASK_BEGIN && e.small == how::RESUMED {
+                    resumed.entry(e.a).or_default().push((aligned(p, e.t), tid));
+                }
+            }
+        }
+        let mut uses = Vec::new();
+        for (tid, l) in p.lanes.iter().enumerate() {
+            let mut name = l.name.clone();
+            if l.dropped > 0 {
+                let _ = write!(name, " (full: {} events dropped)", l.dropped);
+            }
+            let mut m = String::from("{\"ph\":\"M\",\"name\":\"thread_name\",");
+            let _ = write!(m, "\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":");
+            json_str(&mut m, &name);
+            m.push_str("}}");
+            out.events.push(m);
+            out.events.push(format!(
+                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
+            ));
+            let end = lane_end(l);
+            let mut u = LaneUse {
+                name: l.name.clone(),
+                dropped: l.dropped,
+                span_ns: l
+                    .events
+                    .first()
+                    .map_or(0, |e| (end - aligned(p, e.t)).max(0) as u64),
+                ..LaneUse::default()
+            };
+            // The open task span: (start, id, how, from, label).
+            let mut task: Option<(i128, u64, u16, u64, u16)> = None;
+            let mut idle: Option<i128> = None;
+            let mut sleep: Option<i128> = None;
+            let mut away: Option<i128> = None;
+            let mut steal_out: Vec<(usize, u64)> = Vec::new();
+            let close_task = |out: &mut Out,
+                              u: &mut LaneUse,
+                              (s, id, h, from, label): (i128, u64, u16, u64, u16),
+                              t: i128,
+                              reason: &str| {
+                let name = if label != 0 {
+                    task_kind_name(label)
+                } else {
+                    "task"
+                };
+                out.slice(
+                    pid,
+                    tid,
+                    name,
+                    "task",
+                    s,
+                    t,
+                    &format!(
+                        "\"task\":{id},\"how\":\"{}\",\"from\":{from},\"end\":\"{reason}\"",
+                        how_name(h)
+                    ),
+                );
+                u.busy_ns += (t - s).max(0) as u64;
+            };
+            for e in &l.events {
+                let t = aligned(p, e.t);
+                match e.kind {
+                    kind::TASK_BEGIN => {
+                        if let Some(open) = task.take() {
+                            close_task(&mut out, &mut u, open, t, "cut");
+                        }
+                        task = Some((t, e.a, e.small, e.b, 0));
+                        if e.small != how::RESUMED {
+                            u.tasks += 1;
+                        }
+                    }
+                    kind::LABEL => {
+                        // The first label names the span: a task run
+                        // inline later in it (a coforall range its
+                        // waiter takes back) does not rename it.
+                        if let Some(open) = task.as_mut().filter(|o| o.4 == 0) {
+                            open.4 = e.small;
+                        }
+                    }
+                    kind::TASK_END => {
+                        if let Some(open) = task.take() {
+                            close_task(&mut out, &mut u, open, t, why_name(e.small));
+                        }
+                    }
+                    kind::IDLE_BEGIN => idle = Some(t),
+                    kind::IDLE_END => {
+                        if let Some(s) = idle.take() {
+                            out.slice(pid, tid, "idle", "idle", s, t, "");
+                            u.idle_ns += (t - s).max(0) as u64;
+                        }
+                    }
+                    kind::SLEEP_BEGIN => sleep = Some(t),
+                    kind::SLEEP_END => {
+                        if let Some(s) = sleep.take() {
+                            out.slice(pid, tid, "asleep", "idle", s, t, "");
+                            u.sleep_ns += (t - s).max(0) as u64;
+                        }
+                    }
+                    kind::AWAY_BEGIN => away = Some(t),
+                    kind::AWAY_END => {
+                        if let Some(s) = away.take() {
+                            out.slice(pid, tid, "blocking call", "away", s, t, "");
+                        }
+                    }
+                    kind::STEAL => {
+                        u.steals += 1;
+                        let victim = e.a as usize;
+                        out.flow(
+                            "steal",
+                            (pid, victim, t),
+                            (pid, tid, t),
+                            &format!("stolen by {}", l.name),
+                            &format!("steal from worker {victim}"),
+                            &format!("\"victim\":{victim}"),
+                        );
+                    }
+                    kind::BLOCK => {
+                        out.slice(
+                            pid,
+                            tid,
+                            "block",
+                            "sync",
+                            t,
+                            t,
+                            &format!("\"variable\":\"{:#x}\",\"kind\":{}", e.a, e.small),
+                        );
+                    }
+                    kind::WAKE => {
+                        let target = resumed
+                            .get(&e.a)
+                            .and_then(|v| v.iter().find(|(rt, _)| *rt >= t).copied());
+                        if let Some((rt, rtid)) = target {
+                            out.flow(
+                                "wake",
+                                (pid, tid, t),
+                                (pid, rtid, rt),
+                                &format!("wake task {}", e.a),
+                                "woken",
+                                &format!("\"task\":{},\"variable\":\"{:#x}\"", e.a, e.b),
+                            );
+                        }
+                    }
+                    kind::POLL => {
+                        out.slice(
+                            pid,
+                            tid,
+                            "poll",
+                            "driver",
+                            t,
+                            t,
+                            &format!("\"items\":{}", e.word),
+                        );
+                    }
+                    kind::STEAL_OUT => steal_out.push((e.word as usize, e.a)),
+                    kind::STEAL_IN => {}
+                    kind::MSG_SEND => {
+                        let dst = e.word as usize;
+                        let steal = match steal_out.iter().position(|&(d, _)| d == dst) {
+                            Some(i) => {
+                                steal_out.remove(i);
+                                true
+                            }
+                            None => false,
+                        };
+                        sends
+                            .entry((pid, dst, e.small, e.a))
+                            .or_default()
+                            .push(MsgEnd {
+                                pid,
+                                tid,
+                                t,
+                                bytes: e.b,
+                                kind: e.small,
+                                steal,
+                            });
+                    }
+                    kind::MSG_RECV => {
+                        let src = e.word as usize;
+                        recvs
+                            .entry((src, pid, e.small, e.a))
+                            .or_default()
+                            .push(MsgEnd {
+                                pid,
+                                tid,
+                                t,
+                                bytes: e.b,
+                                kind: e.small,
+                                steal: false,
+                            });
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(open) = task.take() {
+                close_task(&mut out, &mut u, open, end, "cut");
+            }
+            if let Some(s) = sleep.take() {
+                out.slice(pid, tid, "asleep", "idle", s, end, "");
+                u.sleep_ns += (end - s).max(0) as u64;
+            }
+            if let Some(s) = idle.take() {
+                out.slice(pid, tid, "idle", "idle", s, end, "");
+                u.idle_ns += (end - s).max(0) as u64;
+            }
+            if l.worker {
+                uses.push(u);
+            }
+        }
+        summary.locales.push((p.locale, p.complete, uses));
+    }
+    // Pair each send with the receive of the same (src, dst, kind,
+    // sequence number), nearest after it in time.
+    for (key, ss) in &sends {
+        let Some(rs) = recvs.get_mut(key) else {
+            continue;
+        };
+        for s in ss {
+            let Some(i) = rs
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.t >= s.t)
+                .min_by_key(|(_, r)| r.t)
+                .map(|(i, _)| i)
+            else {
+                continue;
+            };
+            let r = rs.swap_remove(i);
+            let (src, dst) = (key.0, key.1);
+            let what = msg_kind_name(s.kind);
+            let args = format!("\"bytes\":{},\"kind\":\"{what}\"", s.bytes);
+            out.flow(
+                "message",
+                (s.pid, s.tid, s.t),
+                (r.pid, r.tid, r.t),
+                &format!("send {what} to locale {dst}"),
+                &format!("receive {what} from locale {src}"),
+                &args,
+            );
+            if s.steal {
+                out.flow(
+                    "steal-across",
+                    (s.pid, s.tid, s.t),
+                    (r.pid, r.tid, r.t),
+                    &format!("work stolen by locale {dst}"),
+                    &format!("work stolen from locale {src}"),
+                    &args,
+                );
+            }
+        }
+    }
+    summary.flows = out.flows.clone();
+    let mut json =
+        String::with_capacity(out.events.iter().map(|e| e.len() + 2).sum::<usize>() + 256);
+    json.push_str("{\"traceEvents\":[\n");
+    for (i, e) in out.events.iter().enumerate() {
+        if i > 0 {
+            json.push_str(",\n");
+        }
+        json.push_str(e);
+    }
+    json.push_str("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cantus\",");
+    let _ = writeln!(
+        json,
+        "\"locales\":{},\"full_policy\":\"stop: a full lane records no more and counts what it dropped\",\"clocks\":\"CLOCK_MONOTONIC of each machine, plus each part's offset to locale 0's\"}}}}",
+        parts.first().map_or(0, |p| p.locales)
+    );
+    (json, summary)
+}

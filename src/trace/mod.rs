@@ -1,0 +1,251 @@
+//! Timeline traces (`CANTUS_TRACE=PATH`, `Builder::trace`): what every
+//! worker of every locale did, when. The format, the policy when a lane
+//! is full, crash safety and clock alignment are in `README.md` beside
+//! this file.
+//!
+//! Recording: each thread that records owns a *lane*, an array of
+//! fixed-size [`Event`]s in a file that its locale maps shared
+//! (`lane.rs`), written without locks (one writer per lane) and published
+//! by a count; so whatever was recorded survives a crash or a kill of the
+//! process. When tracing is off, every recording call is one relaxed
+//! load of a static and a branch.
+//!
+//! Merging (`merge.rs`): at the end of a traced run, locale 0 reads every
+//! locale's file and writes one Chrome trace-event JSON file (which
+//! Perfetto and `chrome://tracing` open), and prints each worker's
+//! utilisation. `cantus-trace` (the workspace's `trace/` crate) merges
+//! what a dead job left, and draws a trace as an SVG timeline.
+
+pub(crate) mod lane;
+pub mod merge;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Tracing is on in this process (a traced runtime runs).
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether tracing is on: what every recording call checks first.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// One recorded event: 32 bytes, the same in memory and in the file
+/// (little-endian, as every machine cantus runs on).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Event {
+    /// Nanoseconds of the locale's monotonic clock.
+    pub t: u64,
+    /// What happened ([`kind`]).
+    pub kind: u16,
+    /// A small argument (a task's kind, a block's kind, a message kind).
+    pub small: u16,
+    /// A 32-bit argument (a size, a count, a locale).
+    pub word: u32,
+    /// The first full argument (a task id, an address, a worker).
+    pub a: u64,
+    /// The second full argument.
+    pub b: u64,
+}
+
+/// Event kinds and what their fields mean.
+pub mod kind {
+    /// A task starts or resumes running: `a` its id, `small` how it came
+    /// to this worker ([`super::how`]), `b` the worker it was stolen from
+    /// (stolen tasks) or the task that woke it (resumed tasks), else 0.
+    pub const TASK_BEGIN: u16 = 1;
+    /// The running task stops: `a` its id, `small` why ([`super::why`]).
+    pub const TASK_END: u16 = 2;
+    /// What the running task is ([`super::task_kind`] in `small`): set by
+    /// the layer that made it, once it runs.
+    pub const LABEL: u16 = 3;
+    /// The worker enters its idle loop (spinning for work).
+    pub const IDLE_BEGIN: u16 = 4;
+    /// The worker leaves its idle loop.
+    pub const IDLE_END: u16 = 5;
+    /// The worker falls asleep (inside an idle period).
+    pub const SLEEP_BEGIN: u16 = 6;
+    /// The worker wakes.
+    pub const SLEEP_END: u16 = 7;
+    /// The worker took a task from worker `a`'s deque.
+    pub const STEAL: u16 = 8;
+    /// The running task blocks on the variable at `a` (`small`: what it
+    /// waits for, the scheduler's `BlockKind`).
+    pub const BLOCK: u16 = 9;
+    /// The running task (or thread) made task `a` runnable again, by a
+    /// state change of the variable at `b`.
+    pub const WAKE: u16 = 10;
+    /// A poll of the driver handled `word` items.
+    pub const POLL: u16 = 11;
+    /// A message to locale `word`: `small` its kind, `a` its trace
+    /// sequence number, `b` its bytes.
+    pub const MSG_SEND: u16 = 12;
+    /// A message from locale `word`: as [`MSG_SEND`].
+    pub const MSG_RECV: u16 = 13;
+    /// Work stealing across locales: this locale sends work to locale
+    /// `word` (the thief) for computation `a`; the message that carries
+    /// it is the next one this lane sends there.
+    pub const STEAL_OUT: u16 = 14;
+    /// This locale received stolen work from locale `word` (the victim)
+    /// for computation `a`.
+    pub const STEAL_IN: u16 = 15;
+    /// The running task leaves its worker for a blocking call.
+    pub const AWAY_BEGIN: u16 = 16;
+    /// It is back.
+    pub const AWAY_END: u16 = 17;
+}
+
+/// How a task came to run on its worker (`TASK_BEGIN`'s `small`).
+pub mod how {
+    /// From the worker's own deque.
+    pub const OWN: u16 = 0;
+    /// Stolen from another worker's deque.
+    pub const STOLEN: u16 = 1;
+    /// From the shared queue (spawned by an outside thread, a remote
+    /// call's handler, a task aimed at another shepherd).
+    pub const INJECTED: u16 = 2;
+    /// A root task (`block_on`, `run`, a call from an outside thread).
+    pub const ROOT: u16 = 3;
+    /// Resumed after it blocked, yielded or slept.
+    pub const RESUMED: u16 = 4;
+}
+
+/// Why a task stopped running (`TASK_END`'s `small`).
+pub mod why {
+    /// It returned.
+    pub const DONE: u16 = 0;
+    /// It blocked on a variable.
+    pub const BLOCKED: u16 = 1;
+    /// It yielded.
+    pub const YIELDED: u16 = 2;
+    /// It sleeps.
+    pub const SLEPT: u16 = 3;
+    /// It left for a blocking call.
+    pub const AWAY: u16 = 4;
+}
+
+/// What a task is (`LABEL`'s `small`).
+pub mod task_kind {
+    /// `begin`, a scope's `spawn`.
+    pub const BEGIN: u16 = 1;
+    /// The second half of a `join` (run by a thief).
+    pub const JOIN: u16 = 2;
+    /// A range of a `coforall`.
+    pub const COFORALL: u16 = 3;
+    /// A chunk of a `forall`.
+    pub const FORALL: u16 = 4;
+    /// A remote call's handler.
+    pub const REMOTE: u16 = 5;
+    /// A piece of a balanced computation (`balance/`).
+    pub const BALANCE: u16 = 6;
+    /// A task forked through the C ABI.
+    pub const C_TASK: u16 = 7;
+    /// A root task.
+    pub const ROOT: u16 = 8;
+}
+
+/// The monotonic clock, in nanoseconds (`CLOCK_MONOTONIC`: the same
+/// clock in every process of one machine).
+#[inline]
+pub(crate) fn now() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec we pass; CLOCK_MONOTONIC
+    // always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Records an event on the calling thread's lane, now.
+#[inline]
+pub(crate) fn record(kind: u16, small: u16, word: u32, a: u64, b: u64) {
+    if on() {
+        lane::append(Event {
+            t: now(),
+            kind,
+            small,
+            word,
+            a,
+            b,
+        });
+    }
+}
+
+/// Labels the running task (a [`task_kind`]), from the layer that made
+/// it, as it starts.
+#[inline]
+pub(crate) fn label(task_kind: u16) {
+    record(kind::LABEL, task_kind, 0, 0, 0);
+}
+
+/// Starts recording for this process's runtime (locale `here` of
+/// `locales`) into `path`'s part files; `workers` lanes are the
+/// workers'. An error if the files cannot be made.
+pub(crate) fn start(
+    path: &std::path::Path,
+    here: usize,
+    locales: usize,
+    workers: usize,
+    lane_events: usize,
+) -> Result<(), crate::Error> {
+    lane::open(path, here, locales, workers, lane_events)?;
+    ON.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Claims lane `index` (a worker's) for the calling thread.
+pub(crate) fn enter_worker(index: usize) {
+    if on() {
+        lane::claim_worker(index);
+    }
+}
+
+/// Locale 0, at the end of a traced run: waits (a while) for every
+/// locale's part to be complete, merges them into `path`, removes the
+/// parts if all were, and prints the utilisation summary on stderr.
+pub(crate) fn finish(path: &std::path::Path, locales: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let (parts, _) = merge::read_parts(path);
+        let complete = parts.iter().filter(|p| p.complete).count();
+        if complete >= locales || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    match merge::merge(path) {
+        Ok(summary) => {
+            let all = summary.problems.is_empty()
+                && summary.locales.len() == locales
+                && summary.locales.iter().all(|(_, complete, _)| *complete);
+            if all {
+                let _ = std::fs::remove_dir_all(lane::parts_dir(path));
+            }
+            eprint!("{summary}");
+            eprintln!(
+                "cantus trace: wrote {} (open it in https://ui.perfetto.dev, or draw it with \
+                 `cantus-trace svg`){}",
+                path.display(),
+                if all {
+                    String::new()
+                } else {
+                    format!(
+                        "; the part files stay in {}",
+                        lane::parts_dir(path).display()
+                    )
+                }
+            );
+        }
+        Err(e) => eprintln!("cantus trace: could not merge: {e}"),
+    }
+}
+
+/// Stops recording: marks this locale's file complete and unmaps it.
+pub(crate) fn stop() {
+    if ON.swap(false, Ordering::AcqRel) {
+        lane::close();
+    }
+}
