@@ -40,6 +40,7 @@ mod scale;
 mod stackmem;
 mod stats;
 mod suite;
+mod trace;
 
 /// Command-line options shared by the subcommands.
 pub(crate) struct Options {
@@ -62,7 +63,7 @@ impl Options {
 
 pub(crate) fn usage() -> ! {
     eprintln!(
-        "usage: cantus-bench <micro|apps|all|comm|suite|scale|latency|deque|stack-memory N|balance|balance-sim> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
+        "usage: cantus-bench <micro|apps|all|comm|suite|scale|latency|deque|stack-memory N|balance|balance-sim|trace> [--quick] [--reps N] [--fifo-threads N] [--only SECTION]\n\
          \n\
          Prints `<name> <value> <unit>` per figure and `<name>/<peer> <ratio>`\n\
          (cantus time / peer time) per comparison; notes go to stderr."
@@ -146,6 +147,7 @@ fn main() {
         }
         "apps" => apps::run(&parse_options(rest)),
         "comm" => comm::run(&parse_options(rest)),
+        "trace" => trace::run(&parse_options(rest)),
         "suite" => suite::run(rest),
         "scale" => scale::run(rest),
         "balance" => balance::run(&parse_options(rest)),

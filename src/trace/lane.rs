@@ -51,6 +51,13 @@ pub(crate) struct FileHeader {
     pub(crate) end_ns: AtomicU64,
     /// Events of threads that found no free lane.
     pub(crate) unlaned: AtomicU64,
+    /// The clock's ticks when recording started (`start_ns` then).
+    pub(crate) tick0: u64,
+    /// Nanoseconds per tick, measured at the start (an `f64`'s bits).
+    pub(crate) ns_per_tick: u64,
+    /// The ticks when it stopped (`end_ns` then; 0 until then): with the
+    /// start, the exact rate over the run.
+    pub(crate) tick_end: AtomicU64,
 }
 
 /// One lane's record in the header.
@@ -84,9 +91,30 @@ pub(crate) fn part_path(path: &Path, here: usize) -> PathBuf {
     parts_dir(path).join(format!("locale-{here}.bin"))
 }
 
-/// The directory of the part files of the trace `path`.
-pub(crate) fn parts_dir(path: &Path) -> PathBuf {
-    let mut p = path.as_os_str().to_owned();
+/// The directory of the part files of the trace `path`, the same for
+/// every process of one machine: `CANTUS_TRACE_PARTS` if set (a directory
+/// every locale reaches, across machines); else, where `/dev/shm` exists,
+/// `/dev/shm/cantus-trace-<hash of the absolute path>` (memory: no disk
+/// writes while recording, and the files outlive a crashed process);
+/// else `PATH.parts`.
+pub fn parts_dir(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let stem = absolute
+        .file_name()
+        .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    if let Some(dir) = std::env::var_os("CANTUS_TRACE_PARTS").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir).join(format!("{stem}.parts"));
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        // FNV-1a of the absolute path: the same in every locale.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in absolute.as_os_str().as_encoded_bytes() {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        return shm.join(format!("cantus-trace-{stem}-{h:016x}"));
+    }
+    let mut p = absolute.into_os_string();
     p.push(".parts");
     PathBuf::from(p)
 }
@@ -186,6 +214,26 @@ fn recorder() -> Option<&'static Recorder> {
     *RECORDER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Whether a traced runtime's file is open in this process.
+pub(crate) fn recording() -> bool {
+    recorder().is_some()
+}
+
+/// Touches every page of a lane once, as its thread claims it: a page
+/// first touched while recording costs a page fault (the zeroing of a
+/// fresh page), which made recording five times dearer; so a lane's
+/// memory, `CANTUS_TRACE_EVENTS` x 32 bytes, is committed when claimed.
+fn prefault(w: &Writer) {
+    let bytes = w.cap as usize * size_of::<Event>();
+    let base = w.events.cast::<u8>();
+    for off in (0..bytes).step_by(4096) {
+        // SAFETY: inside the lane (which lies inside the mapping); the
+        // bytes are zero and no event is there yet (the lane is being
+        // claimed), so writing a zero changes nothing but residency.
+        unsafe { std::ptr::write_volatile(base.add(off), 0) };
+    }
+}
+
 /// Claims lane `index` (worker `index`'s) for the calling thread.
 pub(crate) fn claim_worker(index: usize) {
     let Some(r) = recorder() else {
@@ -195,6 +243,7 @@ pub(crate) fn claim_worker(index: usize) {
         return;
     }
     let w = r.writer(index, &format!("worker {index}"));
+    prefault(&w);
     LANE.with(|l| l.set((Some(w), GENERATION.load(Ordering::Relaxed))));
 }
 
@@ -213,8 +262,23 @@ fn claim_other() -> Option<Writer> {
         .name()
         .map_or_else(|| format!("thread {i}"), str::to_owned);
     let w = r.writer(i, &name);
+    prefault(&w);
     LANE.with(|l| l.set((Some(w), GENERATION.load(Ordering::Relaxed))));
     Some(w)
+}
+
+/// The clock now, its ticks now, and nanoseconds per tick (measured over
+/// 2 ms: a part whose locale dies before it stops keeps this rate).
+fn calibrate() -> (u64, u64, f64) {
+    let (ns0, t0) = (super::now(), super::ticks());
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let (ns1, t1) = (super::now(), super::ticks());
+    let rate = if t1 > t0 {
+        (ns1 - ns0) as f64 / (t1 - t0) as f64
+    } else {
+        1.0
+    };
+    (ns0, t0, rate)
 }
 
 /// Makes and maps locale `here`'s part file of the trace `path`.
@@ -279,6 +343,7 @@ pub(crate) fn open(
     if base == libc::MAP_FAILED {
         return Err(fail("map the part file", e));
     }
+    let (start_ns, tick0, ns_per_tick) = calibrate();
     let header = FileHeader {
         magic: MAGIC,
         version: VERSION,
@@ -287,12 +352,15 @@ pub(crate) fn open(
         workers: workers as u32,
         lanes_max: LANES_MAX as u32,
         lane_events: lane_events as u32,
-        start_ns: super::now(),
+        start_ns,
         clock_offset_ns: 0,
         lanes_used: AtomicU32::new(workers.min(LANES_MAX) as u32),
         done: AtomicU32::new(0),
         end_ns: AtomicU64::new(0),
         unlaned: AtomicU64::new(0),
+        tick0,
+        ns_per_tick: ns_per_tick.to_bits(),
+        tick_end: AtomicU64::new(0),
     };
     // SAFETY: the mapping is at least HEADER_BYTES long, zeroed (a fresh
     // file), and page aligned.
@@ -314,6 +382,7 @@ pub(crate) fn close() {
     GENERATION.fetch_add(1, Ordering::Relaxed);
     if let Some(r) = r {
         let h = r.header();
+        h.tick_end.store(super::ticks(), Ordering::Relaxed);
         h.end_ns.store(super::now(), Ordering::Relaxed);
         // Release: the merge loads `done` (Acquire) before trusting the
         // counts as final.

@@ -53,7 +53,19 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Reads a part file; an error says what is wrong with it.
 pub fn read_part(path: &Path) -> Result<Part, String> {
-    let b = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    read_part_with(path, true)
+}
+
+/// Reads a part file's header and lanes' records, and their events if
+/// `events` (else every lane reads as empty): only what was written is
+/// read, never the sparse file's unwritten space.
+fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
+    use std::os::unix::fs::FileExt;
+    let io = |e: std::io::Error| format!("{}: {e}", path.display());
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len() as usize;
+    let mut b = vec![0u8; HEADER_BYTES.min(size)];
+    file.read_exact_at(&mut b, 0).map_err(io)?;
     let bad = |what: &str| format!("{}: not a cantus trace part: {what}", path.display());
     if b.len() < HEADER_BYTES || b[..8] != MAGIC {
         return Err(bad("no header"));
@@ -70,7 +82,19 @@ pub fn read_part(path: &Path) -> Result<Part, String> {
     let done = u32_at(&b, 52);
     let end_ns = u64_at(&b, 56);
     let unlaned = u64_at(&b, 64);
+    let tick0 = u64_at(&b, 72);
+    let mut ns_per_tick = f64::from_bits(u64_at(&b, 80));
+    let tick_end = u64_at(&b, 88);
     debug_assert_eq!(std::mem::offset_of!(FileHeader, unlaned), 64);
+    debug_assert_eq!(std::mem::offset_of!(FileHeader, tick_end), 88);
+    if done == 1 && tick_end > tick0 && end_ns > start_ns {
+        ns_per_tick = (end_ns - start_ns) as f64 / (tick_end - tick0) as f64;
+    }
+    if !ns_per_tick.is_finite() || ns_per_tick <= 0.0 {
+        return Err(bad("clock rate"));
+    }
+    let to_ns =
+        |t: u64| start_ns.wrapping_add(((t as f64 - tick0 as f64) * ns_per_tick) as i64 as u64);
     if lanes_max != lane::LANES_MAX || lane_events == 0 {
         return Err(bad("lane geometry"));
     }
@@ -90,23 +114,23 @@ pub fn read_part(path: &Path) -> Result<Part, String> {
             return Err(bad(&format!("lane {i} claims {len} events")));
         }
         let at = lane::events_offset(i, lane_events);
-        // The file is sparse: a lane that never wrote reads as zeros
-        // (len 0), and the file may stop before unwritten lanes' space.
-        let mut events = Vec::with_capacity(len);
-        for k in 0..len {
-            let o = at + k * 32;
-            if o + 32 > b.len() {
-                return Err(bad(&format!("lane {i} is cut short")));
-            }
-            events.push(Event {
-                t: u64_at(&b, o),
-                kind: u16::from_le_bytes([b[o + 8], b[o + 9]]),
-                small: u16::from_le_bytes([b[o + 10], b[o + 11]]),
-                word: u32_at(&b, o + 12),
-                a: u64_at(&b, o + 16),
-                b: u64_at(&b, o + 24),
-            });
+        let len = if with_events { len } else { 0 };
+        if at + len * 32 > size {
+            return Err(bad(&format!("lane {i} is cut short")));
         }
+        let mut raw = vec![0u8; len * 32];
+        file.read_exact_at(&mut raw, at as u64).map_err(io)?;
+        let events: Vec<Event> = raw
+            .chunks_exact(32)
+            .map(|r| Event {
+                t: to_ns(u64_at(r, 0)),
+                kind: u16::from_le_bytes([r[8], r[9]]),
+                small: u16::from_le_bytes([r[10], r[11]]),
+                word: u32_at(r, 12),
+                a: u64_at(r, 16),
+                b: u64_at(r, 24),
+            })
+            .collect();
         if name.is_empty() && events.is_empty() {
             continue; // a worker lane never claimed
         }
@@ -132,6 +156,20 @@ pub fn read_part(path: &Path) -> Result<Part, String> {
 /// Reads every part file of the trace `path` (`PATH.parts/locale-N.bin`),
 /// by locale; a locale whose file is missing or unreadable is reported.
 pub fn read_parts(path: &Path) -> (Vec<Part>, Vec<String>) {
+    read_parts_with(path, true)
+}
+
+/// Whether every locale's part of the trace `path` is complete (read
+/// from the headers only), and how many locales have parts.
+pub(crate) fn parts_complete(path: &Path) -> usize {
+    read_parts_with(path, false)
+        .0
+        .iter()
+        .filter(|p| p.complete)
+        .count()
+}
+
+fn read_parts_with(path: &Path, with_events: bool) -> (Vec<Part>, Vec<String>) {
     let dir = lane::parts_dir(path);
     let mut parts = Vec::new();
     let mut problems = Vec::new();
@@ -145,7 +183,7 @@ pub fn read_parts(path: &Path) -> (Vec<Part>, Vec<String>) {
     files.sort();
     for f in files {
         if f.extension().is_some_and(|x| x == "bin") {
-            match read_part(&f) {
+            match read_part_with(&f, with_events) {
                 Ok(p) => parts.push(p),
                 Err(e) => problems.push(e),
             }
@@ -294,18 +332,32 @@ fn json_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// The JSON being written: events as strings, comma-separated.
+/// The JSON being written, event after event.
 struct Out {
-    events: Vec<String>,
+    json: String,
+    first: bool,
     t0: i128,
     flow_id: u64,
     flows: HashMap<String, u64>,
 }
 
 impl Out {
+    /// Starts the next event (after a comma, unless it is the first).
+    fn next(&mut self) -> &mut String {
+        if !std::mem::take(&mut self.first) {
+            self.json.push_str(",\n");
+        }
+        &mut self.json
+    }
+
     /// Microseconds since the trace's start (Chrome's unit).
-    fn ts(&self, t: i128) -> String {
-        format!("{:.3}", (t - self.t0) as f64 / 1000.0)
+    fn us(&self, t: i128) -> f64 {
+        (t - self.t0) as f64 / 1000.0
+    }
+
+    /// A metadata or other event given whole.
+    fn raw(&mut self, event: &str) {
+        self.next().push_str(event);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -319,42 +371,46 @@ impl Out {
         end: i128,
         args: &str,
     ) {
-        let mut s = String::with_capacity(160);
-        s.push_str("{\"ph\":\"X\",\"name\":");
-        json_str(&mut s, name);
+        let (ts, dur) = (self.us(start), (end - start).max(0) as f64 / 1000.0);
+        let j = self.next();
+        j.push_str("{\"ph\":\"X\",\"name\":");
+        json_str(j, name);
         let _ = write!(
-            s,
-            ",\"cat\":\"{cat}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{},\"dur\":{:.3},\"args\":{{{args}}}}}",
-            self.ts(start),
-            (end - start).max(0) as f64 / 1000.0
+            j,
+            ",\"cat\":\"{cat}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts:.3},\"dur\":{dur:.3}"
         );
-        self.events.push(s);
+        if !args.is_empty() {
+            let _ = write!(j, ",\"args\":{{{args}}}");
+        }
+        j.push('}');
     }
 
-    /// A flow arrow from (pid, tid) at `from` to (pid2, tid2) at `to`,
-    /// each end bound to a zero-length slice there named `what`.
-    #[allow(clippy::too_many_arguments)]
+    /// A flow arrow (category `cat`) from (pid, tid) at `from` to (pid2,
+    /// tid2) at `to`, bound to the slices enclosing those points (a task
+    /// or an idle period, on a worker's lane); with `source`, a
+    /// zero-length slice of that name at the start carries `args`.
     fn flow(
         &mut self,
         cat: &str,
         (pid, tid, from): (usize, usize, i128),
         (pid2, tid2, to): (usize, usize, i128),
-        out_name: &str,
-        in_name: &str,
+        source: Option<&str>,
         args: &str,
     ) {
         self.flow_id += 1;
         let id = self.flow_id;
-        self.slice(pid, tid, out_name, cat, from, from, args);
-        self.slice(pid2, tid2, in_name, cat, to, to, args);
-        self.events.push(format!(
-            "{{\"ph\":\"s\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid},\"tid\":{tid},\"ts\":{}}}",
-            self.ts(from)
-        ));
-        self.events.push(format!(
-            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid2},\"tid\":{tid2},\"ts\":{}}}",
-            self.ts(to)
-        ));
+        if let Some(name) = source {
+            self.slice(pid, tid, name, cat, from, from, args);
+        }
+        let (a, b) = (self.us(from), self.us(to));
+        let _ = write!(
+            self.next(),
+            "{{\"ph\":\"s\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid},\"tid\":{tid},\"ts\":{a:.3}}}"
+        );
+        let _ = write!(
+            self.next(),
+            "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid2},\"tid\":{tid2},\"ts\":{b:.3}}}"
+        );
         *self.flows.entry(cat.to_string()).or_default() += 1;
     }
 }
@@ -413,7 +469,8 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
         .min()
         .unwrap_or(0);
     let mut out = Out {
-        events: Vec::new(),
+        json: String::from("{\"traceEvents\":[\n"),
+        first: true,
         t0,
         flow_id: 0,
         flows: HashMap::new(),
@@ -424,11 +481,11 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
     let mut recvs: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
     for p in parts {
         let pid = p.locale;
-        out.events.push(format!(
+        out.raw(&format!(
             "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"args\":{{\"name\":\"locale {pid}{}\"}}}}",
             if p.complete { "" } else { " (did not stop cleanly)" }
         ));
-        out.events.push(format!(
+        out.raw(&format!(
             "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"args\":{{\"sort_index\":{pid}}}}}"
         ));
         let lane_end = |l: &Lane| {
@@ -439,12 +496,15 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                 last
             }
         };
+        // Each task's label, from the end of its first span.
+        let mut labels: HashMap<u64, u16> = HashMap::new();
         // Resumptions per task, for wake flows: (time, lane).
         let mut resumed: HashMap<u64, Vec<(i128, usize)>> = HashMap::new();
         for (tid, l) in p.lanes.iter().enumerate() {
             for e in &l.events {
+                // Keyed by the (worker, slot) its waker named.
                 if e.kind == kind::TASK_BEGIN && e.small == how::RESUMED {
-                    resumed.entry(e.a).or_default().push((aligned(p, e.t), tid));
+                    resumed.entry(e.b).or_default().push((aligned(p, e.t), tid));
                 }
             }
         }
@@ -458,8 +518,8 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
             let _ = write!(m, "\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":");
             json_str(&mut m, &name);
             m.push_str("}}");
-            out.events.push(m);
-            out.events.push(format!(
+            out.raw(&m);
+            out.raw(&format!(
                 "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
             ));
             let end = lane_end(l);
@@ -483,7 +543,9 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                               (s, id, h, from, label): (i128, u64, u16, u64, u16),
                               t: i128,
                               reason: &str| {
-                let name = if label != 0 {
+                let name = if h == how::ROOT {
+                    "root"
+                } else if label != 0 {
                     task_kind_name(label)
                 } else {
                     "task"
@@ -514,16 +576,17 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                             u.tasks += 1;
                         }
                     }
-                    kind::LABEL => {
-                        // The first label names the span: a task run
-                        // inline later in it (a coforall range its
-                        // waiter takes back) does not rename it.
-                        if let Some(open) = task.as_mut().filter(|o| o.4 == 0) {
-                            open.4 = e.small;
-                        }
-                    }
                     kind::TASK_END => {
-                        if let Some(open) = task.take() {
+                        if let Some(mut open) = task.take() {
+                            // The label comes with the end; a task's later
+                            // spans (after it blocked) keep it.
+                            let label = if e.word != 0 {
+                                labels.insert(e.a, e.word as u16);
+                                e.word as u16
+                            } else {
+                                labels.get(&e.a).copied().unwrap_or(0)
+                            };
+                            open.4 = label;
                             close_task(&mut out, &mut u, open, t, why_name(e.small));
                         }
                     }
@@ -550,14 +613,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                     kind::STEAL => {
                         u.steals += 1;
                         let victim = e.a as usize;
-                        out.flow(
-                            "steal",
-                            (pid, victim, t),
-                            (pid, tid, t),
-                            &format!("stolen by {}", l.name),
-                            &format!("steal from worker {victim}"),
-                            &format!("\"victim\":{victim}"),
-                        );
+                        out.flow("steal", (pid, victim, t), (pid, tid, t), None, "");
                     }
                     kind::BLOCK => {
                         out.slice(
@@ -575,14 +631,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                             .get(&e.a)
                             .and_then(|v| v.iter().find(|(rt, _)| *rt >= t).copied());
                         if let Some((rt, rtid)) = target {
-                            out.flow(
-                                "wake",
-                                (pid, tid, t),
-                                (pid, rtid, rt),
-                                &format!("wake task {}", e.a),
-                                "woken",
-                                &format!("\"task\":{},\"variable\":\"{:#x}\"", e.a, e.b),
-                            );
+                            out.flow("wake", (pid, tid, t), (pid, rtid, rt), None, "");
                         }
                     }
                     kind::POLL => {
@@ -677,32 +726,22 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                 "message",
                 (s.pid, s.tid, s.t),
                 (r.pid, r.tid, r.t),
-                &format!("send {what} to locale {dst}"),
-                &format!("receive {what} from locale {src}"),
-                &args,
+                Some(&format!("send {what} to locale {dst}")),
+                &format!("{args},\"from\":{src}"),
             );
             if s.steal {
                 out.flow(
                     "steal-across",
                     (s.pid, s.tid, s.t),
                     (r.pid, r.tid, r.t),
-                    &format!("work stolen by locale {dst}"),
-                    &format!("work stolen from locale {src}"),
+                    Some(&format!("work stolen by locale {dst}")),
                     &args,
                 );
             }
         }
     }
     summary.flows = out.flows.clone();
-    let mut json =
-        String::with_capacity(out.events.iter().map(|e| e.len() + 2).sum::<usize>() + 256);
-    json.push_str("{\"traceEvents\":[\n");
-    for (i, e) in out.events.iter().enumerate() {
-        if i > 0 {
-            json.push_str(",\n");
-        }
-        json.push_str(e);
-    }
+    let mut json = out.json;
     json.push_str("\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"cantus\",");
     let _ = writeln!(
         json,

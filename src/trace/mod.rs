@@ -19,6 +19,8 @@
 pub(crate) mod lane;
 pub mod merge;
 
+pub use lane::parts_dir;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Tracing is on in this process (a traced runtime runs).
@@ -31,11 +33,13 @@ pub(crate) fn on() -> bool {
 }
 
 /// One recorded event: 32 bytes, the same in memory and in the file
-/// (little-endian, as every machine cantus runs on).
+/// (little-endian, as every machine cantus runs on). As recorded, `t` is
+/// in the clock's ticks ([`ticks`]); a merged [`merge::Part`] has it in
+/// nanoseconds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Event {
-    /// Nanoseconds of the locale's monotonic clock.
+    /// When: clock ticks as recorded, nanoseconds once read back.
     pub t: u64,
     /// What happened ([`kind`]).
     pub kind: u16,
@@ -55,11 +59,10 @@ pub mod kind {
     /// to this worker ([`super::how`]), `b` the worker it was stolen from
     /// (stolen tasks) or the task that woke it (resumed tasks), else 0.
     pub const TASK_BEGIN: u16 = 1;
-    /// The running task stops: `a` its id, `small` why ([`super::why`]).
+    /// The running task stops: `a` its id, `small` why ([`super::why`]),
+    /// `word` what it is ([`super::task_kind`], 0 if not said): set by the
+    /// layer that made it, once it runs ([`super::label`]).
     pub const TASK_END: u16 = 2;
-    /// What the running task is ([`super::task_kind`] in `small`): set by
-    /// the layer that made it, once it runs.
-    pub const LABEL: u16 = 3;
     /// The worker enters its idle loop (spinning for work).
     pub const IDLE_BEGIN: u16 = 4;
     /// The worker leaves its idle loop.
@@ -145,6 +148,24 @@ pub mod task_kind {
     pub const ROOT: u16 = 8;
 }
 
+/// The recording clock, in ticks: the time-stamp counter on x86-64 (a
+/// third of `clock_gettime`'s cost here; invariant and synchronized
+/// across the cores of one machine wherever Linux uses it as its clock
+/// source), else `CLOCK_MONOTONIC` nanoseconds. Each part file records
+/// how ticks map to `CLOCK_MONOTONIC` (`lane.rs`).
+#[inline]
+pub(crate) fn ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: rdtsc has no preconditions.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        now()
+    }
+}
+
 /// The monotonic clock, in nanoseconds (`CLOCK_MONOTONIC`: the same
 /// clock in every process of one machine).
 #[inline]
@@ -164,7 +185,7 @@ pub(crate) fn now() -> u64 {
 pub(crate) fn record(kind: u16, small: u16, word: u32, a: u64, b: u64) {
     if on() {
         lane::append(Event {
-            t: now(),
+            t: ticks(),
             kind,
             small,
             word,
@@ -175,10 +196,32 @@ pub(crate) fn record(kind: u16, small: u16, word: u32, a: u64, b: u64) {
 }
 
 /// Labels the running task (a [`task_kind`]), from the layer that made
-/// it, as it starts.
+/// it, as it starts: its next `TASK_END` carries the label. The first
+/// label wins (a task run inline later inside this one does not rename
+/// it).
 #[inline]
 pub(crate) fn label(task_kind: u16) {
-    record(kind::LABEL, task_kind, 0, 0, 0);
+    if on() {
+        LABEL.with(|l| {
+            if l.get() == 0 {
+                l.set(task_kind);
+            }
+        });
+    }
+}
+
+/// Records the running task's end: `TASK_END` with `why` and its label.
+#[inline]
+pub(crate) fn task_end(id: u64, why: u16) {
+    if on() {
+        let label = LABEL.with(|l| l.replace(0));
+        record(kind::TASK_END, why, u32::from(label), id, 0);
+    }
+}
+
+thread_local! {
+    /// The running task's label until its next `TASK_END`.
+    static LABEL: std::cell::Cell<u16> = const { std::cell::Cell::new(0) };
 }
 
 /// Starts recording for this process's runtime (locale `here` of
@@ -196,6 +239,27 @@ pub(crate) fn start(
     Ok(())
 }
 
+/// Stops recording for a while in this process (a traced runtime keeps
+/// its trace; events meanwhile are not recorded): to trace only the part
+/// of a run that matters, or to measure what tracing costs. Does nothing
+/// without a traced runtime.
+pub fn pause() {
+    ON.store(false, Ordering::Release);
+}
+
+/// Records again after [`pause`]; does nothing unless the running runtime
+/// was started with a trace (`CANTUS_TRACE`, `Builder::trace`).
+pub fn resume() {
+    if lane::recording() {
+        ON.store(true, Ordering::Release);
+    }
+}
+
+/// Whether this process records trace events now.
+pub fn is_recording() -> bool {
+    on()
+}
+
 /// Claims lane `index` (a worker's) for the calling thread.
 pub(crate) fn enter_worker(index: usize) {
     if on() {
@@ -209,8 +273,7 @@ pub(crate) fn enter_worker(index: usize) {
 pub(crate) fn finish(path: &std::path::Path, locales: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
-        let (parts, _) = merge::read_parts(path);
-        let complete = parts.iter().filter(|p| p.complete).count();
+        let complete = merge::parts_complete(path);
         if complete >= locales || std::time::Instant::now() > deadline {
             break;
         }
@@ -245,7 +308,6 @@ pub(crate) fn finish(path: &std::path::Path, locales: usize) {
 
 /// Stops recording: marks this locale's file complete and unmaps it.
 pub(crate) fn stop() {
-    if ON.swap(false, Ordering::AcqRel) {
-        lane::close();
-    }
+    ON.store(false, Ordering::Release);
+    lane::close();
 }

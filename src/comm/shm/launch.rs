@@ -54,7 +54,12 @@ struct ShmJob {
 /// Starts the job `config` describes (locale 0) or joins it (the others).
 pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     let job = if config.here == 0 {
-        let (transport, monitor) = start_job(config.locales, config.ring_bytes, config.heap_bytes)?;
+        let (transport, monitor) = start_job(
+            config.locales,
+            config.ring_bytes,
+            config.heap_bytes,
+            config.trace.clone(),
+        )?;
         ShmJob {
             transport,
             monitor: Some(monitor),
@@ -118,6 +123,7 @@ pub(crate) fn start_job(
     locales: usize,
     ring_bytes: usize,
     heap_bytes: usize,
+    trace: Option<std::path::PathBuf>,
 ) -> Result<(Arc<ShmTransport>, Monitor), Error> {
     let transport = Arc::new(ShmTransport::create(locales, ring_bytes, heap_bytes)?);
     let ending = Arc::new(AtomicBool::new(false));
@@ -133,7 +139,7 @@ pub(crate) fn start_job(
     let thread = std::thread::Builder::new()
         .name("cantus-locales".into())
         .spawn(move || {
-            let children = match spawn_all(t.region(), locales, &mut program) {
+            let children = match spawn_all(t.region(), locales, &mut program, trace.as_deref()) {
                 Ok(c) => {
                     let _ = tx.send(Ok(()));
                     c
@@ -226,13 +232,21 @@ fn spawn_all(
     region: &Region,
     locales: usize,
     program: &mut Program,
+    trace: Option<&std::path::Path>,
 ) -> Result<Started, (Error, Started)> {
     let mut children = Vec::with_capacity(locales - 1);
     for locale in 1..locales {
         let mut cmd = Command::new("/proc/self/exe");
         program.configure(&mut cmd);
         cmd.env(LOCALE_VAR, locale.to_string())
-            .env(LOCALES_VAR, locales.to_string());
+            .env(LOCALES_VAR, locales.to_string())
+            // Every locale traces into locale 0's trace, or none does (an
+            // empty value is off): a path a locale's own builder computed
+            // (say, with its process id in it) would never be merged.
+            .env(
+                "CANTUS_TRACE",
+                trace.map_or_else(Default::default, |p| p.as_os_str().to_owned()),
+            );
         if let Some(arg0) = std::env::args_os().next() {
             use std::os::unix::process::CommandExt;
             cmd.arg0(arg0);

@@ -216,11 +216,13 @@ fn run_away(reg: &Registry, mut away: Away) {
         storage: away.storage,
     };
     guard::set_running(away.guard, away.task_id, away.stack_size);
+    crate::trace::record(crate::trace::kind::AWAY_BEGIN, 0, 0, away.task_id, 0);
     set_away(&here);
     set_errno(away.errno);
     let r = away.carrier.resume(Resume::Run);
     set_away(std::ptr::null());
     guard::set_running((0, 0), 0, 0);
+    crate::trace::record(crate::trace::kind::AWAY_END, 0, 0, away.task_id, 0);
     match r {
         CoroutineResult::Yield(Suspend::Home) => {}
         _ => {
@@ -343,6 +345,7 @@ fn go_away() -> bool {
         return false;
     };
     let y = local.yielder.get();
+    crate::trace::task_end(local.task_id.get(), crate::trace::why::AWAY);
     let errno = errno();
     // SAFETY: `yielder` is this carrier's (set by carrier_main on its
     // latest resume; we are the task it runs), live on this stack.
@@ -388,6 +391,13 @@ fn arrived_home(
     local.storage.set(storage);
     guard::set_running_task(id);
     local.registry.outside.active.fetch_sub(1, Ordering::SeqCst);
+    crate::trace::record(
+        crate::trace::kind::TASK_BEGIN,
+        crate::trace::how::RESUMED,
+        0,
+        id,
+        (local.index as u64) << 32 | u64::from(slot),
+    );
     set_errno(errno);
 }
 

@@ -234,15 +234,7 @@ impl WorkerLocal {
             crate::trace::record(crate::trace::kind::TASK_BEGIN, how, 0, id, from);
         }
         task.run();
-        if crate::trace::on() {
-            crate::trace::record(
-                crate::trace::kind::TASK_END,
-                crate::trace::why::DONE,
-                0,
-                id,
-                0,
-            );
-        }
+        crate::trace::task_end(id, crate::trace::why::DONE);
         task_storage::release(self.storage.replace(prev_storage));
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
@@ -298,7 +290,7 @@ impl WorkerLocal {
                 Suspend::Yielded => crate::trace::why::YIELDED,
                 _ => crate::trace::why::SLEPT,
             };
-            crate::trace::record(crate::trace::kind::TASK_END, why, 0, id, 0);
+            crate::trace::task_end(id, why);
         }
         // SAFETY: `yielder` was set by this carrier's body (carrier_main) on
         // its latest resume and the carrier is the one running now, so the
