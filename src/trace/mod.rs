@@ -235,6 +235,7 @@ pub(crate) fn start(
     lane_events: usize,
 ) -> Result<(), crate::Error> {
     lane::open(path, here, locales, workers, lane_events)?;
+    *TRACED.lock().unwrap_or_else(|p| p.into_inner()) = Some((path.to_owned(), here, locales));
     ON.store(true, Ordering::Release);
     Ok(())
 }
@@ -267,14 +268,34 @@ pub(crate) fn enter_worker(index: usize) {
     }
 }
 
+/// The running traced runtime's trace path, locale and locales.
+static TRACED: std::sync::Mutex<Option<(std::path::PathBuf, usize, usize)>> =
+    std::sync::Mutex::new(None);
+
+/// Locale 0, as the job ends because a locale died: merges what every
+/// locale recorded so far (the dead one's lanes end where it died) into
+/// the trace, so that the failure can be looked at.
+pub(crate) fn merge_after_failure() {
+    let traced = TRACED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some((path, 0, locales)) = traced {
+        ON.store(false, Ordering::Release);
+        finish_with(&path, locales, false);
+    }
+}
+
 /// Locale 0, at the end of a traced run: waits (a while) for every
 /// locale's part to be complete, merges them into `path`, removes the
 /// parts if all were, and prints the utilisation summary on stderr.
 pub(crate) fn finish(path: &std::path::Path, locales: usize) {
+    TRACED.lock().unwrap_or_else(|p| p.into_inner()).take();
+    finish_with(path, locales, true);
+}
+
+fn finish_with(path: &std::path::Path, locales: usize, wait: bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
         let complete = merge::parts_complete(path);
-        if complete >= locales || std::time::Instant::now() > deadline {
+        if !wait || complete >= locales || std::time::Instant::now() > deadline {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));

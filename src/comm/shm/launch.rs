@@ -325,6 +325,7 @@ fn watch(mut children: Started, ending: &AtomicBool, kill: &AtomicBool) {
                             describe(status)
                         );
                         kill_all(children);
+                        crate::trace::merge_after_failure();
                         std::process::exit(code);
                     }
                 }
