@@ -8,7 +8,6 @@
 mod common;
 
 #[path = "../examples/balance/uts.rs"]
-#[allow(dead_code)]
 mod uts;
 
 use common::{is_child, run_child};
