@@ -122,6 +122,11 @@ impl Runtime {
                 job.abandon(&e);
                 return Err(e);
             }
+            // Over MPI the locales may be on other machines, with other
+            // clocks: put their traces on locale 0's.
+            if rt.registry.config.trace.is_some() && rt.registry.config.launch == Launch::Mpi {
+                crate::am::clock::align_trace_clocks();
+            }
             rt.job = Some(Joined { engine, job });
             Ok(rt)
         } else {

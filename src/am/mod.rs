@@ -14,6 +14,8 @@
 //! `engine.rs` the per-locale engine, `handlers.rs` the table.
 
 pub mod chant;
+#[cfg(not(loom))]
+pub(crate) mod clock;
 pub(crate) mod encode;
 pub(crate) mod engine;
 pub(crate) mod fragment;

@@ -213,7 +213,7 @@ impl<W: Registered> Comp<W> {
     /// Runs one piece of work until it is exhausted, answering requests
     /// and splitting for idle workers of this locale between steps.
     fn run_piece(self: &Arc<Self>, mut work: W) {
-        crate::trace::label(crate::trace::task_kind::BALANCE);
+        crate::trace::relabel(crate::trace::task_kind::BALANCE);
         let mut result = W::Result::default();
         let target = u64::from(self.tuning().step_us) * 1000;
         let mut units = self.units.load(Ordering::Relaxed).max(1);
@@ -457,6 +457,7 @@ impl<W: Registered> Computation for Comp<W> {
 
     fn on_work(self: Arc<Self>, from: usize, lifeline: bool, piece: &[u8]) {
         super::STEALS_RECEIVED.fetch_add(1, Ordering::Relaxed);
+        crate::trace::relabel(crate::trace::task_kind::STOLEN);
         crate::trace::record(
             crate::trace::kind::STEAL_IN,
             0,

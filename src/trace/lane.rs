@@ -13,7 +13,7 @@ use std::cell::Cell;
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 /// The file's first bytes.
 pub(crate) const MAGIC: [u8; 8] = *b"CANTUSTR";
@@ -41,8 +41,9 @@ pub(crate) struct FileHeader {
     /// The clock when recording started.
     pub(crate) start_ns: u64,
     /// Added to this file's times to put them on locale 0's clock (0 on
-    /// one machine, where every process reads the same clock).
-    pub(crate) clock_offset_ns: i64,
+    /// one machine, where every process reads the same clock; measured
+    /// by locale 0 over MPI: `am/clock.rs`).
+    pub(crate) clock_offset_ns: AtomicI64,
     /// Lanes claimed so far.
     pub(crate) lanes_used: AtomicU32,
     /// 1 once the locale stopped recording cleanly.
@@ -58,6 +59,9 @@ pub(crate) struct FileHeader {
     /// The ticks when it stopped (`end_ns` then; 0 until then): with the
     /// start, the exact rate over the run.
     pub(crate) tick_end: AtomicU64,
+    /// How far `clock_offset_ns` may be off (half the shortest round trip
+    /// that measured it; 0 on one machine).
+    pub(crate) clock_error_ns: AtomicU64,
 }
 
 /// One lane's record in the header.
@@ -214,6 +218,15 @@ fn recorder() -> Option<&'static Recorder> {
     *RECORDER.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Sets this locale's clock offset to locale 0's, and its error bound.
+pub(crate) fn set_clock_offset(offset_ns: i64, error_ns: u64) {
+    if let Some(r) = recorder() {
+        let h = r.header();
+        h.clock_offset_ns.store(offset_ns, Ordering::Relaxed);
+        h.clock_error_ns.store(error_ns, Ordering::Relaxed);
+    }
+}
+
 /// Whether a traced runtime's file is open in this process.
 pub(crate) fn recording() -> bool {
     recorder().is_some()
@@ -353,7 +366,7 @@ pub(crate) fn open(
         lanes_max: LANES_MAX as u32,
         lane_events: lane_events as u32,
         start_ns,
-        clock_offset_ns: 0,
+        clock_offset_ns: AtomicI64::new(0),
         lanes_used: AtomicU32::new(workers.min(LANES_MAX) as u32),
         done: AtomicU32::new(0),
         end_ns: AtomicU64::new(0),
@@ -361,6 +374,7 @@ pub(crate) fn open(
         tick0,
         ns_per_tick: ns_per_tick.to_bits(),
         tick_end: AtomicU64::new(0),
+        clock_error_ns: AtomicU64::new(0),
     };
     // SAFETY: the mapping is at least HEADER_BYTES long, zeroed (a fresh
     // file), and page aligned.

@@ -39,6 +39,8 @@ pub struct Part {
     pub end_ns: u64,
     /// Added to its times to align them with locale 0's clock.
     pub clock_offset_ns: i64,
+    /// How far that offset may be off.
+    pub clock_error_ns: u64,
     /// Events of threads that found no lane.
     pub unlaned: u64,
 }
@@ -85,6 +87,7 @@ fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
     let tick0 = u64_at(&b, 72);
     let mut ns_per_tick = f64::from_bits(u64_at(&b, 80));
     let tick_end = u64_at(&b, 88);
+    let clock_error_ns = u64_at(&b, 96);
     debug_assert_eq!(std::mem::offset_of!(FileHeader, unlaned), 64);
     debug_assert_eq!(std::mem::offset_of!(FileHeader, tick_end), 88);
     if done == 1 && tick_end > tick0 && end_ns > start_ns {
@@ -149,6 +152,7 @@ fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
         start_ns,
         end_ns,
         clock_offset_ns,
+        clock_error_ns,
         unlaned,
     })
 }
@@ -278,7 +282,8 @@ fn task_kind_name(k: u16) -> &'static str {
         task_kind::COFORALL => "coforall",
         task_kind::FORALL => "forall chunk",
         task_kind::REMOTE => "remote handler",
-        task_kind::BALANCE => "stolen work",
+        task_kind::BALANCE => "balanced work",
+        task_kind::STOLEN => "stolen work",
         task_kind::C_TASK => "C task",
         task_kind::ROOT => "root",
         _ => "task",
@@ -481,10 +486,22 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
     let mut recvs: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
     for p in parts {
         let pid = p.locale;
-        out.raw(&format!(
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{pid},\"args\":{{\"name\":\"locale {pid}{}\"}}}}",
-            if p.complete { "" } else { " (did not stop cleanly)" }
-        ));
+        let mut label = format!("locale {pid}");
+        if p.clock_error_ns > 0 {
+            let _ = write!(
+                label,
+                " (clock aligned to locale 0's within {:.1} us)",
+                p.clock_error_ns as f64 / 1000.0
+            );
+        }
+        if !p.complete {
+            label.push_str(" (did not stop cleanly)");
+        }
+        let mut m = String::from("{\"ph\":\"M\",\"name\":\"process_name\",");
+        let _ = write!(m, "\"pid\":{pid},\"args\":{{\"name\":");
+        json_str(&mut m, &label);
+        m.push_str("}}");
+        out.raw(&m);
         out.raw(&format!(
             "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"args\":{{\"sort_index\":{pid}}}}}"
         ));

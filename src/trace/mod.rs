@@ -140,12 +140,15 @@ pub mod task_kind {
     pub const FORALL: u16 = 4;
     /// A remote call's handler.
     pub const REMOTE: u16 = 5;
-    /// A piece of a balanced computation (`balance/`).
+    /// A piece of a balanced computation (`balance/`) split off on this
+    /// locale.
     pub const BALANCE: u16 = 6;
     /// A task forked through the C ABI.
     pub const C_TASK: u16 = 7;
     /// A root task.
     pub const ROOT: u16 = 8;
+    /// A piece of a balanced computation stolen from another locale.
+    pub const STOLEN: u16 = 9;
 }
 
 /// The recording clock, in ticks: the time-stamp counter on x86-64 (a
@@ -210,6 +213,20 @@ pub(crate) fn label(task_kind: u16) {
     }
 }
 
+/// Labels the running task as what it turned out to be, over a generic
+/// label its spawner gave (`begin`, a remote handler): a balanced
+/// computation's piece.
+#[inline]
+pub(crate) fn relabel(task_kind: u16) {
+    if on() {
+        LABEL.with(|l| {
+            if matches!(l.get(), 0 | task_kind::BEGIN | task_kind::REMOTE) {
+                l.set(task_kind);
+            }
+        });
+    }
+}
+
 /// Records the running task's end: `TASK_END` with `why` and its label.
 #[inline]
 pub(crate) fn task_end(id: u64, why: u16) {
@@ -259,6 +276,11 @@ pub fn resume() {
 /// Whether this process records trace events now.
 pub fn is_recording() -> bool {
     on()
+}
+
+/// Sets this locale's offset to locale 0's clock (`am/clock.rs`).
+pub(crate) fn set_clock_offset(offset_ns: i64, error_ns: u64) {
+    lane::set_clock_offset(offset_ns, error_ns);
 }
 
 /// Claims lane `index` (a worker's) for the calling thread.

@@ -1,0 +1,97 @@
+//! `cantus-trace`: what to do with a cantus timeline trace
+//! (`CANTUS_TRACE=PATH`) besides opening it in Perfetto.
+//!
+//! ```text
+//! cantus-trace svg TRACE.json [OUT.svg] [--width PIXELS]
+//! cantus-trace summary TRACE.json
+//! cantus-trace merge TRACE.json
+//! ```
+//!
+//! - `svg` draws the timeline: one lane per thread, grouped by locale;
+//!   tasks coloured by kind, idle and asleep in greys; steals, messages
+//!   and wakes as arrows. Opens in any browser.
+//! - `summary` prints each worker's utilisation (busy, idle, asleep).
+//! - `merge` merges the part files a run left (locale 0 does it at the end
+//!   of a run; after a crash of locale 0 the parts stay, and this merges
+//!   them) and prints the summary.
+
+mod svg;
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cantus-trace svg TRACE.json [OUT.svg] [--width PIXELS]\n       \
+                     cantus-trace summary TRACE.json\n       cantus-trace merge TRACE.json";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("cantus-trace: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), String> {
+    let (cmd, rest) = args.split_first().ok_or(USAGE)?;
+    match cmd.as_str() {
+        "svg" => {
+            let mut width = 1600u32;
+            let mut files = Vec::new();
+            let mut it = rest.iter();
+            while let Some(a) = it.next() {
+                if a == "--width" {
+                    width = it
+                        .next()
+                        .and_then(|w| w.parse().ok())
+                        .filter(|w| (200..=20_000).contains(w))
+                        .ok_or("--width takes a number of pixels, 200..20000")?;
+                } else {
+                    files.push(a.clone());
+                }
+            }
+            let input = files.first().ok_or(USAGE)?;
+            let output = files
+                .get(1)
+                .cloned()
+                .unwrap_or_else(|| format!("{}.svg", input.trim_end_matches(".json")));
+            let trace = read(Path::new(input))?;
+            let picture = svg::draw(&trace, width);
+            std::fs::write(&output, picture).map_err(|e| format!("{output}: {e}"))?;
+            eprintln!("cantus-trace: wrote {output}");
+            Ok(())
+        }
+        "summary" => {
+            let input = rest.first().ok_or(USAGE)?;
+            let trace = read(Path::new(input))?;
+            print!("{}", svg::summary(&trace));
+            Ok(())
+        }
+        "merge" => {
+            let input = rest.first().ok_or(USAGE)?;
+            let summary = cantus::trace::merge::merge(Path::new(input))?;
+            eprint!("{summary}");
+            eprintln!("cantus-trace: wrote {input}");
+            Ok(())
+        }
+        _ => Err(USAGE.to_string()),
+    }
+}
+
+/// A trace's events, read as a viewer reads them.
+fn read(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let v: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a trace-event JSON file: {e}", path.display()))?;
+    match v {
+        Value::Object(mut o) => match o.remove("traceEvents") {
+            Some(Value::Array(a)) => Ok(a),
+            _ => Err(format!("{}: no traceEvents array", path.display())),
+        },
+        Value::Array(a) => Ok(a),
+        _ => Err(format!("{}: not a trace-event JSON file", path.display())),
+    }
+}
