@@ -30,6 +30,12 @@ CANTUS_LOCALES=2 ./target/release/examples/uts T3
 CANTUS_LOCALES=3 ./target/release/examples/nqueens 12
 CANTUS_LOCALES=4 ./target/release/examples/pentomino 5x12
 CANTUS_LOCALES=2 ./target/release/examples/fib_balanced 32
+# A traced run of 2 locales, drawn and summed up by cantus-trace (each
+# step fails on a trace it cannot read).
+rm -f target/trace-uts.json
+CANTUS_LOCALES=2 CANTUS_WORKERS=2 CANTUS_TRACE=target/trace-uts.json ./target/release/examples/uts T3
+cargo run --release -q -p cantus-trace -- svg target/trace-uts.json target/trace-uts.svg
+cargo run --release -q -p cantus-trace -- summary target/trace-uts.json
 # The global address space's examples again on the message memory (each
 # segment its owner's alone, reached by remote calls: pgas/README.md).
 for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000"; do
@@ -51,6 +57,10 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
             timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/$ex
         done
     done
+    # A traced run under mpirun: every rank's part merged by rank 0.
+    rm -f target/trace-mpi.json
+    CANTUS_TRACE=target/trace-mpi.json timeout 120 mpirun --oversubscribe -n 3 ./target/release/examples/uts T3
+    cargo run --release -q -p cantus-trace -- summary target/trace-mpi.json | grep -cE "^ +[0-9]+ worker 0 " | grep -qx 3
     for n in 2 4; do  # random_access splits its table by a power of two
         timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/random_access 12
     done
