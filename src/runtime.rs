@@ -114,6 +114,7 @@ impl Runtime {
             }
         };
         engine.attach(&rt.registry);
+        crate::am::count_messages(rt.registry.config.stats || rt.registry.config.trace.is_some());
         crate::am::install(engine.clone());
         if here == 0 {
             if let Err(e) = engine.await_hellos() {
