@@ -154,6 +154,12 @@ fn a_traced_run_shows_tasks_blocks_and_wakes_on_every_worker() {
         "tasks carry their kind"
     );
     assert!(
+        ev.iter().any(|e| e["ph"] == "X"
+            && e["cat"] == "task"
+            && e["args"]["spawner"].as_u64().unwrap_or(0) != 0),
+        "tasks name the task that spawned them"
+    );
+    assert!(
         !cantus::trace::parts_dir(&path).exists(),
         "a complete trace's parts are removed"
     );

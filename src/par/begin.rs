@@ -26,10 +26,11 @@ where
     F: FnOnce() + Send + 'static,
 {
     // SAFETY: the closure is 'static; detached tasks have no group.
+    let spawner = crate::trace::spawner();
     let task = unsafe {
         Task::from_closure(
             move || {
-                crate::trace::label(crate::trace::task_kind::BEGIN);
+                crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
                 f()
             },
             std::ptr::null(),

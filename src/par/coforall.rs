@@ -17,6 +17,8 @@ use std::panic::{self, AssertUnwindSafe};
 struct CoforallJob<'a, F> {
     count: EndCount,
     body: &'a F,
+    /// The task that called `coforall` (with tracing on; else 0).
+    spawner: u64,
 }
 
 /// Runs `body(i)` for every `i` in `0..n`, each as its own task, and
@@ -44,6 +46,7 @@ where
     let job = CoforallJob {
         body: &body,
         count: EndCount::new(n),
+        spawner: crate::trace::spawner(),
     };
     let group = &job.count as *const EndCount as *const ();
     match WorkerLocal::current().filter(|l| l.in_task()) {
@@ -96,7 +99,7 @@ unsafe fn run_range<F: Fn(usize) + Sync>(payload: *mut Payload, group: *const ()
         }
         return;
     }
-    crate::trace::label(crate::trace::task_kind::COFORALL);
+    crate::trace::label_spawned_by(crate::trace::task_kind::COFORALL, job.spawner);
     let local = WorkerLocal::current().expect("range tasks run on workers");
     let mut hi = hi;
     while hi - lo > 1 {

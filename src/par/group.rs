@@ -61,9 +61,19 @@ impl TaskGroup {
     {
         self.count.add(1);
         let group = Arc::into_raw(self.count.clone()) as *const ();
-        // SAFETY: the closure is 'static; the task owns the strong
-        // reference `group`, which `Shared` takes back when it finishes.
-        let task = unsafe { Task::closure::<F, Shared>(f, group) };
+        let task = if crate::trace::on() {
+            let spawner = crate::trace::spawner();
+            let f = move || {
+                crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
+                f()
+            };
+            // SAFETY: as below, for the same closure wrapped.
+            unsafe { Task::closure::<_, Shared>(f, group) }
+        } else {
+            // SAFETY: the closure is 'static; the task owns the strong
+            // reference `group`, which `Shared` takes back when it finishes.
+            unsafe { Task::closure::<F, Shared>(f, group) }
+        };
         if let Err(e) = crate::sched::push_task("TaskGroup::spawn", task) {
             // The unpushed task was dropped, which counted it finished.
             panic!("{e}");

@@ -70,10 +70,20 @@ impl<'scope> Scope<'scope, '_> {
     {
         self.count.add(1);
         let count = &self.count as *const EndCount as *const ();
-        // SAFETY: everything `f` borrows outlives 'scope, and the scope
-        // does not end (wait_all) before the count, which this task
-        // decrements last, is zero.
-        let task = unsafe { Task::closure::<F, Scoped>(f, count) };
+        let task = if crate::trace::on() {
+            let spawner = crate::trace::spawner();
+            let f = move || {
+                crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
+                f()
+            };
+            // SAFETY: as below, for the same closure wrapped.
+            unsafe { Task::closure::<_, Scoped>(f, count) }
+        } else {
+            // SAFETY: everything `f` borrows outlives 'scope, and the scope
+            // does not end (wait_all) before the count, which this task
+            // decrements last, is zero.
+            unsafe { Task::closure::<F, Scoped>(f, count) }
+        };
         if let Err(e) = crate::sched::push_task("Scope::spawn", task) {
             // The unpushed task was dropped, which counted it finished.
             panic!("{e}");

@@ -513,8 +513,9 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                 last
             }
         };
-        // Each task's label, from the end of its first span.
+        // Each task's label and spawner, from the end of its first span.
         let mut labels: HashMap<u64, u16> = HashMap::new();
+        let mut spawners: HashMap<u64, u64> = HashMap::new();
         // Resumptions per task, for wake flows: (time, lane).
         let mut resumed: HashMap<u64, Vec<(i128, usize)>> = HashMap::new();
         for (tid, l) in p.lanes.iter().enumerate() {
@@ -549,15 +550,15 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                     .map_or(0, |e| (end - aligned(p, e.t)).max(0) as u64),
                 ..LaneUse::default()
             };
-            // The open task span: (start, id, how, from, label).
-            let mut task: Option<(i128, u64, u16, u64, u16)> = None;
+            // The open task span: (start, id, how, from, label, spawner).
+            let mut task: Option<(i128, u64, u16, u64, u16, u64)> = None;
             let mut idle: Option<i128> = None;
             let mut sleep: Option<i128> = None;
             let mut away: Option<i128> = None;
             let mut steal_out: Vec<(usize, u64)> = Vec::new();
             let close_task = |out: &mut Out,
                               u: &mut LaneUse,
-                              (s, id, h, from, label): (i128, u64, u16, u64, u16),
+                              (s, id, h, from, label, spawner): (i128, u64, u16, u64, u16, u64),
                               t: i128,
                               reason: &str| {
                 let name = if h == how::ROOT {
@@ -575,7 +576,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                     s,
                     t,
                     &format!(
-                        "\"task\":{id},\"how\":\"{}\",\"from\":{from},\"end\":\"{reason}\"",
+                        "\"task\":{id},\"spawner\":{spawner},\"how\":\"{}\",\"from\":{from},\"end\":\"{reason}\"",
                         how_name(h)
                     ),
                 );
@@ -588,7 +589,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                         if let Some(open) = task.take() {
                             close_task(&mut out, &mut u, open, t, "cut");
                         }
-                        task = Some((t, e.a, e.small, e.b, 0));
+                        task = Some((t, e.a, e.small, e.b, 0, 0));
                         if e.small != how::RESUMED {
                             u.tasks += 1;
                         }
@@ -604,6 +605,13 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                                 labels.get(&e.a).copied().unwrap_or(0)
                             };
                             open.4 = label;
+                            let spawner = if e.b != 0 {
+                                spawners.insert(e.a, e.b);
+                                e.b
+                            } else {
+                                spawners.get(&e.a).copied().unwrap_or(0)
+                            };
+                            open.5 = spawner;
                             close_task(&mut out, &mut u, open, t, why_name(e.small));
                         }
                     }

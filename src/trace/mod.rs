@@ -61,7 +61,8 @@ pub mod kind {
     pub const TASK_BEGIN: u16 = 1;
     /// The running task stops: `a` its id, `small` why ([`super::why`]),
     /// `word` what it is ([`super::task_kind`], 0 if not said): set by the
-    /// layer that made it, once it runs ([`super::label`]).
+    /// layer that made it, once it runs ([`super::label`]); `b` the task
+    /// that spawned it, where known ([`super::label_spawned_by`]; 0 if not).
     pub const TASK_END: u16 = 2;
     /// The worker enters its idle loop (spinning for work).
     pub const IDLE_BEGIN: u16 = 4;
@@ -183,31 +184,61 @@ pub(crate) fn now() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Records an event on the calling thread's lane, now.
-#[inline]
+/// Records an event on the calling thread's lane, now. Inline, only the
+/// check: the recording itself is out of line, so that the hot paths it
+/// sits in stay as small as without it.
+#[inline(always)]
 pub(crate) fn record(kind: u16, small: u16, word: u32, a: u64, b: u64) {
     if on() {
-        lane::append(Event {
-            t: ticks(),
-            kind,
-            small,
-            word,
-            a,
-            b,
-        });
+        record_now(kind, small, word, a, b);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn record_now(kind: u16, small: u16, word: u32, a: u64, b: u64) {
+    lane::append(Event {
+        t: ticks(),
+        kind,
+        small,
+        word,
+        a,
+        b,
+    });
 }
 
 /// Labels the running task (a [`task_kind`]), from the layer that made
 /// it, as it starts: its next `TASK_END` carries the label. The first
 /// label wins (a task run inline later inside this one does not rename
 /// it).
-#[inline]
+#[inline(always)]
 pub(crate) fn label(task_kind: u16) {
     if on() {
-        LABEL.with(|l| {
-            if l.get() == 0 {
-                l.set(task_kind);
+        label_now(task_kind, 0);
+    }
+}
+
+/// [`label`], and the task that spawned the running one, in one check
+/// (a spawner of 0, unknown, is not recorded).
+#[inline(always)]
+pub(crate) fn label_spawned_by(task_kind: u16, parent: u64) {
+    if on() {
+        label_now(task_kind, parent);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn label_now(task_kind: u16, parent: u64) {
+    LABEL.with(|l| {
+        if l.get() == 0 {
+            l.set(task_kind);
+        }
+    });
+    if parent != 0 {
+        SPAWNER.with(|s| {
+            if s.get() == 0 {
+                s.set(parent);
             }
         });
     }
@@ -227,18 +258,43 @@ pub(crate) fn relabel(task_kind: u16) {
     }
 }
 
-/// Records the running task's end: `TASK_END` with `why` and its label.
-#[inline]
+/// The running task's id, when recording, for [`label_spawned_by`] in
+/// what it spawns.
+#[cold]
+#[inline(never)]
+fn current_task() -> u64 {
+    crate::query::current_task_id().unwrap_or(0)
+}
+
+/// The running task's id, to hand to [`label_spawned_by`] in what it
+/// spawns: only while recording (0 otherwise, and outside tasks).
+#[inline(always)]
+pub(crate) fn spawner() -> u64 {
+    if on() { current_task() } else { 0 }
+}
+
+/// Records the running task's end: `TASK_END` with `why`, its label and
+/// its spawner (the first label and spawner given since its start win).
+#[inline(always)]
 pub(crate) fn task_end(id: u64, why: u16) {
     if on() {
-        let label = LABEL.with(|l| l.replace(0));
-        record(kind::TASK_END, why, u32::from(label), id, 0);
+        task_end_now(id, why);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn task_end_now(id: u64, why: u16) {
+    let label = LABEL.with(|l| l.replace(0));
+    let spawner = SPAWNER.with(|s| s.replace(0));
+    record_now(kind::TASK_END, why, u32::from(label), id, spawner);
 }
 
 thread_local! {
     /// The running task's label until its next `TASK_END`.
     static LABEL: std::cell::Cell<u16> = const { std::cell::Cell::new(0) };
+    /// The running task's spawner until its next `TASK_END`.
+    static SPAWNER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Starts recording for this process's runtime (locale `here` of

@@ -229,12 +229,15 @@ impl WorkerLocal {
         guard::set_running_task(id);
         let c = &self.shared().counters;
         bump(&c.started, 1);
-        if crate::trace::on() {
+        let traced = crate::trace::on();
+        if traced {
             let (how, from) = self.trace_how.replace((crate::trace::how::OWN, 0));
             crate::trace::record(crate::trace::kind::TASK_BEGIN, how, 0, id, from);
         }
         task.run();
-        crate::trace::task_end(id, crate::trace::why::DONE);
+        if traced {
+            crate::trace::task_end(id, crate::trace::why::DONE);
+        }
         task_storage::release(self.storage.replace(prev_storage));
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
