@@ -25,8 +25,8 @@ pub fn try_begin<F>(f: F) -> Result<(), Error>
 where
     F: FnOnce() + Send + 'static,
 {
-    // SAFETY: the closure is 'static; detached tasks have no group.
     let spawner = crate::trace::spawner();
+    // SAFETY: the closure is 'static; detached tasks have no group.
     let task = unsafe {
         Task::from_closure(
             move || {

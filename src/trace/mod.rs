@@ -61,8 +61,8 @@ pub mod kind {
     pub const TASK_BEGIN: u16 = 1;
     /// The running task stops: `a` its id, `small` why ([`super::why`]),
     /// `word` what it is ([`super::task_kind`], 0 if not said): set by the
-    /// layer that made it, once it runs ([`super::label`]); `b` the task
-    /// that spawned it, where known ([`super::label_spawned_by`]; 0 if not).
+    /// layer that made it, once it runs; `b` the task that spawned it,
+    /// where known (0 if not).
     pub const TASK_END: u16 = 2;
     /// The worker enters its idle loop (spinning for work).
     pub const IDLE_BEGIN: u16 = 4;
