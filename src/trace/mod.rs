@@ -34,7 +34,7 @@ pub(crate) fn on() -> bool {
 
 /// One recorded event: 32 bytes, the same in memory and in the file
 /// (little-endian, as every machine cantus runs on). As recorded, `t` is
-/// in the clock's ticks ([`ticks`]); a merged [`merge::Part`] has it in
+/// in the clock's ticks (the time-stamp counter on x86-64); a merged [`merge::Part`] has it in
 /// nanoseconds.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
