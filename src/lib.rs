@@ -46,7 +46,6 @@ mod runtime;
 mod sched;
 mod sync;
 mod test_harness;
-#[cfg(not(loom))]
 pub mod trace;
 
 pub use am::chant::{self, TaskId};

@@ -201,6 +201,7 @@ impl Forall {
                 let slots: Slots<T> = Slots((0..chunks).map(|_| UnsafeCell::new(None)).collect());
                 let next = AtomicUsize::new(0);
                 crate::coforall(workers.min(chunks), |_| {
+                    crate::trace::relabel(crate::trace::task_kind::FORALL);
                     loop {
                         let c = next.fetch_add(1, Ordering::Relaxed);
                         if c >= chunks {
@@ -272,6 +273,7 @@ fn adaptive<T: Send>(
 
 /// The lazy part of [`adaptive`]: split only for a hungry worker.
 fn lazy<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Registry) -> T {
+    crate::trace::relabel(crate::trace::task_kind::FORALL);
     let mut acc = (ops.identity)();
     let (mut lo, hi) = (range.start, range.end);
     let mut step = (grain / SLOW_START).max(1);
@@ -296,6 +298,7 @@ fn lazy<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Regi
 fn partials<T: Send>(n: usize, part: impl Fn(usize) -> T + Sync, ops: &Ops<'_, T>) -> T {
     let slots: Slots<T> = Slots((0..n).map(|_| UnsafeCell::new(None)).collect());
     crate::coforall(n, |b| {
+        crate::trace::relabel(crate::trace::task_kind::FORALL);
         let v = part(b);
         // SAFETY: index b writes only slot b.
         unsafe { slots.set(b, v) };

@@ -245,17 +245,26 @@ fn label_now(task_kind: u16, parent: u64) {
 }
 
 /// Labels the running task as what it turned out to be, over a generic
-/// label its spawner gave (`begin`, a remote handler): a balanced
-/// computation's piece.
-#[inline]
+/// label its spawner gave (`begin`, a remote handler, a join half, a
+/// coforall range): a balanced computation's piece, a forall's chunk.
+#[inline(always)]
 pub(crate) fn relabel(task_kind: u16) {
     if on() {
-        LABEL.with(|l| {
-            if matches!(l.get(), 0 | task_kind::BEGIN | task_kind::REMOTE) {
-                l.set(task_kind);
-            }
-        });
+        relabel_now(task_kind);
     }
+}
+
+#[cold]
+#[inline(never)]
+fn relabel_now(kind: u16) {
+    LABEL.with(|l| {
+        if matches!(
+            l.get(),
+            0 | task_kind::BEGIN | task_kind::REMOTE | task_kind::JOIN | task_kind::COFORALL
+        ) {
+            l.set(kind);
+        }
+    });
 }
 
 /// The running task's id, when recording, for [`label_spawned_by`] in
