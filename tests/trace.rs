@@ -280,3 +280,44 @@ fn a_killed_locale_still_leaves_a_readable_trace() {
     let _ = std::fs::remove_file(&path);
     let _ = std::fs::remove_dir_all(cantus::trace::parts_dir(&path));
 }
+
+/// Locale 0 itself dies: nothing merges at the end, the parts stay, and
+/// merging them afterwards (what `cantus-trace merge PATH` does) gives a
+/// readable trace of both locales.
+#[test]
+fn the_parts_of_a_job_whose_locale_0_died_merge_afterwards() {
+    let path = trace_path("locale0");
+    if is_child() {
+        let rt = cantus::Runtime::builder().build().unwrap();
+        rt.block_on(|| {
+            cantus::coforall_locales(|_| Tasks).unwrap();
+        });
+        // Dies without shutting down (locale 1 follows: PR_SET_PDEATHSIG).
+        std::process::abort();
+    }
+    let (status, stderr) = run_child(
+        "the_parts_of_a_job_whose_locale_0_died_merge_afterwards",
+        &[
+            ("CANTUS_LOCALES", "2"),
+            ("CANTUS_WORKERS", "1"),
+            ("CANTUS_TRACE", path.to_str().unwrap()),
+        ],
+    );
+    assert!(!status.success(), "locale 0 aborted: {stderr}");
+    assert!(!path.exists(), "nothing merged the trace");
+    assert!(
+        cantus::trace::parts_dir(&path).exists(),
+        "the parts stay for a later merge"
+    );
+    let summary = cantus::trace::merge::merge(&path).expect("the parts merge");
+    assert_eq!(summary.locales.len(), 2, "{summary}");
+    let ev = events(&path);
+    let lanes = lanes_with_tasks(&ev);
+    assert!(
+        lanes.iter().any(|(pid, _)| *pid == 0) && lanes.iter().any(|(pid, _)| *pid == 1),
+        "both locales' tasks: {lanes:?}"
+    );
+    assert_no_span_ends_before_it_starts(&ev);
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(cantus::trace::parts_dir(&path));
+}
