@@ -80,6 +80,23 @@ pub fn sleep(duration: Duration) {
 /// });
 /// assert!(got.unwrap());
 /// ```
+///
+/// The call runs on another thread, so what it captures must be `Send`
+/// (an `Rc` is refused):
+///
+/// ```compile_fail
+/// fn read(shared: std::rc::Rc<String>) -> usize {
+///     cantus::blocking(move || shared.len())
+/// }
+/// ```
+///
+/// and so must what it returns:
+///
+/// ```compile_fail
+/// fn open() -> std::rc::Rc<u32> {
+///     cantus::blocking(|| std::rc::Rc::new(1))
+/// }
+/// ```
 pub fn blocking<F, R>(call: F) -> R
 where
     F: FnOnce() -> R + Send,
