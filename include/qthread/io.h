@@ -26,10 +26,11 @@
  *   begin it does nothing and prints the reason on stderr.
  *
  * Between the two calls a task that left runs on another OS thread, as an
- * outside thread does: full/empty waits block that thread; qthread_id(),
- * qthread_shep() and readstate answer as for an outside thread
- * (QTHREAD_NON_TASK_ID, NO_SHEPHERD); qthread_get_tasklocal is NULL there
- * (use the storage before the begin and after the end). errno goes with
+ * outside thread does (full/empty waits block that thread), but as
+ * itself: qthread_id() is its id, qthread_get_tasklocal its own storage
+ * (which it may also grow there), and what it forks joins its team;
+ * qthread_shep(), qthread_worker() and readstate answer NO_SHEPHERD /
+ * NO_WORKER (it is on no shepherd meanwhile). errno goes with
  * the task both ways, so errno after qt_end_blocking_action is the system
  * call's. Thread-local variables (errno among them) read in the same C
  * function before the begin and again before the end may be the other

@@ -174,6 +174,13 @@ pub(crate) fn enabled_workers() -> Option<usize> {
     })
 }
 
+/// The id of the task running on this blocking-call thread, if any
+/// (`worker/away.rs`): between `qt_begin_blocking_action` and its end a
+/// task keeps its identity for the C ABI.
+pub(crate) fn away_task_id() -> Option<u64> {
+    worker::away::away_task().map(|(id, _)| id)
+}
+
 /// How many tasks wait in the calling worker's own deque (`None` on a
 /// thread that is not a worker): Qthreads' "busyness" of a shepherd.
 pub(crate) fn current_queue_len() -> Option<usize> {

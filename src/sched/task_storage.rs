@@ -9,13 +9,16 @@
 //! its word with it across the switch (`suspend_current`), as it does
 //! its id. A task that makes no request costs two stores and a branch.
 //! The word's lowest bit marks a task whose body may leave its worker
-//! for a blocking call (`worker/away.rs`).
+//! for a blocking call (`worker/away.rs`); while it is away, the
+//! blocking-call thread holds the word (and the task reaches its storage
+//! there), and it goes home with the task.
 //! Tasks that a waiting `join` or scope runs inline belong to the task
 //! that runs them, and share its storage.
 
 use super::WorkerLocal;
 use std::alloc::{self, Layout};
 use std::any::Any;
+use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -104,15 +107,26 @@ pub(crate) fn with_may_go_away(word: *mut TaskStorage, on: bool) -> *mut TaskSto
     })
 }
 
+/// The running task's storage word: its worker's, or, while the task is
+/// away in a blocking call, the blocking-call thread's copy
+/// (`worker/away.rs`). `None` outside a task.
+fn word() -> Option<&'static Cell<*mut TaskStorage>> {
+    match WorkerLocal::current() {
+        Some(l) if l.in_task() => Some(&l.storage),
+        Some(_) => None,
+        None => super::worker::away::away_task().map(|(_, w)| w),
+    }
+}
+
 /// The running task's storage, made if it has none yet; `None` outside
 /// a task.
 fn current() -> Option<&'static mut TaskStorage> {
-    let local = WorkerLocal::current().filter(|l| l.in_task())?;
-    let word = local.storage.get();
+    let cell = word()?;
+    let word = cell.get();
     let mut p = storage_of(word);
     if p.is_null() {
         p = Box::into_raw(Box::default());
-        local.storage.set(with_may_go_away(p, may_go_away(word)));
+        cell.set(with_may_go_away(p, may_go_away(word)));
     }
     // SAFETY: a non-null pointer in the task word is the running task's
     // storage (see the module comment), alive until the task ends; only
@@ -123,9 +137,8 @@ fn current() -> Option<&'static mut TaskStorage> {
 
 /// The running task's storage if it has some (never makes it).
 fn existing() -> Option<&'static TaskStorage> {
-    let local = WorkerLocal::current().filter(|l| l.in_task())?;
     // SAFETY: as in `current`.
-    unsafe { storage_of(local.storage.get()).as_ref() }
+    unsafe { storage_of(word()?.get()).as_ref() }
 }
 
 /// The running task's bytes, grown to at least `len` (contents kept, new
@@ -146,7 +159,7 @@ pub(crate) fn bytes(len: usize) -> Option<(*mut u8, usize)> {
 /// The size of the running task's bytes: `Some(0)` if it made none yet,
 /// `None` outside a task.
 pub(crate) fn bytes_len() -> Option<usize> {
-    WorkerLocal::current().filter(|l| l.in_task())?;
+    word()?;
     Some(
         existing()
             .and_then(|s| s.bytes.as_ref())

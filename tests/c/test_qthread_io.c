@@ -23,8 +23,9 @@ static int fds[2];
 struct reader {
     int got;      /* bytes read, or -1 on a 10 s timeout */
     int same;     /* back on its shepherd, as the same task */
-    int away_ok;  /* inside: no shepherd (an outside thread's view) */
+    int away_ok;  /* inside: no shepherd, but its own id */
     int errno_ok; /* errno from the call survives the end */
+    int tls_ok;   /* its task-local storage, inside and back */
 };
 
 static aligned_t reader(void *arg)
@@ -33,8 +34,16 @@ static aligned_t reader(void *arg)
     qthread_shepherd_id_t shep = qthread_shep();
     unsigned id = qthread_id();
     char buf[16];
+    unsigned char *tl = qthread_get_tasklocal(8);
+    tl[0] = 42;
     qt_begin_blocking_action();
-    r->away_ok = qthread_shep() == NO_SHEPHERD;
+    r->away_ok = qthread_shep() == NO_SHEPHERD && qthread_id() == id;
+    /* the task's storage is reachable away, and may grow there */
+    unsigned char *away_tl = qthread_get_tasklocal(8);
+    int tls = away_tl == tl && away_tl[0] == 42;
+    unsigned char *big = qthread_get_tasklocal(1024);
+    tls = tls && big != NULL && big[0] == 42 && qthread_size_tasklocal() == 1024;
+    big[1023] = 7;
     struct pollfd p = {fds[0], POLLIN, 0};
     int ready = poll(&p, 1, 10000);
     r->got = ready == 1 ? (int)read(fds[0], buf, sizeof buf) : -1;
@@ -43,6 +52,9 @@ static aligned_t reader(void *arg)
     qt_end_blocking_action();
     r->errno_ok = bad == -1 && errno == EBADF;
     r->same = qthread_shep() == shep && qthread_id() == id;
+    unsigned char *home_tl = qthread_get_tasklocal(8);
+    r->tls_ok = tls && home_tl[0] == 42 && home_tl[1023] == 7 &&
+                qthread_size_tasklocal() == 1024;
     return 0;
 }
 
@@ -99,7 +111,7 @@ int main(void)
     CHECK_EQ(pipe(fds), 0);
 
     /* the reader first, then the writer, on the one shepherd */
-    struct reader r = {0, 0, 0, 0};
+    struct reader r = {0, 0, 0, 0, 0};
     aligned_t rr, wr;
     CHECK_EQ(qthread_fork(reader, &r, &rr), QTHREAD_SUCCESS);
     CHECK_EQ(qthread_fork(writer, NULL, &wr), QTHREAD_SUCCESS);
@@ -110,6 +122,7 @@ int main(void)
     CHECK(r.same);
     CHECK(r.away_ok);
     CHECK(r.errno_ok);
+    CHECK(r.tls_ok);
 
     aligned_t n;
     CHECK_EQ(qthread_fork(nested, NULL, &n), QTHREAD_SUCCESS);

@@ -341,7 +341,9 @@ const MAIN_ID: c_uint = 1;
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_id() -> c_uint {
     error::guarded(QTHREAD_NON_TASK_ID, || {
-        match crate::query::current_task_id() {
+        // A task away in a blocking call keeps its id (as Qthreads' I/O
+        // workers run the task as itself).
+        match crate::query::current_task_id().or_else(crate::sched::away_task_id) {
             // 2..=UINT_MAX-1: never NON_TASK_ID (0), the main thread's 1,
             // nor NULL_TASK_ID (UINT_MAX).
             Some(id) => (id % u64::from(c_uint::MAX - 2)) as c_uint + 2,

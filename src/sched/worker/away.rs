@@ -177,7 +177,22 @@ struct AwayHere {
     depth: Cell<u32>,
     slot: u32,
     task_id: u64,
-    storage: *mut TaskStorage,
+    /// The task's storage word: its task-local storage and team stay
+    /// reachable while it is away (the task may even make or grow its
+    /// storage here), and the word goes home with it.
+    storage: Cell<*mut TaskStorage>,
+}
+
+/// While a task runs on this blocking-call thread: its id and its
+/// storage word (valid until it goes home; only this thread runs the
+/// task meanwhile, so the caller may use the cell within its call).
+#[inline(never)]
+pub(crate) fn away_task() -> Option<(u64, &'static Cell<*mut TaskStorage>)> {
+    let here = away_here();
+    // SAFETY: set by `run_away` on this thread to its live frame, which
+    // lives until the task comes home; a caller on this thread runs as
+    // part of the away task, before that.
+    unsafe { here.as_ref() }.map(|h| (h.task_id, &h.storage))
 }
 
 /// A blocking-call thread: runs carriers until the runtime stops.
@@ -213,7 +228,7 @@ fn run_away(reg: &Registry, mut away: Away) {
         depth: Cell::new(1),
         slot: away.slot,
         task_id: away.task_id,
-        storage: away.storage,
+        storage: Cell::new(away.storage),
     };
     guard::set_running(away.guard, away.task_id, away.stack_size);
     crate::trace::record(crate::trace::kind::AWAY_BEGIN, 0, 0, away.task_id, 0);
@@ -363,7 +378,7 @@ fn come_home(here: *const AwayHere) {
     // copied out before the switch, after which its frame moves on.
     let (y, slot, id, storage) = unsafe {
         let h = &*here;
-        (h.yielder, h.slot, h.task_id, h.storage)
+        (h.yielder, h.slot, h.task_id, h.storage.get())
     };
     let errno = errno();
     // SAFETY: the yielder of the carrier running on this thread (see
