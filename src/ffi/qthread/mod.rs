@@ -36,7 +36,6 @@ use super::tasks::Arg;
 use crate::sched::task::Task;
 use crate::sched::{Registry, WorkerLocal};
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
-use std::panic::{self, AssertUnwindSafe};
 
 /// `QTHREAD_SUCCESS`.
 pub(crate) const QTHREAD_SUCCESS: c_int = 0;
@@ -217,49 +216,20 @@ pub extern "C" fn qthread_finalize() {
     })
 }
 
-/// A `*mut aligned_t` return location moved into a task.
-#[derive(Clone, Copy)]
-struct Ret(*mut u64);
-
-// SAFETY: the caller of qthread_fork owns the word and keeps it valid until
-// the task filled it (documented in qthread.h).
-unsafe impl Send for Ret {}
-
-impl Ret {
-    fn get(self) -> *mut u64 {
-        self.0
-    }
-}
-
-/// The body of a forked task: runs `f(arg)` in the forking task's team,
-/// fills `ret` with its result.
+/// The body of a task made by `qthread_fork`/`fork_to`: `f(arg)` in the
+/// forking task's team, its result filling `ret` (if not NULL).
 fn forked(
+    call: &'static str,
     f: unsafe extern "C" fn(*mut c_void) -> u64,
     arg: Arg,
-    ret: Ret,
+    ret: *mut u64,
 ) -> impl FnOnce() + Send + 'static {
-    let team = team::for_fork(false, false);
-    move || {
-        let r = panic::catch_unwind(AssertUnwindSafe(|| {
-            team.run(
-                // SAFETY: the caller of qthread_fork promises f(arg) may
-                // run on a worker.
-                || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) }),
-                |v| {
-                    let ret = ret.get();
-                    if !ret.is_null() {
-                        // SAFETY: checked non-null and aligned at fork; the
-                        // caller keeps it valid until filled.
-                        let w = unsafe { &*(ret as *const std::sync::atomic::AtomicU64) };
-                        engine::set(&WordSite(w), true, Some(v));
-                    }
-                },
-            )
-        }));
-        if r.is_err() {
-            eprintln!("cantus: internal error in a task forked by qthread_fork (message above)");
-        }
-    }
+    let ret = if ret.is_null() {
+        spawn::RetLoc::None
+    } else {
+        spawn::RetLoc::Word(ret)
+    };
+    spawn::task_body(call, f, arg, ret, team::for_fork(false, false))
 }
 
 /// Checks and prepares a fork: the function, the runtime, `ret` emptied.
@@ -287,7 +257,7 @@ fn prepare(
 pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
     qt("qthread_fork", || {
         let f = prepare("qthread_fork", f, ret)?;
-        crate::try_begin(forked(f, Arg(arg.cast_mut()), Ret(ret)))
+        crate::try_begin(forked("qthread_fork", f, Arg(arg.cast_mut()), ret))
             .map_err(|_| Fail::no_runtime("qthread_fork"))
     })
 }
@@ -328,7 +298,7 @@ pub unsafe extern "C" fn qthread_fork_to(
         place(
             "qthread_fork_to",
             shep,
-            forked(f, Arg(arg.cast_mut()), Ret(ret)),
+            forked("qthread_fork_to", f, Arg(arg.cast_mut()), ret),
         )
     })
 }
@@ -379,14 +349,24 @@ pub unsafe extern "C" fn qthread_worker(shep: *mut c_ushort) -> c_ushort {
     w
 }
 
-fn workers() -> c_ushort {
+/// The running runtime's workers (`enabled`: only those not disabled);
+/// 0 without a runtime.
+pub(crate) fn worker_count(enabled: bool) -> usize {
+    if !lifecycle::running() {
+        return 0;
+    }
+    if enabled {
+        crate::sched::enabled_workers()
+    } else {
+        crate::query::workers()
+    }
+    .unwrap_or(0)
+}
+
+/// [`worker_count`] as a shepherd count.
+fn shepherd_count(enabled: bool) -> c_ushort {
     error::guarded(0, || {
-        let n = if lifecycle::running() {
-            crate::query::workers().unwrap_or(0)
-        } else {
-            0
-        };
-        n.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
+        worker_count(enabled).min(usize::from(NO_SHEPHERD) - 1) as c_ushort
     })
 }
 
@@ -394,14 +374,7 @@ fn workers() -> c_ushort {
 /// work, as in Qthreads: those not disabled; 0 if none run.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_num_shepherds() -> c_ushort {
-    error::guarded(0, || {
-        let n = if lifecycle::running() {
-            crate::sched::enabled_workers().unwrap_or(0)
-        } else {
-            0
-        };
-        n.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
-    })
+    shepherd_count(true)
 }
 
 /// qthread_migrate_to: cantus tasks never move once started (`sched/README.md`),
@@ -441,7 +414,7 @@ pub extern "C" fn qthread_migrate_to(shepherd: c_ushort) -> c_int {
 /// qthread_num_workers: the number of worker threads, 0 if none run.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_num_workers() -> c_ushort {
-    workers()
+    shepherd_count(false)
 }
 
 /// qthread_yield_: lets other tasks run; does nothing outside tasks.

@@ -40,6 +40,21 @@ impl Queue {
     }
 }
 
+/// As `qt`, for an operation that may be refused: `Ok(Err(why))` is
+/// `QTHREAD_OPFAIL` (the operation could not be done; `why` for
+/// `cantus_last_error`), an `Err` the code's usual mapping.
+fn qt_op(call: &str, body: impl FnOnce() -> Result<Result<(), String>, Fail>) -> c_int {
+    let mut refused = false;
+    let code = qt(call, || match body()? {
+        Ok(()) => Ok(()),
+        Err(why) => {
+            refused = true;
+            Err(Fail::new(error::EBUSY, why))
+        }
+    });
+    if refused { QTHREAD_OPFAIL } else { code }
+}
+
 /// The queue behind a handle, or `QTHREAD_BADARGS` for NULL.
 ///
 /// # Safety
@@ -56,7 +71,10 @@ unsafe fn queue<'a>(call: &str, q: *mut c_void) -> Result<&'a Queue, Fail> {
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_queue_create(flags: u8, length: u64) -> *mut c_void {
     let call = "qthread_queue_create";
-    let made = error::boundary(call, || {
+    let mut out = std::ptr::null_mut();
+    // As qt_barrier_create: the handle is written on success, else NULL
+    // (the reason in cantus_last_error).
+    let _: crate::ffi::Code = error::boundary(call, || {
         if flags & !(NO_SYNCH | MULTI_JOIN | MULTI_JOIN_LENGTH | CAPPED) != 0 {
             return Err(Fail::new(
                 error::EINVAL,
@@ -78,18 +96,10 @@ pub extern "C" fn qthread_queue_create(flags: u8, length: u64) -> *mut c_void {
             waiters: Mutex::new(VecDeque::new()),
             cap,
         });
-        Ok(Made(Box::into_raw(q).cast()))
+        out = Box::into_raw(q).cast();
+        Ok(error::OK)
     });
-    made.0
-}
-
-/// A created handle, or NULL from a failure's code (`boundary`'s `T`).
-struct Made(*mut c_void);
-
-impl From<crate::ffi::Code> for Made {
-    fn from(_: crate::ffi::Code) -> Made {
-        Made(std::ptr::null_mut())
-    }
+    out
 }
 
 /// qthread_queue_join: waits in `q` until a release lets the caller go
@@ -100,8 +110,7 @@ impl From<crate::ffi::Code> for Made {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qthread_queue_join(q: *mut c_void) -> c_int {
     let call = "qthread_queue_join";
-    let mut full = false;
-    let code = qt(call, || {
+    qt_op(call, || {
         require_runtime(call)?;
         // SAFETY: per the contract.
         let q = unsafe { queue(call, q)? };
@@ -109,21 +118,16 @@ pub unsafe extern "C" fn qthread_queue_join(q: *mut c_void) -> c_int {
         {
             let mut w = q.waiters();
             if q.cap.is_some_and(|cap| w.len() >= cap) {
-                full = true;
-                return Err(Fail::new(
-                    error::EBUSY,
-                    format!(
-                        "{call}: the capped queue holds its {} waiters already",
-                        w.len()
-                    ),
-                ));
+                return Ok(Err(format!(
+                    "{call}: the capped queue holds its {} waiters already",
+                    w.len()
+                )));
             }
             w.push_back(me.clone());
         }
         me.read();
-        Ok(())
-    });
-    if full { QTHREAD_OPFAIL } else { code }
+        Ok(Ok(()))
+    })
 }
 
 /// qthread_queue_length: how many wait in `q` now (every kind counts).
@@ -166,20 +170,14 @@ fn release(q: &Queue, n: usize) -> usize {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qthread_queue_release_one(q: *mut c_void) -> c_int {
     let call = "qthread_queue_release_one";
-    let mut empty = false;
-    let code = qt(call, || {
+    qt_op(call, || {
         // SAFETY: per the contract.
         let q = unsafe { queue(call, q)? };
         if release(q, 1) == 0 {
-            empty = true;
-            return Err(Fail::new(
-                error::EBUSY,
-                format!("{call}: no task waits in the queue"),
-            ));
+            return Ok(Err(format!("{call}: no task waits in the queue")));
         }
-        Ok(())
-    });
-    if empty { QTHREAD_OPFAIL } else { code }
+        Ok(Ok(()))
+    })
 }
 
 /// qthread_queue_release_all: lets every waiter of `q` go (none is fine).

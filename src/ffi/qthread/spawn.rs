@@ -55,7 +55,7 @@ const SUPPORTED: c_uint = SPAWN_SIMPLE
 
 /// Where a task's result goes.
 #[derive(Clone, Copy)]
-enum RetLoc {
+pub(super) enum RetLoc {
     None,
     /// An `aligned_t`: written and filled.
     Word(*mut u64),
@@ -138,10 +138,25 @@ fn run(
     );
 }
 
-fn guard(body: impl FnOnce()) {
+/// Runs a task's body; a panic inside cantus is reported (naming the
+/// call that made the task), never unwound into the worker.
+fn guard(call: &str, body: impl FnOnce()) {
     if panic::catch_unwind(AssertUnwindSafe(body)).is_err() {
-        eprintln!("cantus: internal error in a task spawned by qthread_spawn (message above)");
+        eprintln!("cantus: internal error in a task made by {call} (message above)");
     }
+}
+
+/// The body of a task made by `call` without copied arguments or
+/// preconditions: `f(arg)` in the forker's team, its result delivered to
+/// `ret` (every `qthread_fork*` and the common case of `qthread_spawn`).
+pub(super) fn task_body(
+    call: &'static str,
+    f: unsafe extern "C" fn(*mut c_void) -> u64,
+    arg: Arg,
+    ret: RetLoc,
+    team: Membership,
+) -> impl FnOnce() + Send + 'static {
+    move || guard(call, move || run(f, arg.get(), ret, team))
 }
 
 /// Checks `ret` for `flags` and empties it (aligned_t, syncvar_t).
@@ -328,10 +343,11 @@ unsafe fn spawn(
     let team = team::for_fork(flags & SPAWN_NEW_TEAM != 0, flags & SPAWN_NEW_SUBTEAM != 0);
     if pre.is_empty() && arg_size == 0 {
         // The common case: no allocation beyond the task's own.
-        let arg = Arg(arg.cast_mut());
-        return place(call, target, move || {
-            guard(move || run(f, arg.get(), ret, team))
-        });
+        return place(
+            call,
+            target,
+            task_body("qthread_spawn", f, Arg(arg.cast_mut()), ret, team),
+        );
     }
     let mut targ = if arg_size > 0 {
         // SAFETY: the caller promises `arg` holds arg_size readable bytes.
@@ -340,7 +356,7 @@ unsafe fn spawn(
         TaskArg::Ptr(Arg(arg.cast_mut()))
     };
     let body = move || {
-        guard(move || {
+        guard("qthread_spawn", move || {
             await_preconds(&pre, syncvars);
             let argp = match &mut targ {
                 TaskArg::Ptr(a) => a.get(),

@@ -4,7 +4,6 @@
 //! and `qtimer_fastrand` (`<qthread/qtimer.h>`).
 
 use super::NO_SHEPHERD;
-use crate::ffi::lifecycle;
 use std::cell::Cell;
 use std::ffi::{c_int, c_ulong};
 
@@ -39,12 +38,6 @@ pub extern "C" fn qthread_readstate(which: IntrospectiveState) -> usize {
 }
 
 fn readstate(which: c_int) -> usize {
-    let running = lifecycle::running();
-    let workers = if running {
-        crate::query::workers().unwrap_or(0)
-    } else {
-        0
-    };
     let worker = crate::query::current_worker();
     let no_worker = usize::from(NO_SHEPHERD);
     match which {
@@ -58,18 +51,13 @@ fn readstate(which: c_int) -> usize {
         },
         NODE_BUSYNESS => crate::query::snapshot().map_or(0, |s| (s.queued + s.running) as usize),
         WORKER_OCCUPATION => crate::query::snapshot().map_or(0, |s| s.running as usize),
-        // No shepherd is ever disabled: every one is active.
-        TOTAL_SHEPHERDS | TOTAL_WORKERS => workers,
+        TOTAL_SHEPHERDS | TOTAL_WORKERS => super::worker_count(false),
         // One worker per shepherd: a disabled shepherd's worker is idle.
-        ACTIVE_SHEPHERDS | ACTIVE_WORKERS if running => {
-            crate::sched::enabled_workers().unwrap_or(0)
-        }
-        ACTIVE_SHEPHERDS | ACTIVE_WORKERS => 0,
+        ACTIVE_SHEPHERDS | ACTIVE_WORKERS => super::worker_count(true),
         CURRENT_SHEPHERD | CURRENT_UNIQUE_WORKER => worker.unwrap_or(no_worker),
         // One worker per shepherd: a task's worker is its shepherd's 0th.
         CURRENT_WORKER => worker.map_or(no_worker, |_| 0),
-        // No teams yet: every task is in Qthreads' default team (1), whose
-        // parent is none (0).
+        // The default team is 1, whose parent is none (0) (`team.rs`).
         CURRENT_TEAM => super::team::team_id() as usize,
         PARENT_TEAM => super::team::parent_team_id() as usize,
         _ => UNKNOWN,
