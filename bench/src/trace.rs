@@ -77,6 +77,30 @@ pub(crate) fn run(opts: &Options) {
     }
 }
 
+/// Alternates `once()` with recording off and on (`set(false)`,
+/// `set(true)`), `reps` times after a warm-up pair; the samples of each.
+fn alternate(reps: usize, set: impl Fn(bool), once: impl Fn() -> f64) -> (Samples, Samples) {
+    let (mut off, mut on) = (Samples::new(), Samples::new());
+    for rep in 0..=reps {
+        set(false);
+        let a = once();
+        set(true);
+        let b = once();
+        if rep > 0 {
+            off.push(a);
+            on.push(b);
+        }
+    }
+    (off, on)
+}
+
+/// Prints both figures and their ratio.
+fn report(name: &str, unit: &str, off: &Samples, on: &Samples) {
+    let a = figure(&format!("{name}.trace_off"), off, unit);
+    let b = figure(&format!("{name}.trace_on"), on, unit);
+    ratio(&format!("{name}.trace_on"), "trace_off", b, a);
+}
+
 fn fib(reps: usize, n: u32) {
     let path = trace_path("fib");
     let rt = cantus::Runtime::builder()
@@ -87,36 +111,28 @@ fn fib(reps: usize, n: u32) {
             eprintln!("cantus-bench trace: cannot start a traced runtime: {e}");
             std::process::exit(2)
         });
+    let set = |on: bool| {
+        if on {
+            cantus::trace::resume();
+        } else {
+            cantus::trace::pause();
+        }
+    };
     let (off, on) = rt.block_on(|| {
-        let (mut off, mut on) = (Samples::new(), Samples::new());
-        let once = || {
+        alternate(reps, set, || {
             let (d, v) = time(|| crate::apps::fib::<crate::apps::CantusWith<0>>(n));
             std::hint::black_box(v);
             d.as_secs_f64() * 1e3
-        };
-        for rep in 0..=reps {
-            cantus::trace::pause();
-            let a = once();
-            cantus::trace::resume();
-            let b = once();
-            if rep > 0 {
-                off.push(a);
-                on.push(b);
-            }
-        }
-        (off, on)
+        })
     });
     rt.shutdown();
     remove(&path);
-    let name = format!("fib{n}");
-    let a = figure(&format!("{name}.trace_off"), &off, "ms");
-    let b = figure(&format!("{name}.trace_on"), &on, "ms");
-    ratio(&format!("{name}.trace_on"), "trace_off", b, a);
+    report(&format!("fib{n}"), "ms", &off, &on);
 }
 
 fn round_trip(reps: usize, rounds: u64) {
     let path = trace_path("comm");
-    // Small lanes: a traced round trip records a few events per call.
+    // Large lanes: every traced round trip records about ten events.
     let rt = cantus::Runtime::builder()
         .locales(2)
         .workers(1)
@@ -131,8 +147,7 @@ fn round_trip(reps: usize, rounds: u64) {
         "trace am_round_trip: 2 locales, 1 worker each, {rounds} calls per repetition"
     ));
     let (off, on) = rt.block_on(|| {
-        let (mut off, mut on) = (Samples::new(), Samples::new());
-        let once = || {
+        alternate(reps, set_everywhere, || {
             let mut v = 0;
             let (d, ()) = time(|| {
                 for _ in 0..rounds {
@@ -141,22 +156,9 @@ fn round_trip(reps: usize, rounds: u64) {
             });
             assert_eq!(v, rounds);
             d.as_secs_f64() * 1e6 / rounds as f64
-        };
-        for rep in 0..=reps {
-            set_everywhere(false);
-            let a = once();
-            set_everywhere(true);
-            let b = once();
-            if rep > 0 {
-                off.push(a);
-                on.push(b);
-            }
-        }
-        (off, on)
+        })
     });
     rt.shutdown();
     remove(&path);
-    let a = figure("am_round_trip.trace_off", &off, "us");
-    let b = figure("am_round_trip.trace_on", &on, "us");
-    ratio("am_round_trip.trace_on", "trace_off", b, a);
+    report("am_round_trip", "us", &off, &on);
 }

@@ -29,9 +29,8 @@ fn host() -> u64 {
         return 0;
     }
     let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    buf[..n].iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    // The same FNV-1a that names remote handlers.
+    super::handlers::id_of(&String::from_utf8_lossy(&buf[..n]))
 }
 
 /// Sets the locale's trace clock offset and its error bound.

@@ -360,9 +360,24 @@ impl Out {
         (t - self.t0) as f64 / 1000.0
     }
 
-    /// A metadata or other event given whole.
-    fn raw(&mut self, event: &str) {
-        self.next().push_str(event);
+    /// Names a locale (`tid` none) or a lane, and orders it by its
+    /// number.
+    fn name(&mut self, pid: usize, tid: Option<usize>, name: &str) {
+        let (what, sort, tid_field) = match tid {
+            None => ("process", pid, String::new()),
+            Some(t) => ("thread", t, format!(",\"tid\":{t}")),
+        };
+        let j = self.next();
+        let _ = write!(
+            j,
+            "{{\"ph\":\"M\",\"name\":\"{what}_name\",\"pid\":{pid}{tid_field},\"args\":{{\"name\":"
+        );
+        json_str(j, name);
+        j.push_str("}}");
+        let _ = write!(
+            self.next(),
+            "{{\"ph\":\"M\",\"name\":\"{what}_sort_index\",\"pid\":{pid}{tid_field},\"args\":{{\"sort_index\":{sort}}}}}"
+        );
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -388,6 +403,22 @@ impl Out {
             let _ = write!(j, ",\"args\":{{{args}}}");
         }
         j.push('}');
+    }
+
+    /// Ends the period `open` (idle, asleep, a blocking call) at `end`, if
+    /// one is open: its slice, and its nanoseconds (0 if none was open).
+    fn period(
+        &mut self,
+        (pid, tid): (usize, usize),
+        (name, cat): (&str, &str),
+        open: &mut Option<i128>,
+        end: i128,
+    ) -> u64 {
+        let Some(start) = open.take() else {
+            return 0;
+        };
+        self.slice(pid, tid, name, cat, start, end, "");
+        (end - start).max(0) as u64
     }
 
     /// A flow arrow (category `cat`) from (pid, tid) at `from` to (pid2,
@@ -417,6 +448,22 @@ impl Out {
             "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":\"{cat}\",\"cat\":\"{cat}\",\"id\":{id},\"pid\":{pid2},\"tid\":{tid2},\"ts\":{b:.3}}}"
         );
         *self.flows.entry(cat.to_string()).or_default() += 1;
+    }
+}
+
+/// What a task's `TASK_END` says (`value`, 0 for nothing), else what an
+/// earlier span of the same task said: a task's later spans (after it
+/// blocked) keep its label and spawner.
+fn remembered<T: Copy + Default + PartialEq>(
+    known: &mut HashMap<u64, T>,
+    task: u64,
+    value: T,
+) -> T {
+    if value != T::default() {
+        known.insert(task, value);
+        value
+    } else {
+        known.get(&task).copied().unwrap_or_default()
     }
 }
 
@@ -497,14 +544,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
         if !p.complete {
             label.push_str(" (did not stop cleanly)");
         }
-        let mut m = String::from("{\"ph\":\"M\",\"name\":\"process_name\",");
-        let _ = write!(m, "\"pid\":{pid},\"args\":{{\"name\":");
-        json_str(&mut m, &label);
-        m.push_str("}}");
-        out.raw(&m);
-        out.raw(&format!(
-            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{pid},\"args\":{{\"sort_index\":{pid}}}}}"
-        ));
+        out.name(pid, None, &label);
         let lane_end = |l: &Lane| {
             let last = l.events.last().map_or(0, |e| aligned(p, e.t));
             if p.complete {
@@ -532,14 +572,7 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
             if l.dropped > 0 {
                 let _ = write!(name, " (full: {} events dropped)", l.dropped);
             }
-            let mut m = String::from("{\"ph\":\"M\",\"name\":\"thread_name\",");
-            let _ = write!(m, "\"pid\":{pid},\"tid\":{tid},\"args\":{{\"name\":");
-            json_str(&mut m, &name);
-            m.push_str("}}");
-            out.raw(&m);
-            out.raw(&format!(
-                "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
-            ));
+            out.name(pid, Some(tid), &name);
             let end = lane_end(l);
             let mut u = LaneUse {
                 name: l.name.clone(),
@@ -598,42 +631,22 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
                         if let Some(mut open) = task.take() {
                             // The label comes with the end; a task's later
                             // spans (after it blocked) keep it.
-                            let label = if e.word != 0 {
-                                labels.insert(e.a, e.word as u16);
-                                e.word as u16
-                            } else {
-                                labels.get(&e.a).copied().unwrap_or(0)
-                            };
-                            open.4 = label;
-                            let spawner = if e.b != 0 {
-                                spawners.insert(e.a, e.b);
-                                e.b
-                            } else {
-                                spawners.get(&e.a).copied().unwrap_or(0)
-                            };
-                            open.5 = spawner;
+                            open.4 = remembered(&mut labels, e.a, e.word as u16);
+                            open.5 = remembered(&mut spawners, e.a, e.b);
                             close_task(&mut out, &mut u, open, t, why_name(e.small));
                         }
                     }
                     kind::IDLE_BEGIN => idle = Some(t),
                     kind::IDLE_END => {
-                        if let Some(s) = idle.take() {
-                            out.slice(pid, tid, "idle", "idle", s, t, "");
-                            u.idle_ns += (t - s).max(0) as u64;
-                        }
+                        u.idle_ns += out.period((pid, tid), ("idle", "idle"), &mut idle, t)
                     }
                     kind::SLEEP_BEGIN => sleep = Some(t),
                     kind::SLEEP_END => {
-                        if let Some(s) = sleep.take() {
-                            out.slice(pid, tid, "asleep", "idle", s, t, "");
-                            u.sleep_ns += (t - s).max(0) as u64;
-                        }
+                        u.sleep_ns += out.period((pid, tid), ("asleep", "idle"), &mut sleep, t)
                     }
                     kind::AWAY_BEGIN => away = Some(t),
                     kind::AWAY_END => {
-                        if let Some(s) = away.take() {
-                            out.slice(pid, tid, "blocking call", "away", s, t, "");
-                        }
+                        out.period((pid, tid), ("blocking call", "away"), &mut away, t);
                     }
                     kind::STEAL => {
                         u.steals += 1;
@@ -713,14 +726,8 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
             if let Some(open) = task.take() {
                 close_task(&mut out, &mut u, open, end, "cut");
             }
-            if let Some(s) = sleep.take() {
-                out.slice(pid, tid, "asleep", "idle", s, end, "");
-                u.sleep_ns += (end - s).max(0) as u64;
-            }
-            if let Some(s) = idle.take() {
-                out.slice(pid, tid, "idle", "idle", s, end, "");
-                u.idle_ns += (end - s).max(0) as u64;
-            }
+            u.sleep_ns += out.period((pid, tid), ("asleep", "idle"), &mut sleep, end);
+            u.idle_ns += out.period((pid, tid), ("idle", "idle"), &mut idle, end);
             if l.worker {
                 uses.push(u);
             }
