@@ -400,19 +400,8 @@ fn arrived_home(
 ) {
     let local = WorkerLocal::current().expect("a task comes home to its worker");
     debug_assert!(slot != NO_SLOT);
-    local.yielder.set(y);
-    local.current_slot.set(slot);
-    local.task_id.set(id);
-    local.storage.set(storage);
-    guard::set_running_task(id);
+    local.resumed(y, slot, id, storage);
     local.registry.outside.active.fetch_sub(1, Ordering::SeqCst);
-    crate::trace::record(
-        crate::trace::kind::TASK_BEGIN,
-        crate::trace::how::RESUMED,
-        0,
-        id,
-        (local.index as u64) << 32 | u64::from(slot),
-    );
     set_errno(errno);
 }
 

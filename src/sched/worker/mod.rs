@@ -303,20 +303,31 @@ impl WorkerLocal {
             r == Resume::Run,
             "a suspended task is only ever resumed to run"
         );
+        self.resumed(y, slot, id, storage);
+    }
+
+    /// After a switch back into a task (`suspend_current`, or a task home
+    /// from a blocking call): this worker's view of the running task again
+    /// (its carrier's yielder and slot, its id and storage word).
+    pub(super) fn resumed(
+        &self,
+        y: *const Yielder<Resume, Suspend>,
+        slot: u32,
+        id: u64,
+        storage: *mut TaskStorage,
+    ) {
         self.yielder.set(y);
         self.current_slot.set(slot);
         self.task_id.set(id);
         self.storage.set(storage);
         guard::set_running_task(id);
-        if crate::trace::on() {
-            crate::trace::record(
-                crate::trace::kind::TASK_BEGIN,
-                crate::trace::how::RESUMED,
-                0,
-                id,
-                (self.index as u64) << 32 | u64::from(slot),
-            );
-        }
+        crate::trace::record(
+            crate::trace::kind::TASK_BEGIN,
+            crate::trace::how::RESUMED,
+            0,
+            id,
+            (self.index as u64) << 32 | u64::from(slot),
+        );
     }
 
     /// Blocks the running task until its handle is woken; `addr` names
@@ -414,26 +425,19 @@ impl WorkerLocal {
                 self.resume(slot);
                 continue;
             }
-            if disabled {
-                if reg.terminate.load(Ordering::Acquire)
-                    && self.timers.borrow().is_empty()
-                    && self.blocked_here() == 0
-                {
-                    break;
+            // A disabled worker takes no root task and steals nothing.
+            if !disabled {
+                if let Some(t) = reg.roots.pop() {
+                    if crate::trace::on() {
+                        self.trace_how.set((crate::trace::how::ROOT, 0));
+                    }
+                    self.start_root(t);
+                    continue;
                 }
-                self.idle_wait();
-                continue;
-            }
-            if let Some(t) = reg.roots.pop() {
-                if crate::trace::on() {
-                    self.trace_how.set((crate::trace::how::ROOT, 0));
+                if let Some(t) = self.steal() {
+                    self.start(t);
+                    continue;
                 }
-                self.start_root(t);
-                continue;
-            }
-            if let Some(t) = self.steal() {
-                self.start(t);
-                continue;
             }
             if reg.terminate.load(Ordering::Acquire)
                 && self.timers.borrow().is_empty()
