@@ -72,6 +72,32 @@ fn loom_notify_one_wakes_some_sleeper() {
     });
 }
 
+#[test]
+fn loom_notify_one_passes_a_disabled_sleeper_by() {
+    model(|| {
+        let sleep = Arc::new(Sleep::new(2));
+        let work = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        // Worker 0 is disabled: it sleeps waiting for its own work only
+        // (here, being told to stop), so it would not take the published
+        // work; notify_one, which looks at worker 0 first, must wake
+        // worker 1 instead.
+        sleep.set_disabled(0, true);
+        let (s0, stop0) = (sleep.clone(), stop.clone());
+        let disabled = thread::spawn(move || worker(&s0, 0, &stop0));
+        let (s2, w2) = (sleep.clone(), work.clone());
+        let notifier = thread::spawn(move || {
+            w2.swap(true, Ordering::Release);
+            s2.notify_one();
+        });
+        worker(&sleep, 1, &work);
+        notifier.join().unwrap();
+        stop.swap(true, Ordering::Release);
+        sleep.notify_worker(0);
+        disabled.join().unwrap();
+    });
+}
+
 /// A parker like a transport's futex word: a token under a lock.
 struct TokenParker {
     token: loom::sync::Mutex<bool>,
