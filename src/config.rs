@@ -44,15 +44,16 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_WAIT_POLICY` | `active`, `passive`, `hybrid` | `hybrid` |
 /// | `CANTUS_SPIN` | idle-loop iterations before sleeping (0..=10^9) | [`DEFAULT_SPIN`] |
 /// | `CANTUS_MAX_THREADS` | a positive integer | 255 |
-/// | `CANTUS_PIN` | `1`/`0`, `true`/`false`, `yes`/`no` | pinned |
+/// | `CANTUS_PIN` | `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off` | pinned |
 /// | `CANTUS_DEADLOCK_MS` | milliseconds, `0` turns detection off | 1000 |
-/// | `CANTUS_STATS` | `1` prints statistics at shutdown | off |
+/// | `CANTUS_STATS` | as `CANTUS_PIN`: `1` prints statistics at shutdown | off |
 /// | `CANTUS_LOCALES` | a positive integer: processes (locales) in the job | 1 |
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
 /// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
 /// | `CANTUS_TRANSPORT` | `shm` (locales on this machine) or `mpi` (needs the `mpi` feature) | `mpi` under an MPI launcher, else `shm` |
 /// | `CANTUS_TRACE` | a path: record a timeline trace there (Chrome trace-event JSON) | off |
 /// | `CANTUS_TRACE_EVENTS` | events each thread's lane of the trace holds, 16..2^26 | 2^18 |
+/// | `CANTUS_CHANT_POLL` | `scheduler` or `task`: who polls for a Chant receive that waits ([`chant::Policy`](crate::chant::Policy)) | `scheduler` |
 /// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
@@ -189,6 +190,10 @@ pub(crate) struct Config {
     /// The global address space's memory (`None`: the transport's
     /// choice, `Shared` where it maps memory for every locale).
     pub(crate) pgas: Option<PgasMemory>,
+    /// Who polls for a Chant receive that waits (`CANTUS_CHANT_POLL`):
+    /// `Some(true)` the waiting task, `Some(false)` the scheduler, `None`
+    /// not set (the default, or what the program chose).
+    pub(crate) chant_task_polls: Option<bool>,
 }
 
 impl Builder {
@@ -471,13 +476,7 @@ impl Builder {
             None => self.pin.unwrap_or(true),
         };
         let deadlock_ms = match env("CANTUS_DEADLOCK_MS") {
-            Some(v) => v.trim().parse::<u64>().map_err(|_| {
-                invalid(
-                    "CANTUS_DEADLOCK_MS",
-                    &v,
-                    "milliseconds as an integer (0 turns detection off)",
-                )
-            })?,
+            Some(v) => parse_deadlock_ms(&v)?,
             None => self.deadlock_ms.unwrap_or(DEFAULT_DEADLOCK_MS),
         };
         let stats = match env("CANTUS_STATS") {
@@ -513,6 +512,14 @@ impl Builder {
                         &format!("{MIN_TRACE_EVENTS}..={MAX_TRACE_EVENTS}"),
                     ));
                 }
+            },
+        };
+        let chant_task_polls = match env("CANTUS_CHANT_POLL") {
+            None => None,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "scheduler" => Some(false),
+                "task" => Some(true),
+                _ => return Err(invalid("CANTUS_CHANT_POLL", &v, "scheduler or task")),
             },
         };
         if workers > max_threads {
@@ -552,6 +559,7 @@ impl Builder {
             ring_bytes,
             heap_bytes: heap_bytes.next_multiple_of(page),
             pgas,
+            chant_task_polls,
         })
     }
 }
@@ -658,6 +666,18 @@ fn bad_setting(what: &str, method: &str, value: &str, accepts: &str) -> Error {
         ErrorKind::InvalidConfig,
         format!("{what} {value} (Builder::{method}) is not valid: cantus accepts {accepts}"),
     )
+}
+
+/// `CANTUS_DEADLOCK_MS`: milliseconds, 0 for off (also read with no
+/// runtime running, by outside threads blocked on a variable).
+pub(crate) fn parse_deadlock_ms(v: &str) -> Result<u64, Error> {
+    v.trim().parse::<u64>().map_err(|_| {
+        invalid(
+            "CANTUS_DEADLOCK_MS",
+            v,
+            "milliseconds as an integer (0 turns detection off)",
+        )
+    })
 }
 
 fn parse_count(name: &str, v: &str) -> Result<usize, Error> {
@@ -800,6 +820,7 @@ mod tests {
             ("CANTUS_MAX_THREADS", "x", "positive integer"),
             ("CANTUS_PIN", "maybe", "true/false"),
             ("CANTUS_DEADLOCK_MS", "soon", "milliseconds"),
+            ("CANTUS_CHANT_POLL", "tasks", "scheduler or task"),
             (
                 "CANTUS_PGAS",
                 "mpi",

@@ -66,6 +66,8 @@ impl Runtime {
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
         // Before anything process-wide is touched (the job, the heap).
         let turn = Turn::take()?;
+        // Settings of layers above the scheduler, validated with the rest.
+        crate::am::chant::configure(config.chant_task_polls);
         // Before any remote call can run: SPMD bodies are told apart.
         #[cfg(not(loom))]
         crate::pgas::attach();

@@ -111,5 +111,24 @@ fn main() {
     );
     passed += 1;
 
+    // No runtime's start checks CANTUS_DEADLOCK_MS for these threads: a
+    // bad value is said once, naming the variable, and the default holds
+    // (it was once taken silently for the default).
+    let (status, stderr) = child(
+        "slow_plain_threads_are_fine",
+        &[("CANTUS_DEADLOCK_MS", "soon")],
+    );
+    assert!(status.success(), "a bad CANTUS_DEADLOCK_MS: {stderr}");
+    assert!(stderr.contains("DONE"), "{stderr}");
+    assert_eq!(
+        stderr
+            .matches("CANTUS_DEADLOCK_MS=\"soon\" is not valid")
+            .count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(stderr.contains("uses the default 1000 ms"), "{stderr}");
+    passed += 1;
+
     println!("alone: {passed} passed, 0 failed");
 }

@@ -155,12 +155,21 @@ fn bad_environment_values_are_clear_errors() {
         assert_eq!(e.kind(), cantus::ErrorKind::InvalidConfig);
         return;
     }
-    for (var, val) in [
-        ("CANTUS_WORKERS", "lots"),
-        ("CANTUS_WAIT_POLICY", "eager"),
-        ("CANTUS_STACK_SIZE", "4"),
+    // Every setting is checked at start, also those of layers above the
+    // scheduler (Chant's polling policy was once read at the first wait,
+    // and a job of two locales then never shut down), and a job of
+    // several locales refuses before any other locale starts.
+    for (var, val, locales) in [
+        ("CANTUS_WORKERS", "lots", "1"),
+        ("CANTUS_WAIT_POLICY", "eager", "1"),
+        ("CANTUS_STACK_SIZE", "4", "1"),
+        ("CANTUS_CHANT_POLL", "tasks", "1"),
+        ("CANTUS_CHANT_POLL", "poll", "2"),
     ] {
-        let (status, stderr) = run_child("bad_environment_values_are_clear_errors", &[(var, val)]);
+        let (status, stderr) = run_child(
+            "bad_environment_values_are_clear_errors",
+            &[(var, val), ("CANTUS_LOCALES", locales)],
+        );
         assert!(status.success(), "{stderr}");
         assert!(
             stderr.contains(&format!("ERROR: {var}=\"{val}\" is not valid")),

@@ -63,7 +63,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 
 /// A task's global name: the locale it runs on and its task id there
@@ -148,7 +148,8 @@ impl Message {
 
 /// Who polls for a receive that must wait (Chant, section 4.2). Set per
 /// locale with [`set_policy`], or for every locale of a job with
-/// `CANTUS_CHANT_POLL=scheduler|task` (read at the first wait).
+/// `CANTUS_CHANT_POLL=scheduler|task` (checked when the runtime starts,
+/// with the other settings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Policy {
     /// The waiting task blocks (as on a [`SyncVar`]); the workers' driver
@@ -160,36 +161,38 @@ pub enum Policy {
     TaskPolls,
 }
 
-/// 0: not read from the environment yet; 1, 2: the policy.
+/// 0: the default (`SchedulerPolls`); 1, 2: the policy.
 static POLICY: AtomicU8 = AtomicU8::new(0);
 
+/// Whether [`set_policy`] chose the policy (then the environment does
+/// not change it at the next start).
+static POLICY_SET: AtomicBool = AtomicBool::new(false);
+
 /// Sets this locale's polling policy (other locales keep theirs; set it in
-/// each, or use `CANTUS_CHANT_POLL`). Takes effect at the next wait.
+/// each, or use `CANTUS_CHANT_POLL`). Takes effect at the next wait, and
+/// wins over `CANTUS_CHANT_POLL`.
 pub fn set_policy(policy: Policy) {
+    POLICY_SET.store(true, Ordering::Relaxed);
     POLICY.store(policy as u8 + 1, Ordering::Relaxed);
 }
 
+/// At a runtime's start: the policy its configuration names
+/// (`CANTUS_CHANT_POLL`, validated there: `Some(true)` is `task`), unless
+/// the program chose one with [`set_policy`].
+pub(crate) fn configure(task_polls: Option<bool>) {
+    if !POLICY_SET.load(Ordering::Relaxed) {
+        let p = match task_polls {
+            None => 0,
+            Some(false) => Policy::SchedulerPolls as u8 + 1,
+            Some(true) => Policy::TaskPolls as u8 + 1,
+        };
+        POLICY.store(p, Ordering::Relaxed);
+    }
+}
+
 /// This locale's polling policy.
-///
-/// Panics if `CANTUS_CHANT_POLL` is set to something other than
-/// `scheduler` or `task`.
 pub fn policy() -> Policy {
-    let p = match POLICY.load(Ordering::Relaxed) {
-        0 => {
-            let p = match std::env::var("CANTUS_CHANT_POLL").as_deref() {
-                Err(_) | Ok("scheduler") => Policy::SchedulerPolls,
-                Ok("task") => Policy::TaskPolls,
-                Ok(other) => panic!(
-                    "CANTUS_CHANT_POLL={other:?} is not valid: cantus accepts `scheduler` or `task`"
-                ),
-            };
-            // Only if still unset: `set_policy` wins over the environment.
-            let _ = POLICY.compare_exchange(0, p as u8 + 1, Ordering::Relaxed, Ordering::Relaxed);
-            POLICY.load(Ordering::Relaxed)
-        }
-        p => p,
-    };
-    if p == 2 {
+    if POLICY.load(Ordering::Relaxed) == Policy::TaskPolls as u8 + 1 {
         Policy::TaskPolls
     } else {
         Policy::SchedulerPolls
@@ -204,15 +207,23 @@ pub fn policy() -> Policy {
 pub fn me() -> TaskId {
     match try_me() {
         Some(id) => id,
-        None => panic!(
-            "cantus::chant::me: called outside a task; only tasks send and receive Chant \
-             messages (run this code in a task: cantus::run, Runtime::block_on, begin)"
-        ),
+        None => {
+            crate::sched::no_wait::check_task("cantus::chant::me");
+            panic!(
+                "cantus::chant::me: called outside a task; only tasks send and receive Chant \
+                 messages (run this code in a task: cantus::run, Runtime::block_on, begin)"
+            )
+        }
     }
 }
 
-/// The calling task's global id, or `None` outside tasks.
+/// The calling task's global id, or `None` outside tasks (and in a remote
+/// call declared inline, which runs in no task, whatever task's poll ran
+/// it).
 pub fn try_me() -> Option<TaskId> {
+    if crate::sched::no_wait::inline_call().is_some() {
+        return None;
+    }
     crate::query::current_task_id().map(|task| TaskId {
         locale: super::here(),
         task,
@@ -239,8 +250,9 @@ pub fn max_message_len() -> usize {
 /// Panics outside a task, or if `to.locale` is not `0..num_locales()`.
 #[track_caller]
 pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
-    // Not from a remote call declared inline: it is no task to send from.
-    crate::sched::no_wait::check_send(to.locale);
+    // Not from a remote call declared inline: it is no task to send from
+    // (whatever task's poll runs it), and a send may wait for room.
+    crate::sched::no_wait::check_task("cantus::chant::send");
     let from = me();
     let n = super::num_locales();
     assert!(
@@ -403,22 +415,29 @@ impl RecvHandle {
     /// Waits for the message (only the calling task waits; see
     /// [`Policy`]) and returns it.
     pub fn wait(mut self) -> Message {
-        let p = self.posted.take().expect("a handle holds its receive");
-        if let Some(m) = p.slot.is_full().then(|| p.slot.try_read_fe()).flatten() {
-            return m;
-        }
-        match policy() {
-            Policy::SchedulerPolls => p.slot.read_fe(),
-            Policy::TaskPolls => loop {
-                poll_once();
-                if p.slot.is_full() {
-                    if let Some(m) = p.slot.try_read_fe() {
-                        return m;
+        // The receive stays the handle's until its message is in hand:
+        // should the wait unwind (a panic in a poll, a deadlock abort's
+        // unwinding), `Drop` cancels it and lowers `WAITING_REMOTE`, so
+        // that shutdown's count of receives from other locales is not
+        // left raised by a receive nobody waits in.
+        let p = self.posted.clone().expect("a handle holds its receive");
+        let m = match p.slot.is_full().then(|| p.slot.try_read_fe()).flatten() {
+            Some(m) => m,
+            None => match policy() {
+                Policy::SchedulerPolls => p.slot.read_fe(),
+                Policy::TaskPolls => loop {
+                    poll_once();
+                    if p.slot.is_full() {
+                        if let Some(m) = p.slot.try_read_fe() {
+                            break m;
+                        }
                     }
-                }
-                crate::query::yield_now();
+                    crate::query::yield_now();
+                },
             },
-        }
+        };
+        self.posted = None;
+        m
     }
 }
 

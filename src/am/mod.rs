@@ -255,22 +255,36 @@ pub(crate) fn uninstall() {
 }
 
 /// Runs `f` with this locale's engine (`None` outside a job of several
-/// locales). `f` must not look the engine up again (the thread's copy is
-/// borrowed meanwhile): it reads a field or clones the `Arc`. A thread
-/// that reads the epoch just before a change uses the engine of before,
-/// as it would had it looked a moment earlier: an engine that was
-/// removed fails its sends with an error.
+/// locales). `f` only reads the engine (a field, or a clone of the
+/// `Arc`): it must run no user code, and so no handler, since the
+/// thread's copy is borrowed meanwhile. Whatever may run a handler (a
+/// poll) clones the engine first and calls it outside (`engine()`), so
+/// that a handler's own `here()` or remote call finds the copy free.
+/// Should a lookup happen under another anyway, it still answers: the
+/// copy is only ever borrowed shared while `f` runs, and renewed (the
+/// one mutable borrow, which runs nothing but the renewal) only when no
+/// other borrow is out; a lookup that finds it out and stale asks the
+/// lock. A thread that reads the epoch just before a change uses the
+/// engine of before, as it would had it looked a moment earlier: an
+/// engine that was removed fails its sends with an error.
 fn with_engine<R>(f: impl FnOnce(Option<&Arc<Engine>>) -> R) -> R {
     // Acquire: pairs with the Release bump after a change, so the copy
     // taken below is at least as new as the epoch.
     let epoch = ENGINE_EPOCH.load(Ordering::Acquire);
     let mut f = Some(f);
     let here = ENGINE_HERE.try_with(|c| {
-        let mut c = c.borrow_mut();
-        if c.0 != epoch {
-            *c = (epoch, ENGINE.read().unwrap().clone());
+        let stale = !matches!(c.try_borrow(), Ok(c) if c.0 == epoch);
+        if stale {
+            match c.try_borrow_mut() {
+                Ok(mut c) => *c = (epoch, ENGINE.read().unwrap().clone()),
+                // Borrowed by a lookup this one runs under: the copy
+                // must outlive it, so this one reads the lock.
+                Err(_) => {
+                    return (f.take().expect("called once"))(ENGINE.read().unwrap().as_ref());
+                }
+            }
         }
-        (f.take().expect("called once"))(c.1.as_ref())
+        (f.take().expect("called once"))(c.borrow().1.as_ref())
     });
     match here {
         Ok(r) => r,
@@ -473,7 +487,12 @@ pub(crate) fn begin_on_raw(locale: usize, id: u64, args: &[u8]) -> Result<(), Er
 /// polling, so it polls itself, as [`await_reply`] does. Returns whether
 /// it handled a frame; `false` outside a job of several locales.
 pub(crate) fn poll_once() -> bool {
-    with_engine(|e| e.is_some_and(|e| e.ready() && e.poll_now() > 0))
+    // The poll runs handlers (inline calls: user code that may itself ask
+    // `here()` or send), so it runs on a clone, outside `with_engine`.
+    let Some(e) = with_engine(|e| e.filter(|e| e.ready()).cloned()) else {
+        return false;
+    };
+    e.poll_now() > 0
 }
 
 /// Tells this locale's transport that frames may come from other

@@ -85,6 +85,23 @@ pub(crate) fn check_send(dest: usize) {
     }
 }
 
+/// Panics if the calling thread is in a no-wait region: `op` is a call
+/// that only a task may make (a Chant send names the task that sent it,
+/// and an inline call runs in none, whatever task's poll ran it).
+#[track_caller]
+pub(crate) fn check_task(op: &str) {
+    if let Some(name) = inline_call() {
+        refuse(
+            name,
+            format_args!(
+                "it called {op}, which only a task may call (a Chant message names the task \
+                 that sent it), and an inline call runs in no task (it may start one with \
+                 cantus::begin)"
+            ),
+        );
+    }
+}
+
 #[cold]
 #[inline(never)]
 #[track_caller]
@@ -123,9 +140,16 @@ mod tests {
                 msg.contains("m::A") && msg.contains("send to locale 3"),
                 "{msg}"
             );
+            let e = std::panic::catch_unwind(|| check_task("chant::send")).unwrap_err();
+            let msg = crate::error::panic_text(&*e).unwrap().to_string();
+            assert!(
+                msg.contains("m::A") && msg.contains("called chant::send, which only a task"),
+                "{msg}"
+            );
         }
         assert_eq!(inline_call(), None);
         check_wait("wait");
         check_send(1);
+        check_task("chant::send");
     }
 }

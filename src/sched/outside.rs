@@ -206,13 +206,25 @@ pub(crate) fn block_outside(kind: BlockKind, addr: usize, woken: &AtomicBool) {
     }
 }
 
-/// The grace period when no runtime runs: `CANTUS_DEADLOCK_MS` if set
-/// and valid, else the default.
+/// The grace period when no runtime runs: `CANTUS_DEADLOCK_MS` if set,
+/// else the default. No runtime's start checked the variable, and this
+/// thread's wait node is queued on its variable (it cannot unwind now):
+/// a bad value is said once, naming the variable, and the default holds.
 fn grace_without_runtime() -> Option<Duration> {
-    let ms = std::env::var("CANTUS_DEADLOCK_MS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(crate::config::DEFAULT_DEADLOCK_MS);
+    static SAID: std::sync::Once = std::sync::Once::new();
+    let ms = match std::env::var("CANTUS_DEADLOCK_MS") {
+        Err(_) => crate::config::DEFAULT_DEADLOCK_MS,
+        Ok(v) => crate::config::parse_deadlock_ms(&v).unwrap_or_else(|e| {
+            SAID.call_once(|| {
+                eprintln!(
+                    "cantus: {e}; with no runtime running, deadlock detection for threads \
+                     blocked on cantus variables uses the default {} ms",
+                    crate::config::DEFAULT_DEADLOCK_MS
+                )
+            });
+            crate::config::DEFAULT_DEADLOCK_MS
+        }),
+    };
     (ms > 0).then(|| Duration::from_millis(ms))
 }
 
