@@ -18,6 +18,7 @@ mod pentomino;
 mod uts;
 
 use cantus::balance::{self, Balance, Splittable};
+use common::held::Held;
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
@@ -107,9 +108,11 @@ fn fib_is_right_on_1_to_4_locales_and_work_moves() {
         &[1, 2, 3, 4],
         |rt, n| {
             for k in [0u32, 1, 2, 24] {
+                // fib(24) is held until another locale takes a piece: it
+                // must move, whatever the schedule.
                 let out = rt
                     .block_on(|| {
-                        Balance::new(fib_program::Fib::with_cutoff(k, 2))
+                        Balance::new(Held::new(fib_program::Fib::with_cutoff(k, 2)))
                             .units(64)
                             .run()
                     })
@@ -176,10 +179,10 @@ fn a_victim_busy_in_long_steps_still_answers() {
             // it; locale 1 must still get work and count leaves.
             let out = rt
                 .block_on(|| {
-                    Balance::new(SlowTree {
+                    Balance::new(Held::new(SlowTree {
                         stack: vec![6],
                         unit_us: 2000,
-                    })
+                    }))
                     .units(8)
                     .run()
                 })
@@ -312,6 +315,13 @@ impl Splittable for HugeTree {
 }
 cantus::splittable!(HugeTree);
 
+// The works above, held until a piece moves (`common::held`).
+cantus::splittable!(
+    Held<fib_program::Fib>,
+    Held<SlowTree>,
+    Held<HugeTree>
+);
+
 #[test]
 fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {
     // 2^34 leaves: as tasks of 64 bytes, a tree of 2^35 nodes would need
@@ -322,7 +332,7 @@ fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {
         &[2, 3],
         |rt, n| {
             let out = rt
-                .block_on(|| Balance::new(HugeTree(vec![34])).run())
+                .block_on(|| Balance::new(Held::new(HugeTree(vec![34]))).run())
                 .unwrap();
             assert_eq!(out.result.0, 1 << 34, "on {n} locales");
             assert!(

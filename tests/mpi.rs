@@ -20,6 +20,7 @@ mod fib_program;
 
 use cantus::chant::{self, Source, Tag};
 use cantus::{ErrorKind, Remote};
+use common::held::Held;
 use common::is_child;
 use serde::{Deserialize, Serialize};
 use std::os::unix::process::CommandExt;
@@ -473,7 +474,11 @@ fn balanced_work_is_stolen_across_ranks() {
             for (k, fib) in [(0u32, 0u64), (1, 1), (25, 75025)] {
                 let out = rt
                     .block_on(|| {
-                        cantus::balance::Balance::new(fib_program::Fib::with_cutoff(k, 2))
+                        // Held until another rank takes a piece: fib(25)
+                        // moves whatever the schedule (`common::held`).
+                        cantus::balance::Balance::new(Held::new(fib_program::Fib::with_cutoff(
+                            k, 2,
+                        )))
                             .units(64)
                             .run()
                     })
@@ -491,6 +496,61 @@ fn balanced_work_is_stolen_across_ranks() {
             rt.shutdown();
         },
     );
+}
+
+cantus::splittable!(Held<fib_program::Fib>);
+cantus::remote!(Where);
+
+/// Answers where it ran, inside the poll (a user's inline call).
+#[derive(Serialize, Deserialize)]
+struct Where;
+impl Remote for Where {
+    type Output = usize;
+    const INLINE: bool = true;
+    fn run(self) -> usize {
+        cantus::here()
+    }
+}
+
+/// Issue 25's reproductions over MPI: an inline call that asks `here()`
+/// sent 200 times to rank 1 while a balanced computation runs (its
+/// pieces' polls run the call), and two computations at once (each
+/// one's inline messages run in the other's pieces' polls). Nothing
+/// panics on any rank.
+#[test]
+fn inline_calls_run_inside_balanced_pieces_across_ranks() {
+    const TEST: &str = "inline_calls_run_inside_balanced_pieces_across_ranks";
+    if is_child() {
+        let rt = job();
+        rt.block_on(|| {
+            let (f, wheres) = cantus::join(
+                || cantus::balance::run(fib_program::Fib::with_cutoff(25, 2)).unwrap(),
+                || {
+                    (0..200)
+                        .map(|_| cantus::on(1, Where).join().unwrap())
+                        .collect::<Vec<_>>()
+                },
+            );
+            assert_eq!(f, 75025);
+            assert!(wheres.iter().all(|&l| l == 1), "{wheres:?}");
+            for _ in 0..5 {
+                let (a, b) = cantus::join(
+                    || cantus::balance::run(fib_program::Fib::with_cutoff(20, 2)),
+                    || cantus::balance::run(fib_program::Fib::with_cutoff(21, 2)),
+                );
+                assert_eq!((a.unwrap(), b.unwrap()), (6765, 10946));
+            }
+        });
+        rt.shutdown();
+        return;
+    }
+    for n in [2, 3] {
+        let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[]);
+        assert!(
+            ok && !stderr.contains("panicked"),
+            "{TEST} under mpirun -n {n}:\n{stdout}\n{stderr}"
+        );
+    }
 }
 
 /// Runs `test` under mpirun expecting the job to fail; returns stderr.

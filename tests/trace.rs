@@ -10,6 +10,7 @@ mod common;
 #[path = "../examples/balance/uts.rs"]
 mod uts;
 
+use common::held::Held;
 use common::{is_child, run_child};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -105,6 +106,8 @@ fn a_traced_run_shows_tasks_blocks_and_wakes_on_every_worker() {
             .build()
             .unwrap();
         let total = rt.block_on(|| {
+            // Tasks on both workers, whatever the schedule.
+            common::a_task_on_every_worker();
             let v = cantus::SyncVar::new();
             cantus::scope(|s| {
                 // A producer and a consumer that block on each other, and
@@ -172,7 +175,13 @@ fn a_traced_two_locale_uts_run_has_a_flow_per_message_and_steal() {
     if is_child() {
         let rt = cantus::Runtime::builder().build().unwrap();
         let counts = rt.block_on(|| {
-            cantus::balance::run(uts::Uts::new(uts::Tree::T1Small)).expect("balanced UTS")
+            // Tasks on every worker of every locale, and a piece that
+            // moves, whatever the schedule (`common`).
+            for l in 0..cantus::num_locales() {
+                cantus::on(l, EveryWorker).join().unwrap();
+            }
+            cantus::balance::run(Held::new(uts::Uts::new(uts::Tree::T1Small)))
+                .expect("balanced UTS")
         });
         assert_eq!(counts, uts::Tree::T1Small.known_counts());
         rt.shutdown();
@@ -236,7 +245,17 @@ impl cantus::Remote for Die {
         unsafe { libc::raise(libc::SIGKILL) };
     }
 }
-cantus::remote!(Die, Tasks);
+/// Runs a task on every worker of the locale it is sent to.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EveryWorker;
+impl cantus::Remote for EveryWorker {
+    type Output = ();
+    fn run(self) {
+        common::a_task_on_every_worker();
+    }
+}
+cantus::remote!(Die, Tasks, EveryWorker);
+cantus::splittable!(Held<uts::Uts>);
 
 #[test]
 fn a_killed_locale_still_leaves_a_readable_trace() {

@@ -5,6 +5,8 @@
 
 use std::sync::OnceLock;
 
+pub mod held;
+
 pub fn rt() -> &'static cantus::Runtime {
     static RT: OnceLock<cantus::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
@@ -105,4 +107,38 @@ pub fn wait_with_output(
 
 pub fn is_child() -> bool {
     std::env::var_os("CANTUS_CHILD").is_some()
+}
+
+/// Runs a task on every worker of the calling task's runtime, whatever
+/// the schedule, and returns the workers they ran on (each once, sorted).
+/// Every task spins without yielding until all have started, so none of
+/// them can take another: each is taken by a worker none of the others
+/// holds. (Call it from a task; a test that asserts that every worker ran
+/// something forces it so instead of hoping the schedule spreads work.)
+pub fn a_task_on_every_worker() -> Vec<usize> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let n = cantus::query::workers().expect("a runtime runs");
+    let me = cantus::query::current_worker().expect("called from a task");
+    let started = Arc::new(AtomicUsize::new(1));
+    let seen = Arc::new(std::sync::Mutex::new(vec![me]));
+    for _ in 1..n {
+        let (started, seen) = (started.clone(), seen.clone());
+        cantus::begin(move || {
+            seen.lock()
+                .unwrap()
+                .push(cantus::query::current_worker().unwrap());
+            started.fetch_add(1, Ordering::AcqRel);
+            while started.load(Ordering::Acquire) < n {
+                std::hint::spin_loop();
+            }
+        });
+    }
+    while started.load(Ordering::Acquire) < n {
+        std::hint::spin_loop();
+    }
+    let mut seen = seen.lock().unwrap().clone();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..n).collect::<Vec<_>>(), "one task on each worker");
+    seen
 }
