@@ -86,7 +86,7 @@ fn main() {
         }),
     };
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("chant_pingpong: {e}");

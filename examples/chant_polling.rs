@@ -128,7 +128,7 @@ fn main() {
         .next()
         .map_or(5_000, |a| a.parse().expect("WORK: an integer"));
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("chant_polling: {e}");

@@ -65,7 +65,7 @@ fn main() {
         .next()
         .map_or(2, |a| a.parse().unwrap_or_else(|_| usage()));
     let rt = cantus::Runtime::builder()
-        .locales(locales)
+        .default_locales(locales)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("histogram: {e}");

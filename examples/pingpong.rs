@@ -32,7 +32,7 @@ fn main() {
         }),
     };
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("pingpong: {e}");

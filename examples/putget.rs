@@ -94,7 +94,7 @@ fn main() {
         .nth(1)
         .map_or(1_000_000, |a| a.parse().expect("usage: putget [ROUNDS]"));
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .build()
         .expect("a job of two locales");
     let out = rt.block_on(|| pgas::spmd(Bench { rounds })).expect("bench");

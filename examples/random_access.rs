@@ -253,7 +253,7 @@ fn main() {
         "LOCALES must be a power of two (the table splits evenly)"
     );
     let rt = cantus::Runtime::builder()
-        .locales(locales)
+        .default_locales(locales)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("random_access: {e}");

@@ -65,7 +65,7 @@ fn main() {
         .map_or(2, |a| a.parse().unwrap_or_else(|_| usage()));
     let per_locale = n.div_ceil(locales.max(1));
     let rt = cantus::Runtime::builder()
-        .locales(locales)
+        .default_locales(locales)
         .heap_bytes((3 * per_locale * 8 + (1 << 20)).max(64 << 10))
         .build()
         .unwrap_or_else(|e| {

@@ -71,7 +71,7 @@ fn main() {
     let rounds = arg(1, 10_000, "ROUNDS");
     let per_locale = arg(2, 4, "TASKS");
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .build()
         .unwrap_or_else(|e| {
             eprintln!("token_ring: {e}");

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 echo "== unit, integration, C ABI and doc tests"
 cargo test --workspace
 
+echo "== the API docs build without a warning (broken or private links)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+
 echo "== loom models"
 RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom
 
@@ -48,6 +51,7 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     # it must oversubscribe.
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     cargo test --features mpi --test mpi
+    RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features mpi
     cargo build --release --features mpi --examples
     for n in 2 3 4; do
         for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \

@@ -68,6 +68,7 @@ pub struct Builder {
     trace: Option<std::path::PathBuf>,
     trace_events: Option<usize>,
     locales: Option<usize>,
+    default_locales: Option<usize>,
     ring_bytes: Option<usize>,
     heap_bytes: Option<usize>,
     ignore_env: bool,
@@ -194,6 +195,11 @@ pub(crate) struct Config {
     /// `Some(true)` the waiting task, `Some(false)` the scheduler, `None`
     /// not set (the default, or what the program chose).
     pub(crate) chant_task_polls: Option<bool>,
+    /// The locale count the program asked for (`CANTUS_LOCALES` or
+    /// `Builder::locales`), and how it asked, if it did: under MPI the
+    /// launcher decides, and a different count is an error.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) locales_asked: Option<(usize, String)>,
 }
 
 impl Builder {
@@ -272,8 +278,22 @@ impl Builder {
     /// program that uses locales"); on those, `build` never returns: they serve remote
     /// calls until the job ends, then exit. Each locale gets its share of
     /// the CPUs.
+    ///
+    /// `CANTUS_LOCALES` overrides it. Under an MPI launcher the job has
+    /// one locale per rank, and a count that disagrees is refused (as
+    /// `CANTUS_LOCALES` is): a program that runs on whatever it is given
+    /// there says [`default_locales`](Builder::default_locales) instead.
     pub fn locales(mut self, n: usize) -> Builder {
         self.locales = Some(n);
+        self
+    }
+
+    /// Number of locales when nothing else says: `CANTUS_LOCALES`, an MPI
+    /// launcher's ranks and [`locales`](Builder::locales) each win over
+    /// it, without error. For programs (the examples) that run on two
+    /// locales when started alone and on every rank under `mpirun -n N`.
+    pub fn default_locales(mut self, n: usize) -> Builder {
+        self.default_locales = Some(n);
         self
     }
 
@@ -337,7 +357,16 @@ impl Builder {
             // own once it is initialized); a builder's count is for jobs
             // cantus starts itself.
             (_, None) if launch == Launch::Mpi => mpi_launcher().and_then(|l| l.1).unwrap_or(1),
-            (_, None) => self.locales.unwrap_or(1),
+            (_, None) => self.locales.or(self.default_locales).unwrap_or(1),
+        };
+        // What the program asked for, if it did: an MPI job's size is the
+        // launcher's, and a request that disagrees is refused there
+        // (`comm/mpi`), from the environment or the builder alike.
+        let locales_asked = match (here, env(LOCALES_VAR), self.locales) {
+            (h, _, _) if h > 0 => None,
+            (_, Some(v), _) => Some((locales, format!("{LOCALES_VAR}={}", v.trim()))),
+            (_, None, Some(n)) => Some((n, format!("Builder::locales({n})"))),
+            (_, None, None) => None,
         };
         if locales == 0 {
             return Err(bad_setting(
@@ -560,6 +589,7 @@ impl Builder {
             heap_bytes: heap_bytes.next_multiple_of(page),
             pgas,
             chant_task_polls,
+            locales_asked,
         })
     }
 }

@@ -1,13 +1,18 @@
 //! cantus: a runtime for *talking tasks* — millions of lightweight
 //! user-level tasks on every core, synchronizing through full/empty
-//! variables.
+//! variables, in one process or in several *locales* (processes on one
+//! machine, or MPI ranks across machines) that talk to each other.
 //!
-//! This crate is the single-locale tasking layer: stackful tasks on pooled
-//! stacks with guard pages ([`begin`], [`join`], [`cobegin!`], [`coforall`],
-//! [`scope`], [`TaskList`], [`TaskGroup`]), full/empty synchronization
-//! ([`SyncVar`], [`SingleVar`]), task control ([`yield_now`], [`sleep`]) and
-//! queries ([`query`]). See `ARCHITECTURE.md` for the layers and the
-//! papers each comes from.
+//! On each locale: stackful tasks on pooled stacks with guard pages
+//! ([`begin`], [`join`], [`cobegin!`], [`coforall`], [`scope`],
+//! [`TaskList`], [`TaskGroup`]), loops ([`forall`]), full/empty
+//! synchronization ([`SyncVar`], [`SingleVar`]), task control
+//! ([`yield_now`], [`sleep`]) and queries ([`query`]). Between locales:
+//! remote calls ([`on`], [`begin_on`], [`coforall_locales`]), Chant's
+//! messages between tasks ([`chant`]), a global address space ([`pgas`])
+//! and work stealing across locales ([`balance`]). A C ABI ([`ffi`],
+//! `include/`) lets a language runtime use it as its tasking layer. See
+//! `ARCHITECTURE.md` for the layers and the papers each comes from.
 //!
 //! ```
 //! let total = cantus::run(|| {

@@ -651,6 +651,37 @@ fn cantus_locales_that_disagree_with_the_ranks_is_an_error() {
     }
 }
 
+/// The builder's locale count is held to the ranks as the variable is
+/// (it was once ignored under MPI).
+#[test]
+fn builder_locales_that_disagree_with_the_ranks_is_an_error() {
+    let stderr = failing_job(
+        "builder_locales_that_disagree_with_the_ranks_is_an_error",
+        2,
+        &[],
+        || {
+            let e = cantus::Runtime::builder()
+                .locales(3)
+                .build()
+                .err()
+                .expect("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("Builder::locales(3)")
+                    && msg.contains("started 2 ranks")
+                    && msg.contains("drop Builder::locales"),
+                "{msg}"
+            );
+            eprintln!("refused: {e}");
+            std::process::exit(7);
+        },
+    );
+    if let Some(stderr) = stderr {
+        assert!(stderr.contains("refused: "), "{stderr}");
+    }
+}
+
 #[test]
 fn mpi_initialized_by_the_program_without_multiple_is_refused() {
     on_ranks(

@@ -640,6 +640,10 @@ fn collectives_outside_an_spmd_body_are_errors() {
             assert_eq!(e.kind(), ErrorKind::Locale);
             says_spmd(&e.to_string());
             says_spmd(&BlockArray::<u64>::new(10).unwrap_err().to_string());
+            // Each error names the call that was made.
+            assert!(e.to_string().starts_with("cantus::pgas::alloc: "), "{e}");
+            let b = BlockArray::<u64>::new(10).unwrap_err().to_string();
+            assert!(b.starts_with("cantus::pgas::BlockArray::new: "), "{b}");
             let p = std::panic::catch_unwind(pgas::barrier).unwrap_err();
             says_spmd(&panic_text(p));
             let p = std::panic::catch_unwind(|| pgas::all_reduce(1u64, pgas::sum)).unwrap_err();

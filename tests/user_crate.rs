@@ -37,14 +37,21 @@ fn crate_dir() -> PathBuf {
 /// clean environment for the job (no cantus or test-harness settings of
 /// ours leak in).
 fn cargo_test(args: &[&str]) -> Command {
+    let mut cmd = cargo(&["test", "--offline", "--test", "jobs"]);
+    cmd.args(args);
+    cmd
+}
+
+/// `cargo <args>` in the user crate, with its target directory and a
+/// clean environment (as [`cargo_test`]).
+fn cargo(args: &[&str]) -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let target = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .expect("target/tmp has a parent")
         .join("user-crate");
     let mut cmd = Command::new(cargo);
-    cmd.args(["test", "--offline", "--test", "jobs"])
-        .args(args)
+    cmd.args(args)
         .current_dir(crate_dir())
         .env("CARGO_TARGET_DIR", target)
         .stdout(Stdio::piped())
@@ -175,4 +182,25 @@ fn a_locale_that_dies_before_build_is_reported() {
         err.contains("cantus: locale 1 (pid ") && err.contains("exited with status 101"),
         "{report}"
     );
+}
+
+/// A plain function's result passed as a remote call
+/// (`examples/not_a_call.rs` of the crate) does not compile, and the
+/// compiler's words fit the case: they say how to make a function a
+/// remote call, not only that a closure cannot be one.
+#[test]
+fn a_plain_function_passed_as_a_call_is_explained() {
+    built();
+    let cmd = &mut cargo(&["build", "--offline", "--example", "not_a_call"]);
+    let child = cmd.spawn().expect("start cargo");
+    let (status, _, err) = wait_with_output(child, BUILD_TIMEOUT, "building not_a_call");
+    assert!(!status.success(), "not_a_call compiled:\n{err}");
+    for words in [
+        "`u64` is not a registered remote call",
+        "cantus::remote_fn!",
+        "then `f(args)` builds the call instead of running `f` here",
+        "implements `cantus::Remote`",
+    ] {
+        assert!(err.contains(words), "the error lacks {words:?}:\n{err}");
+    }
 }

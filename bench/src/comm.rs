@@ -160,7 +160,7 @@ pub(crate) fn run(opts: &Options) {
     let reps = opts.reps.unwrap_or(if opts.quick { 3 } else { 7 });
     let rounds: u64 = if opts.quick { 2_000 } else { 50_000 };
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .workers(1)
         .build()
         .unwrap_or_else(|e| {

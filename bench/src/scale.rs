@@ -12,7 +12,7 @@
 //!   against `sort_unstable`;
 //! - `tree`: build a balanced tree of 2^22 nodes (2^18) in parallel and
 //!   sum its ids in parallel, checked against n(n-1)/2;
-//! - `uts_t1`, `uts_t3`: UTS-style unbalanced trees (see [`uts`]; about 4
+//! - `uts_t1`, `uts_t3`: UTS-style unbalanced trees (see [`uts()`]; about 4
 //!   million nodes each, 130,000 and 250,000 with `--quick`; a few
 //!   nanoseconds of hashing a node, so the tasking layer's cost per node
 //!   dominates), a task per node with blocking joins, the node count checked against an independent serial

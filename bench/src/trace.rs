@@ -134,7 +134,7 @@ fn round_trip(reps: usize, rounds: u64) {
     let path = trace_path("comm");
     // Large lanes: every traced round trip records about ten events.
     let rt = cantus::Runtime::builder()
-        .locales(2)
+        .default_locales(2)
         .workers(1)
         .trace(&path)
         .trace_events(1 << 22)

@@ -76,10 +76,11 @@ use std::sync::OnceLock;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a remote call: it does not implement `cantus::Remote`",
     label = "not a remote call",
-    note = "define the call with `cantus::remote_fn!`, or implement `cantus::Remote` for a serde \
-            type (its fields are the arguments) and register it with `cantus::remote!`",
-    note = "a closure cannot be a remote call: its code and what it captures cannot travel to \
-            another locale"
+    note = "a remote call is a value of a type that implements `cantus::Remote` (a serde type \
+            whose fields are the call's arguments), registered with `cantus::remote!`",
+    note = "to run a plain function on another locale, declare it inside `cantus::remote_fn! \
+            {{ ... }}`: then `f(args)` builds the call instead of running `f` here; a closure \
+            cannot be a remote call (its code and what it captures cannot travel)"
 )]
 pub trait Remote: Serialize + DeserializeOwned + Send + 'static {
     /// What the call returns to its caller.
@@ -211,10 +212,13 @@ pub trait RegisteredPod: RemotePod {
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a registered remote call",
-    label = "not registered",
-    note = "register with `cantus::remote!`, or define the call with `cantus::remote_fn!`",
-    note = "a closure cannot be a remote call: its code and what it captures cannot travel to \
-            another locale"
+    label = "not a registered remote call",
+    note = "a remote call is a value of a type that implements `cantus::Remote` (a serde type \
+            whose fields are the call's arguments), registered with `cantus::remote!` at module \
+            level",
+    note = "to run a plain function on another locale, declare it inside `cantus::remote_fn! \
+            {{ ... }}`: then `f(args)` builds the call instead of running `f` here; a closure \
+            cannot be a remote call (its code and what it captures cannot travel)"
 )]
 pub trait Registered: Remote {
     /// The handler's name: the module where it was registered, and the

@@ -29,6 +29,7 @@ pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 use crate::error::{Error, ErrorKind, Locales};
 use crate::sync::SyncVar;
 use engine::Engine;
+use crate::sched::block::WaitPurpose;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
@@ -362,9 +363,10 @@ struct Ticket {
 }
 
 impl Ticket {
-    /// Waits for the reply, then reads it with `f` and frees the slot.
-    fn take<R>(mut self, f: impl FnOnce(Status, &[u8]) -> R) -> R {
-        await_reply(&self.engine, self.token);
+    /// Waits for the reply of call `name` to `locale`, then reads it with
+    /// `f` and frees the slot.
+    fn take<R>(mut self, name: &str, locale: usize, f: impl FnOnce(Status, &[u8]) -> R) -> R {
+        await_reply(&self.engine, self.token, name, locale);
         let r = self.engine.replies.take(self.token, f);
         self.answered = true;
         r
@@ -387,9 +389,17 @@ impl<T: Send + 'static> RemoteHandle<T> {
         let decode = self.decode;
         let (name, locale) = (self.name, self.locale);
         match self.inner {
-            Pending::Local(slot) => slot.read_fe(),
+            Pending::Local(slot) => {
+                let _named = (!slot.is_full()).then(|| {
+                    WaitPurpose::name(
+                        slot.wait_addr(),
+                        format!("waiting for remote call {name}, running here on locale {locale}"),
+                    )
+                });
+                slot.read_fe()
+            }
             Pending::Failed(e) => Err(e),
-            Pending::Remote(ticket, _) => ticket.take(|status, payload| match status {
+            Pending::Remote(ticket, _) => ticket.take(name, locale, |status, payload| match status {
                 Status::Done => decode(payload).map_err(|e| {
                     Error::new(
                         ErrorKind::Locale,
@@ -409,7 +419,7 @@ impl<T: Send + 'static> RemoteHandle<T> {
     pub(crate) fn join_with<R>(self, read: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
         let (name, locale) = (self.name, self.locale);
         match self.inner {
-            Pending::Remote(ticket, _) => ticket.take(|status, payload| match status {
+            Pending::Remote(ticket, _) => ticket.take(name, locale, |status, payload| match status {
                 Status::Done => Ok(read(payload)),
                 _ => Err(call_failed(name, locale, status, payload)),
             }),
@@ -521,7 +531,7 @@ pub(crate) fn frame_payload() -> Option<usize> {
 /// poll token; a reply its own poll delivers is taken without any wake-up.
 /// After `REPLY_POLLS` polls it blocks on the slot, and the workers' own
 /// polling delivers the reply and wakes it.
-fn await_reply(e: &Engine, token: u64) {
+fn await_reply(e: &Engine, token: u64, name: &str, locale: usize) {
     const REPLY_POLLS: u32 = 4096;
     for _ in 0..REPLY_POLLS {
         if e.replies.is_full(token) {
@@ -532,7 +542,9 @@ fn await_reply(e: &Engine, token: u64) {
             e.pause();
         }
     }
-    e.replies.wait(token);
+    e.replies.wait(token, || {
+        format!("waiting for the reply of remote call {name} from locale {locale}")
+    });
 }
 
 /// How to start a job of several locales, for messages.

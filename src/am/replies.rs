@@ -341,8 +341,8 @@ impl ReplySlots {
     }
 
     /// Blocks the calling task (or thread) until the reply to `token` is
-    /// there.
-    pub(crate) fn wait(&self, token: u64) {
+    /// there; while blocked, a deadlock report lists it as `what()` says.
+    pub(crate) fn wait(&self, token: u64, what: impl FnOnce() -> String) {
         let (slot, generation) = self.issued(token);
         let mut backoff = 0u32;
         loop {
@@ -358,6 +358,7 @@ impl ReplySlots {
                 Ok(_) => {
                     // The poll that fills the slot will see BLOCKED (its
                     // claim reads this CAS's write) and write `wake`.
+                    let _named = crate::sched::block::WaitPurpose::name(slot.wake.wait_addr(), what());
                     slot.wake.read_fe();
                     debug_assert!(self.is_full(token));
                     return;
@@ -499,7 +500,7 @@ mod tests {
             Delivered::Filled
         );
         assert!(s.is_full(t));
-        s.wait(t);
+        s.wait(t, String::new);
         assert_eq!(
             s.take(t, |st, b| (st, b.to_vec())),
             (Status::Done, b"abc".to_vec())
@@ -600,7 +601,7 @@ mod tests {
                 );
             })
         };
-        s.wait(t);
+        s.wait(t, String::new);
         assert_eq!(s.take(t, |_, b| b.to_vec()), b"w");
         filler.join().unwrap();
     }
@@ -637,7 +638,7 @@ mod loom_tests {
                 );
             });
             if !s.is_full(t) {
-                s.wait(t);
+                s.wait(t, String::new);
             }
             assert_eq!(s.take(t, |st, b| (st, b.to_vec())), (Status::Done, vec![7]));
             poll.join().unwrap();

@@ -35,14 +35,20 @@ use std::sync::Arc;
 /// this locale is in a collective; [`ErrorKind::NoRuntime`] if no
 /// runtime runs.
 pub fn alloc<T: Pod>(n: usize) -> Result<GlobalArray<T>, Error> {
-    let c = Collective::enter("pgas::alloc")?;
+    alloc_for("pgas::alloc", n)
+}
+
+/// [`alloc`] on behalf of `call` (`pgas::alloc`, `pgas::BlockArray::new`),
+/// whose name its errors carry.
+pub(crate) fn alloc_for<T: Pod>(call: &str, n: usize) -> Result<GlobalArray<T>, Error> {
+    let c = Collective::enter(call)?;
     let s = c.space.clone();
     let align = align_of::<T>();
     if align > AREA_ALIGN {
         return Err(Error::new(
             ErrorKind::InvalidConfig,
             format!(
-                "cantus::pgas::alloc: {} is aligned to {align} bytes; global memory \
+                "cantus::{call}: {} is aligned to {align} bytes; global memory \
                  is aligned to at most {AREA_ALIGN}",
                 std::any::type_name::<T>()
             ),
@@ -54,13 +60,13 @@ pub fn alloc<T: Pod>(n: usize) -> Result<GlobalArray<T>, Error> {
         .alloc([ALLOC, bytes as u64, align as u64], bytes, align)
     {
         Ok(block) => block,
-        Err(AllocFailure::Mismatch(m)) => return Err(mismatch("pgas::alloc", m)),
+        Err(AllocFailure::Mismatch(m)) => return Err(mismatch(call, m)),
         Err(AllocFailure::Full(full)) => {
             let total = s.heap_bytes();
             return Err(Error::new(
                 ErrorKind::HeapFull,
                 format!(
-                    "cantus::pgas::alloc: the symmetric heap is full: asked for {bytes} bytes \
+                    "cantus::{call}: the symmetric heap is full: asked for {bytes} bytes \
                      ({n} x {}) on each locale, but {} of its {total} bytes per locale are \
                      left; raise CANTUS_HEAP_BYTES or Builder::heap_bytes (now {total}), or \
                      free the global arrays allocated last",

@@ -2,7 +2,7 @@
 //! into contiguous blocks (locale `l` owns `l * b .. (l + 1) * b`, with
 //! `b = ceil(n / locales)`; the last blocks may be short or empty).
 
-use super::array::{GlobalArray, alloc};
+use super::array::{GlobalArray, alloc_for};
 use super::ptr::GlobalPtr;
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
@@ -36,7 +36,7 @@ impl<T: Pod> BlockArray<T> {
         let (here, locales) = (crate::here(), crate::num_locales());
         let block = n.div_ceil(locales);
         Ok(BlockArray {
-            array: alloc(block)?,
+            array: alloc_for("pgas::BlockArray::new", block)?,
             n,
             block,
             here,

@@ -39,3 +39,49 @@ impl BlockKind {
         }
     }
 }
+
+/// Waits whose variable does not say what they wait for: a remote call's
+/// reply slot is a `SyncVar<()>` inside the engine, and a deadlock report
+/// that said "reading a SyncVar" there would send its reader looking for
+/// a variable of theirs. Such a wait names itself here, by the variable's
+/// address, while it lasts; the reports print the name instead. Only
+/// waits that block register (after their spinning and polling): a lock
+/// and a push where a futex and a context switch follow anyway.
+static PURPOSES: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// While alive, the wait on the variable at `addr` is described as
+/// `what` (for example "waiting for the reply of remote call X from
+/// locale 2").
+pub(crate) struct WaitPurpose {
+    addr: usize,
+}
+
+impl WaitPurpose {
+    pub(crate) fn name(addr: usize, what: String) -> WaitPurpose {
+        purposes().push((addr, what));
+        WaitPurpose { addr }
+    }
+}
+
+impl Drop for WaitPurpose {
+    fn drop(&mut self) {
+        let mut p = purposes();
+        if let Some(i) = p.iter().rposition(|(a, _)| *a == self.addr) {
+            p.swap_remove(i);
+        }
+    }
+}
+
+fn purposes() -> std::sync::MutexGuard<'static, Vec<(usize, String)>> {
+    PURPOSES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What a task or thread blocked as `kind` on the variable at `addr`
+/// waits for, as a deadlock report says it: its purpose if it named one,
+/// else its kind and the variable's address.
+pub(crate) fn describe_wait(kind: BlockKind, addr: usize) -> String {
+    match purposes().iter().rev().find(|(a, _)| *a == addr) {
+        Some((_, what)) => what.clone(),
+        None => format!("{} at {addr:#x}", kind.describe()),
+    }
+}

@@ -118,10 +118,9 @@ fn blocked_task_lines(reg: &Registry) -> Vec<String> {
 
 fn describe_outside(w: &OutsideWaiter) -> String {
     format!(
-        "outside thread {}: {} at {:#x}",
+        "outside thread {}: {}",
         w.thread,
-        w.kind.describe(),
-        w.addr
+        super::block::describe_wait(w.kind, w.addr)
     )
 }
 

@@ -155,6 +155,12 @@ pub(crate) fn note_outside_wake() {
 /// per grace period while parked. `what` names the variable's address.
 pub(crate) fn block_outside(kind: BlockKind, addr: usize, woken: &AtomicBool) {
     let accounting = OutsideBlocked::enter(kind, addr);
+    // Read before the first spin, so that a bad setting is said whether or
+    // not this wait gets as far as parking.
+    let grace = match accounting.registry() {
+        Some(r) => r.config.deadlock,
+        None => grace_without_runtime(),
+    };
     // Spin briefly, then yield, then park: an outside thread should notice
     // a quick hand-off without a wake-up system call, but never hold a
     // core the workers need.
@@ -169,10 +175,6 @@ pub(crate) fn block_outside(kind: BlockKind, addr: usize, woken: &AtomicBool) {
             std::thread::yield_now();
         }
     }
-    let grace = match accounting.registry() {
-        Some(r) => r.config.deadlock,
-        None => grace_without_runtime(),
-    };
     let Some(grace) = grace else {
         while !woken.load(Ordering::Acquire) {
             std::thread::park();

@@ -84,6 +84,12 @@ impl<T> SyncVar<T> {
         self.var.is_full()
     }
 
+    /// The address a task or thread blocked on this variable is listed
+    /// at (deadlock reports; `sched::block::WaitPurpose`).
+    pub(crate) fn wait_addr(&self) -> usize {
+        self.var.word.addr()
+    }
+
     /// Waits until full, takes the value, leaves the variable empty.
     pub fn read_fe(&self) -> T {
         // Fast path: full, unlocked, nobody queued.

@@ -1,7 +1,7 @@
 //! HPCC RandomAccess (GUPS; seed 000, section 7.4): `4 * size` updates
 //! `table[ran & (size - 1)] ^= ran` of a table of 64-bit words, with `ran`
 //! HPCC's update stream: each value is the previous one times `x` in
-//! GF(2)[x] modulo `x^64 + x^2 + x + 1` (shift left, XOR in [`POLY`] when
+//! GF(2)\[x\] modulo `x^64 + x^2 + x + 1` (shift left, XOR in [`POLY`] when
 //! the top bit falls off), starting from 1.
 //!
 //! The updates are racy read-XOR-writes, as in HPCC: two workers updating

@@ -96,20 +96,25 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
         shared,
         thread: Mutex::new(Some(thread)),
     };
-    if let Some(v) = std::env::var(LOCALES_VAR)
-        .ok()
-        .filter(|v| v.trim().parse::<usize>().ok() != Some(placement.size))
+    if let Some((_, asked)) = config
+        .locales_asked
+        .as_ref()
+        .filter(|(n, _)| *n != placement.size)
     {
+        let remedy = if asked.starts_with(LOCALES_VAR) {
+            format!("unset {LOCALES_VAR}")
+        } else {
+            "drop Builder::locales".to_string()
+        };
         let e = Error::new(
             ErrorKind::InvalidConfig,
             format!(
-                "cantus: {LOCALES_VAR}={v} but the MPI launcher started {} ranks: under MPI the \
-                 number of ranks is the number of locales (unset {LOCALES_VAR}, or start as many \
-                 ranks)",
+                "cantus: {asked} but the MPI launcher started {} ranks: under MPI the number of \
+                 ranks is the number of locales ({remedy}, or start as many ranks)",
                 placement.size
             ),
         );
-        // Every rank sees the same variable and says the same.
+        // Every rank sees the same setting and says the same.
         job.end_quietly();
         return Err(e);
     }

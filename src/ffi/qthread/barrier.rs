@@ -2,7 +2,7 @@
 //! fixed number of participants, tasks or outside threads.
 //!
 //! The barrier's phase is a value-less full/empty state in the FEB side
-//! table ([`KeySite::phase`] of the barrier's address), empty while the
+//! table (`KeySite::phase` of the barrier's address, `ffi/feb`), empty while the
 //! barrier fills. Under the phase's stripe lock an arrival counts itself;
 //! all but the last queue a readFF and block (a task suspends, its worker
 //! runs other tasks; an outside thread blocks as a thread); the last one

@@ -2,7 +2,7 @@
 //! maxima and minima are `qloop.rs`'s reductions under Qthreads' qutil
 //! names; the sorts are parallel on cantus tasks (`join`): a quicksort
 //! around the median (`select_nth_unstable`) and a stable merge sort,
-//! both sorting parts below [`SEQUENTIAL`] elements on one task.
+//! both sorting parts below `SEQUENTIAL` (4096) elements on one task.
 
 use super::qloop::{add_f64, array_to_use, max_of, min_of, mul_f64, reduce};
 use crate::ffi::error::boundary_void;

@@ -3,7 +3,7 @@
 //! arrived, then copies out the reduction of the submitted values.
 //!
 //! The count lives in the caller's 24 bytes, and the "all arrived" state
-//! is a [`KeySite`] phase in the FEB side table (full = nothing
+//! is a `KeySite` phase in the FEB side table (`ffi/feb`) (full = nothing
 //! outstanding; a full phase with nobody waiting has no table entry), so
 //! a counting sinc (`sizeof_value == 0`) allocates nothing: a program that
 //! never calls `qt_sinc_fini` (Qthreads' own test programs do that) leaks

@@ -19,9 +19,9 @@ impl WorkerLocal {
             .filter_map(|s| s.waiting)
             .map(|(id, addr, kind)| {
                 format!(
-                    "task {id} (worker {}): {} at {addr:#x}",
+                    "task {id} (worker {}): {}",
                     self.index,
-                    kind.describe()
+                    crate::sched::block::describe_wait(kind, addr)
                 )
             })
             .collect();
