@@ -78,7 +78,7 @@ fn main() {
         "lu: max |L*U - A| / max |A| = {error:.3e}; balancing, summed over {} computations:",
         stats.computations
     );
-    report::print_locales(&stats.locales);
+    print!("{}", cantus::balance::Table(&stats.locales));
 
     let (c_bal, c_join, c_seq) = (
         lu::checksum(&factors),

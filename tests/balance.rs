@@ -119,6 +119,15 @@ fn fib_is_right_on_1_to_4_locales_and_work_moves() {
                     .expect("balanced fib");
                 assert_eq!(out.result, fib(k as u64), "fib({k}) on {n} locales");
                 assert_eq!(out.locales.len(), n);
+                // The printable table: a header, a row per locale (its
+                // number, then its steps), a legend.
+                let table = out.table().to_string();
+                let rows: Vec<&str> = table.lines().collect();
+                assert_eq!(rows.len(), n + 2, "{table}");
+                for (l, s) in out.locales.iter().enumerate() {
+                    let cols: Vec<&str> = rows[l + 1].split_whitespace().collect();
+                    assert_eq!(cols[..2], [l.to_string(), s.steps.to_string()], "{table}");
+                }
                 let sent: u64 = out.locales.iter().map(|s| s.work_sent).sum();
                 let received: u64 = out.locales.iter().map(|s| s.work_received).sum();
                 assert_eq!(

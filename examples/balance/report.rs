@@ -1,58 +1,11 @@
-//! What the balanced programs' examples print besides their answers:
-//! each locale's counts from a `cantus::balance::Outcome` (how many
-//! steps it ran, how often it asked for work and was given some, how
-//! long it waited), the sequential reference's time (`--seq`), and the
-//! parsing of their optional arguments.
+//! What the balanced programs' examples print besides their answers
+//! (each locale's counts, `cantus::balance::Outcome::table`): the time,
+//! the sequential reference's time (`--seq`), and the parsing of their
+//! optional arguments.
 //!
 //! Shared by `examples/{uts,nqueens,pentomino,fib_balanced}.rs`.
 
 #![allow(dead_code)]
-
-use cantus::balance::LocaleStats;
-
-/// Prints one line per locale: steps (calls of `Splittable::run`),
-/// local splits, random and lifeline requests sent, requests received,
-/// pieces of work sent and received (of which over lifelines), and the
-/// waits (mean per random request answered with work and with nothing;
-/// total idle time).
-pub(crate) fn print_locales(locales: &[LocaleStats]) {
-    println!(
-        "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "locale",
-        "steps",
-        "splits",
-        "random",
-        "lifeline",
-        "received",
-        "work sent",
-        "work recv",
-        "TASK us",
-        "NONE us",
-        "idle ms"
-    );
-    for (l, s) in locales.iter().enumerate() {
-        println!(
-            "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9.1} {:>9.1} {:>9.1}",
-            l,
-            s.steps,
-            s.local_splits,
-            s.random_requests,
-            s.lifeline_requests,
-            s.requests_received,
-            format!("{} ({})", s.work_sent, s.lifeline_work_sent),
-            format!("{} ({})", s.work_received, s.lifeline_work_received),
-            s.mean_task_wait() / 1e3,
-            s.mean_nothing_wait() / 1e3,
-            s.idle_wait as f64 / 1e6,
-        );
-    }
-    println!(
-        "  (splits: pieces handed to another worker of the locale; random, lifeline: requests \
-         sent; received: requests received; work sent/recv: pieces moved between locales, in \
-         parentheses over lifelines; TASK, NONE: mean wait of a random request answered with \
-         work, with nothing)"
-    );
-}
 
 /// The program's positional argument `index` (1 is the first; options
 /// starting with `--` are not counted), parsed, or `None` if absent;
@@ -169,6 +122,6 @@ impl<R> Run<R> {
             "{program}: {found} in {:.3} s on {} locale(s) of {} worker(s)",
             self.secs, self.locales, self.workers
         );
-        print_locales(&self.outcome.locales);
+        print!("{}", self.outcome.table());
     }
 }

@@ -25,7 +25,7 @@ mod stats;
 mod work;
 
 pub use protocol::Tuning;
-pub use stats::{LocaleStats, Spread};
+pub use stats::{LocaleStats, Spread, Table};
 pub use work::{Registered, Splittable, WorkType, split_stack};
 
 use crate::error::Error;
@@ -71,6 +71,14 @@ pub struct Outcome<R> {
     pub result: R,
     /// Each locale's counts, by locale.
     pub locales: Vec<LocaleStats>,
+}
+
+impl<R> Outcome<R> {
+    /// Each locale's counts as a printable table
+    /// (`print!("{}", outcome.table())`).
+    pub fn table(&self) -> Table<'_> {
+        Table(&self.locales)
+    }
 }
 
 impl<W: Registered> Balance<W> {

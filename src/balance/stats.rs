@@ -3,6 +3,7 @@
 //! NONE, TASK, NONE+TASK).
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
 
 /// One locale's counts in one computation. Times are in nanoseconds
 /// (the simulation's are in its own ticks).
@@ -119,6 +120,72 @@ impl LocaleStats {
         self.requests_per_period.add(&o.requests_per_period);
         self.local_splits += o.local_splits;
         self.steps += o.steps;
+    }
+}
+
+/// Each locale's counts as a printable table, one line per locale and a
+/// legend: steps (calls of `Splittable::run`), local splits, random and
+/// lifeline requests sent, requests received, pieces of work sent and
+/// received between locales (in parentheses, over lifelines), the mean
+/// wait of a random request answered with work (TASK) and with nothing
+/// (NONE), and the total idle time.
+///
+/// ```
+/// use cantus::balance::{LocaleStats, Table};
+///
+/// let mut one = LocaleStats::default();
+/// one.steps = 40;
+/// one.work_sent = 3;
+/// let text = Table(&[one, LocaleStats::default()]).to_string();
+/// assert!(text.lines().nth(1).unwrap().split_whitespace().eq(
+///     ["0", "40", "0", "0", "0", "0", "3", "(0)", "0", "(0)", "0.0", "0.0", "0.0"]
+/// ));
+/// ```
+///
+/// [`Outcome::table`](super::Outcome::table) gives a computation's.
+pub struct Table<'a>(pub &'a [LocaleStats]);
+
+impl fmt::Display for Table<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
+            "locale",
+            "steps",
+            "splits",
+            "random",
+            "lifeline",
+            "received",
+            "work sent",
+            "work recv",
+            "TASK us",
+            "NONE us",
+            "idle ms"
+        )?;
+        for (l, s) in self.0.iter().enumerate() {
+            writeln!(
+                f,
+                "  {:>6} {:>10} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9.1} {:>9.1} {:>9.1}",
+                l,
+                s.steps,
+                s.local_splits,
+                s.random_requests,
+                s.lifeline_requests,
+                s.requests_received,
+                format!("{} ({})", s.work_sent, s.lifeline_work_sent),
+                format!("{} ({})", s.work_received, s.lifeline_work_received),
+                s.mean_task_wait() / 1e3,
+                s.mean_nothing_wait() / 1e3,
+                s.idle_wait as f64 / 1e6,
+            )?;
+        }
+        writeln!(
+            f,
+            "  (splits: pieces handed to another worker of the locale; random, lifeline: \
+             requests sent; received: requests received; work sent/recv: pieces moved between \
+             locales, in parentheses over lifelines; TASK, NONE: mean wait of a random request \
+             answered with work, with nothing)"
+        )
     }
 }
 
