@@ -122,3 +122,45 @@ fn read(path: &Path) -> Result<Vec<Value>, String> {
         _ => Err(format!("{}: not a trace-event JSON file", path.display())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `svg`, asked to write where another user planted a link to a file
+    /// of this user, replaces the link and leaves the file.
+    #[test]
+    fn the_picture_is_never_written_through_a_planted_link() {
+        let dir = std::env::temp_dir().join(format!("cantus-trace-svg-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let (input, output, victim) = (dir.join("t.json"), dir.join("t.svg"), dir.join("precious"));
+        std::fs::write(&input, r#"{"traceEvents":[]}"#).unwrap();
+        std::fs::write(&victim, b"precious").unwrap();
+        std::os::unix::fs::symlink(&victim, &output).unwrap();
+        let arg = |p: &Path| p.to_str().unwrap().to_string();
+        run(&["svg".into(), arg(&input), arg(&output)]).unwrap();
+        let v = std::fs::read(&victim).unwrap();
+        assert!(
+            v == b"precious",
+            "the file a link aims at was written: now {} bytes",
+            v.len()
+        );
+        let m = std::fs::symlink_metadata(&output).unwrap();
+        assert!(m.is_file(), "the link was replaced by the picture");
+        assert!(
+            std::fs::read_to_string(&output)
+                .unwrap()
+                .starts_with("<svg")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn merge_names_what_is_wrong_with_its_arguments() {
+        let e = run(&["merge".into(), "a".into(), "b".into(), "c".into()]).unwrap_err();
+        assert!(e.contains("at most an output file (3 given)"), "{e}");
+        let e = run(&["merge".into(), "a".into(), "--kept".into()]).unwrap_err();
+        assert!(e.contains("unknown option --kept"), "{e}");
+    }
+}
