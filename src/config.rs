@@ -100,6 +100,11 @@ pub(crate) const LOCALE_VAR: &str = "CANTUS_LOCALE";
 /// the locales it starts).
 pub(crate) const LOCALES_VAR: &str = "CANTUS_LOCALES";
 
+/// Set by locale 0 for the locales it starts when the job is traced: the
+/// job's number, which names the directory of its trace's parts
+/// (`trace/lane.rs`, `parts_dir`), in hexadecimal.
+pub(crate) const TRACE_JOB_VAR: &str = "CANTUS_TRACE_JOB";
+
 /// Chooses the transport (`shm` or `mpi`); by default `mpi` when an MPI
 /// launcher started the process.
 pub(crate) const TRANSPORT_VAR: &str = "CANTUS_TRANSPORT";
@@ -178,6 +183,10 @@ pub(crate) struct Config {
     pub(crate) trace: Option<std::path::PathBuf>,
     /// Events each lane of the trace holds (`CANTUS_TRACE_EVENTS`).
     pub(crate) trace_events: usize,
+    /// The job's number for its trace's parts directory (0 until chosen:
+    /// `Runtime::start_locale`; a locale started by locale 0 is given
+    /// it, [`TRACE_JOB_VAR`]; over MPI rank 0's is broadcast).
+    pub(crate) trace_job: u64,
     /// The CPUs of the process affinity mask, in order.
     pub(crate) cpus: Vec<usize>,
     /// Locales (processes) in the job.
@@ -517,6 +526,19 @@ impl Builder {
             Some(_) => None,
             None => self.trace.clone(),
         };
+        // A locale started by locale 0 writes its part where locale 0's
+        // goes (whatever `ignore_env` says, as its place in the job).
+        let trace_job = match (here, std::env::var(TRACE_JOB_VAR)) {
+            (h, Ok(v)) if h > 0 && !v.trim().is_empty() => u64::from_str_radix(v.trim(), 16)
+                .map_err(|_| {
+                    invalid(
+                        TRACE_JOB_VAR,
+                        &v,
+                        "a traced job's number in hexadecimal (it is set by cantus: unset it)",
+                    )
+                })?,
+            _ => 0,
+        };
         let trace_events = match env("CANTUS_TRACE_EVENTS") {
             Some(v) => match v.trim().parse::<usize>() {
                 Ok(n) if (MIN_TRACE_EVENTS..=MAX_TRACE_EVENTS).contains(&n) => n,
@@ -582,6 +604,7 @@ impl Builder {
             stats,
             trace,
             trace_events,
+            trace_job,
             cpus,
             locales,
             here,

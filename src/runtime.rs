@@ -94,6 +94,12 @@ impl Runtime {
     #[cfg(not(loom))]
     fn start_locale(mut config: Config) -> Result<Runtime, Error> {
         let table = crate::am::handlers::table()?;
+        // Every locale of a traced job writes into one parts directory,
+        // named by a random number: locale 0's (a locale it starts is
+        // handed it; over MPI, rank 0's is broadcast as the job starts).
+        if config.trace.is_some() && config.trace_job == 0 {
+            config.trace_job = crate::trace::new_job()?;
+        }
         // Over MPI this also places `config` (its locale, the number of
         // locales, its CPUs).
         let job = crate::comm::job::start(&mut config)?;
@@ -155,7 +161,14 @@ impl Runtime {
         let n = config.workers;
         #[cfg(not(loom))]
         if let Some(path) = &config.trace {
-            crate::trace::start(path, config.here, config.locales, n, config.trace_events)?;
+            crate::trace::start(
+                path,
+                config.here,
+                config.locales,
+                n,
+                config.trace_events,
+                config.trace_job,
+            )?;
         }
         let deques: Vec<Worker<crate::sched::task::Queued>> =
             (0..n).map(|_| Worker::new()).collect();
@@ -278,8 +291,8 @@ impl Runtime {
         }
         // Locale 0 merges the trace, once every locale has ended.
         #[cfg(not(loom))]
-        if let (Some(path), 0) = (&self.registry.config.trace, here) {
-            crate::trace::finish(path, self.registry.config.locales);
+        if let (Some(_), 0) = (&self.registry.config.trace, here) {
+            crate::trace::finish();
         }
         // Last: everything process-wide is released.
         self.turn.take();

@@ -553,6 +553,45 @@ fn inline_calls_run_inside_balanced_pieces_across_ranks() {
     }
 }
 
+/// A traced job over MPI: every rank writes its part into the one parts
+/// directory whose random name rank 0 broadcast, so rank 0 merges them
+/// all, and removes them.
+#[test]
+fn a_traced_job_merges_every_rank_s_part() {
+    let test = "a_traced_job_merges_every_rank_s_part";
+    if is_child() {
+        let rt = job();
+        let n = cantus::num_locales();
+        rt.block_on(|| {
+            for l in 0..n {
+                assert_eq!(cantus::on(l, WhoAmI).join().unwrap().0, l);
+            }
+        });
+        rt.shutdown();
+        return;
+    }
+    let path = std::env::temp_dir().join(format!("cantus-mpi-trace-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let (ok, stdout, stderr) = mpirun(test, 3, &[], &[("CANTUS_TRACE", path.to_str().unwrap())]);
+    assert!(ok, "{test} failed:\n{stdout}\n{stderr}");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let mut locales: Vec<u64> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    locales.sort();
+    assert_eq!(locales, [0, 1, 2], "every rank's part is merged: {stderr}");
+    assert!(
+        cantus::trace::parts_dirs(&path).is_empty(),
+        "the parts are removed: {stderr}"
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 /// Runs `test` under mpirun expecting the job to fail; returns stderr.
 fn failing_job(
     test: &str,

@@ -60,7 +60,9 @@ fn trace_path(what: &str) -> std::path::PathBuf {
 
 fn remove(path: &std::path::Path) {
     let _ = std::fs::remove_file(path);
-    let _ = std::fs::remove_dir_all(cantus::trace::parts_dir(path));
+    for d in cantus::trace::parts_dirs(path) {
+        let _ = std::fs::remove_dir_all(d);
+    }
 }
 
 pub(crate) fn run(opts: &Options) {

@@ -8,17 +8,19 @@
 //! with Acquire before reading that many events.
 
 use super::Event;
+use super::private::{self, Dir};
 use crate::error::{Error, ErrorKind};
 use std::cell::Cell;
-use std::ffi::CString;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 
 /// The file's first bytes.
 pub(crate) const MAGIC: [u8; 8] = *b"CANTUSTR";
-/// The format's version.
-pub(crate) const VERSION: u32 = 1;
+/// The format's version (2: the process, the job and the trace's path in
+/// the header).
+pub(crate) const VERSION: u32 = 2;
 /// Most lanes in one locale's file (workers, outside threads, the MPI
 /// thread, blocking-call threads); a thread beyond them records nothing
 /// and is counted as dropped.
@@ -27,6 +29,13 @@ pub(crate) const LANES_MAX: usize = 64;
 pub(crate) const HEADER_BYTES: usize = 8192;
 /// Bytes of a lane's name.
 pub(crate) const NAME_BYTES: usize = 48;
+/// Where the trace's absolute path is, in the header (after the lanes'
+/// records).
+pub(crate) const PATH_OFFSET: usize = 128 + LANES_MAX * 64;
+/// The longest trace path a header holds.
+pub(crate) const PATH_BYTES: usize = HEADER_BYTES - PATH_OFFSET;
+/// The start of a parts directory's name (`cantus-trace-<stem>-<job>`).
+pub(crate) const DIR_PREFIX: &str = "cantus-trace-";
 
 /// The file's header.
 #[repr(C)]
@@ -62,6 +71,13 @@ pub(crate) struct FileHeader {
     /// How far `clock_offset_ns` may be off (half the shortest round trip
     /// that measured it; 0 on one machine).
     pub(crate) clock_error_ns: AtomicU64,
+    /// The process that records (to tell a dead job's parts from a live
+    /// one's).
+    pub(crate) pid: u32,
+    /// Bytes of the trace's absolute path, at [`PATH_OFFSET`].
+    pub(crate) path_len: u32,
+    /// The job (the random number in its parts directory's name).
+    pub(crate) job: u64,
 }
 
 /// One lane's record in the header.
@@ -79,6 +95,7 @@ const _: () = assert!(size_of::<FileHeader>() <= 128);
 const _: () = assert!(size_of::<LaneMeta>() == 64);
 const _: () = assert!(128 + LANES_MAX * 64 <= HEADER_BYTES);
 const _: () = assert!(size_of::<Event>() == 32);
+const _: () = assert!(PATH_BYTES >= 2048);
 
 /// Offset of lane `i`'s record in the header.
 pub(crate) fn meta_offset(i: usize) -> usize {
@@ -90,37 +107,65 @@ pub(crate) fn events_offset(i: usize, lane_events: usize) -> usize {
     HEADER_BYTES + i * lane_events * size_of::<Event>()
 }
 
-/// The file of locale `here` for the trace `path`.
-pub(crate) fn part_path(path: &Path, here: usize) -> PathBuf {
-    parts_dir(path).join(format!("locale-{here}.bin"))
+/// The name of locale `here`'s part file in its job's parts directory.
+pub(crate) fn part_name(here: usize) -> String {
+    format!("locale-{here}.bin")
 }
 
-/// The directory of the part files of the trace `path`, the same for
-/// every process of one machine: `CANTUS_TRACE_PARTS` if set (a directory
-/// every locale reaches, across machines); else, where `/dev/shm` exists,
-/// `/dev/shm/cantus-trace-<hash of the absolute path>` (memory: no disk
-/// writes while recording, and the files outlive a crashed process);
-/// else `PATH.parts`.
-pub fn parts_dir(path: &Path) -> PathBuf {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let stem = absolute
+/// The trace's file name, cut to 64 bytes, for the names of its parts
+/// directories (only a hint to a person listing them: a directory is
+/// matched to its trace by the path its parts record).
+fn stem(absolute: &Path) -> String {
+    let mut stem = absolute
         .file_name()
         .map_or_else(|| "trace".into(), |n| n.to_string_lossy().into_owned());
+    while stem.len() > 64 {
+        stem.pop();
+    }
+    stem
+}
+
+/// Where the parts directories of the trace `absolute` are made:
+/// `CANTUS_TRACE_PARTS` if set (a directory every locale reaches, across
+/// machines); else `/dev/shm` where it exists (memory: no disk writes
+/// while recording, and the files outlive a crashed process); else the
+/// trace's own directory.
+pub(crate) fn parts_base(absolute: &Path) -> PathBuf {
     if let Some(dir) = std::env::var_os("CANTUS_TRACE_PARTS").filter(|d| !d.is_empty()) {
-        return PathBuf::from(dir).join(format!("{stem}.parts"));
+        return PathBuf::from(dir);
     }
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
-        // FNV-1a of the absolute path: the same in every locale.
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in absolute.as_os_str().as_encoded_bytes() {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        return shm.join(format!("cantus-trace-{stem}-{h:016x}"));
+        return shm.to_owned();
     }
-    let mut p = absolute.into_os_string();
-    p.push(".parts");
-    PathBuf::from(p)
+    absolute
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned)
+}
+
+/// The start of the names of the parts directories of the trace
+/// `absolute`: `cantus-trace-<stem>-`, followed by the job's number.
+pub(crate) fn parts_prefix(absolute: &Path) -> String {
+    format!("{DIR_PREFIX}{}-", stem(absolute))
+}
+
+/// Job `job`'s parts directory for the trace `absolute`:
+/// `<parts_base>/cantus-trace-<stem>-<job>`. The job's number is random
+/// (`private::random`), so that nobody else can make the directory
+/// before the job does, and every locale of the job knows it (locale 0
+/// hands it to the locales it starts; over MPI, rank 0 broadcasts it).
+pub(crate) fn parts_dir(absolute: &Path, job: u64) -> PathBuf {
+    parts_base(absolute).join(format!("{}{job:016x}", parts_prefix(absolute)))
+}
+
+/// A job's number for its parts directory, new and random.
+pub(crate) fn new_job() -> Result<u64, Error> {
+    private::random().map_err(|e| {
+        Error::new(
+            ErrorKind::Os,
+            format!("cantus: could not draw a random name for the trace's parts (getrandom): {e}"),
+        )
+    })
 }
 
 /// The mapped file of this process's locale.
@@ -294,15 +339,18 @@ fn calibrate() -> (u64, u64, f64) {
     (ns0, t0, rate)
 }
 
-/// Makes and maps locale `here`'s part file of the trace `path`.
+/// Makes and maps locale `here`'s part file of the trace `path`, in the
+/// parts directory of job `job` (made if no other locale of the job made
+/// it yet); returns the directory.
 pub(crate) fn open(
     path: &Path,
     here: usize,
     locales: usize,
     workers: usize,
     lane_events: usize,
-) -> Result<(), Error> {
-    let fail = |what: &str, e: std::io::Error| {
+    job: u64,
+) -> Result<PathBuf, Error> {
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
         Error::new(
             ErrorKind::InvalidConfig,
             format!(
@@ -311,34 +359,28 @@ pub(crate) fn open(
             ),
         )
     };
-    let dir = parts_dir(path);
-    std::fs::create_dir_all(&dir).map_err(|e| fail("make the directory of part files", e))?;
-    let file = part_path(path, here);
-    let bytes = HEADER_BYTES + LANES_MAX * lane_events * size_of::<Event>();
-    let c = CString::new(file.as_os_str().as_encoded_bytes())
-        .map_err(|_| fail("name the part file", std::io::Error::other("NUL in path")))?;
-    // SAFETY: a NUL-terminated path; the descriptor is checked.
-    let fd = unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-            0o644,
-        )
-    };
-    if fd < 0 {
+    let absolute = std::path::absolute(path).map_err(|e| fail("find its absolute path", &e))?;
+    let trace_path = absolute.as_os_str().as_encoded_bytes();
+    if trace_path.len() > PATH_BYTES {
         return Err(fail(
-            "create the part file",
-            std::io::Error::last_os_error(),
+            "record it",
+            &format!("the path is longer than {PATH_BYTES} bytes"),
         ));
     }
-    // SAFETY: our descriptor; a sparse file of `bytes` (pages are backed
-    // only when written).
-    if unsafe { libc::ftruncate(fd, bytes as libc::off_t) } != 0 {
-        let e = std::io::Error::last_os_error();
-        // SAFETY: our descriptor.
-        unsafe { libc::close(fd) };
-        return Err(fail("size the part file", e));
-    }
+    let base = parts_base(&absolute);
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(&base)
+        .map_err(|e| fail(&format!("make {}", base.display()), &e))?;
+    let dir = Dir::make(&parts_dir(&absolute, job))
+        .map_err(|e| fail("make the private directory of part files", &e))?;
+    let file = dir
+        .create(&part_name(here))
+        .map_err(|e| fail("create the part file", &e))?;
+    let fd = file.as_raw_fd();
+    let bytes = HEADER_BYTES + LANES_MAX * lane_events * size_of::<Event>();
+    // A sparse file of `bytes` (pages are backed only when written).
+    file.set_len(bytes as u64)
+        .map_err(|e| fail("size the part file", &e))?;
     // SAFETY: maps the whole file shared; checked below.
     let base = unsafe {
         libc::mmap(
@@ -351,10 +393,10 @@ pub(crate) fn open(
         )
     };
     let e = std::io::Error::last_os_error();
-    // SAFETY: the mapping keeps the file; the descriptor is not needed.
-    unsafe { libc::close(fd) };
+    // The mapping keeps the file; the descriptor is not needed.
+    drop(file);
     if base == libc::MAP_FAILED {
-        return Err(fail("map the part file", e));
+        return Err(fail("map the part file", &e));
     }
     let (start_ns, tick0, ns_per_tick) = calibrate();
     let header = FileHeader {
@@ -375,17 +417,28 @@ pub(crate) fn open(
         ns_per_tick: ns_per_tick.to_bits(),
         tick_end: AtomicU64::new(0),
         clock_error_ns: AtomicU64::new(0),
+        pid: std::process::id(),
+        path_len: trace_path.len() as u32,
+        job,
     };
     // SAFETY: the mapping is at least HEADER_BYTES long, zeroed (a fresh
-    // file), and page aligned.
-    unsafe { base.cast::<FileHeader>().write(header) };
+    // file), and page aligned; the path fits after the lanes' records
+    // (checked above).
+    unsafe {
+        base.cast::<FileHeader>().write(header);
+        std::ptr::copy_nonoverlapping(
+            trace_path.as_ptr(),
+            base.cast::<u8>().add(PATH_OFFSET),
+            trace_path.len(),
+        );
+    }
     let r: &'static Recorder = Box::leak(Box::new(Recorder {
         base: base.cast(),
         lane_events,
     }));
     GENERATION.fetch_add(1, Ordering::Relaxed);
     *RECORDER.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-    Ok(())
+    Ok(dir.path)
 }
 
 /// Marks this locale's file complete. The mapping stays (a thread that

@@ -1,11 +1,13 @@
 //! Reading locales' part files and writing one Chrome trace-event JSON
 //! file (`README.md`, "The merged file"), with each worker's utilisation.
 
-use super::lane::{self, FileHeader, HEADER_BYTES, LaneMeta, MAGIC, NAME_BYTES, VERSION};
+use super::lane::{
+    self, FileHeader, HEADER_BYTES, LaneMeta, MAGIC, NAME_BYTES, PATH_BYTES, PATH_OFFSET, VERSION,
+};
+use super::private::{Dir, replace_file};
 use super::{Event, how, kind, task_kind, why};
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// One lane of a part file, as read.
@@ -43,6 +45,12 @@ pub struct Part {
     pub clock_error_ns: u64,
     /// Events of threads that found no lane.
     pub unlaned: u64,
+    /// The process that recorded it.
+    pub pid: u32,
+    /// The job it belongs to (the number in its directory's name).
+    pub job: u64,
+    /// The absolute path of the trace it was recorded for.
+    pub trace: PathBuf,
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -55,16 +63,17 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Reads a part file; an error says what is wrong with it.
 pub fn read_part(path: &Path) -> Result<Part, String> {
-    read_part_with(path, true)
+    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    read_part_with(&file, path, true)
 }
 
-/// Reads a part file's header and lanes' records, and their events if
-/// `events` (else every lane reads as empty): only what was written is
-/// read, never the sparse file's unwritten space.
-fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
+/// Reads the part file `file` (at `path`): its header and lanes'
+/// records, and their events if `with_events` (else every lane reads as
+/// empty): only what was written is read, never the sparse file's
+/// unwritten space.
+fn read_part_with(file: &std::fs::File, path: &Path, with_events: bool) -> Result<Part, String> {
     use std::os::unix::fs::FileExt;
     let io = |e: std::io::Error| format!("{}: {e}", path.display());
-    let file = std::fs::File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len() as usize;
     let mut b = vec![0u8; HEADER_BYTES.min(size)];
     file.read_exact_at(&mut b, 0).map_err(io)?;
@@ -88,6 +97,17 @@ fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
     let mut ns_per_tick = f64::from_bits(u64_at(&b, 80));
     let tick_end = u64_at(&b, 88);
     let clock_error_ns = u64_at(&b, 96);
+    let pid = u32_at(&b, std::mem::offset_of!(FileHeader, pid));
+    let path_len = u32_at(&b, std::mem::offset_of!(FileHeader, path_len)) as usize;
+    let job = u64_at(&b, std::mem::offset_of!(FileHeader, job));
+    if path_len > PATH_BYTES {
+        return Err(bad("trace path"));
+    }
+    let trace = PathBuf::from(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
+            &b[PATH_OFFSET..PATH_OFFSET + path_len],
+        ),
+    );
     debug_assert_eq!(std::mem::offset_of!(FileHeader, unlaned), 64);
     debug_assert_eq!(std::mem::offset_of!(FileHeader, tick_end), 88);
     if done == 1 && tick_end > tick0 && end_ns > start_ns {
@@ -154,46 +174,82 @@ fn read_part_with(path: &Path, with_events: bool) -> Result<Part, String> {
         clock_offset_ns,
         clock_error_ns,
         unlaned,
+        pid,
+        job,
+        trace,
     })
 }
 
-/// Reads every part file of the trace `path` (`PATH.parts/locale-N.bin`),
+/// Reads every part file in the parts directory `dir` (`locale-N.bin`),
 /// by locale; a locale whose file is missing or unreadable is reported.
-pub fn read_parts(path: &Path) -> (Vec<Part>, Vec<String>) {
-    read_parts_with(path, true)
+/// The directory must be this user's and private, and each part a
+/// regular file of this user (never a link): anything else is reported
+/// and not read (`private.rs`).
+pub fn read_parts(dir: &Path) -> (Vec<Part>, Vec<String>) {
+    match Dir::open(dir) {
+        Ok(d) => read_parts_in(&d, true),
+        Err(e) => (Vec::new(), vec![e]),
+    }
 }
 
-/// Whether every locale's part of the trace `path` is complete (read
-/// from the headers only), and how many locales have parts.
-pub(crate) fn parts_complete(path: &Path) -> usize {
-    read_parts_with(path, false)
+/// How many locales' parts in `dir` are complete (read from the headers
+/// only).
+pub(crate) fn parts_complete(dir: &Path) -> usize {
+    let Ok(d) = Dir::open(dir) else {
+        return 0;
+    };
+    read_parts_in(&d, false)
         .0
         .iter()
         .filter(|p| p.complete)
         .count()
 }
 
-fn read_parts_with(path: &Path, with_events: bool) -> (Vec<Part>, Vec<String>) {
-    let dir = lane::parts_dir(path);
-    let mut parts = Vec::new();
+fn read_parts_in(dir: &Dir, with_events: bool) -> (Vec<Part>, Vec<String>) {
+    let mut parts: Vec<Part> = Vec::new();
     let mut problems = Vec::new();
-    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
-        Ok(d) => d.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+    let mut names: Vec<(usize, String)> = match std::fs::read_dir(&dir.path) {
+        Ok(d) => d
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter_map(|n| {
+                let l = n
+                    .strip_prefix("locale-")?
+                    .strip_suffix(".bin")?
+                    .parse()
+                    .ok()?;
+                Some((l, n))
+            })
+            .collect(),
         Err(e) => {
-            problems.push(format!("{}: {e}", dir.display()));
+            problems.push(format!("{}: {e}", dir.path.display()));
             return (parts, problems);
         }
     };
-    files.sort();
-    for f in files {
-        if f.extension().is_some_and(|x| x == "bin") {
-            match read_part_with(&f, with_events) {
-                Ok(p) => parts.push(p),
-                Err(e) => problems.push(e),
-            }
+    names.sort();
+    for (locale, name) in names {
+        let path = dir.path.join(&name);
+        let read = dir
+            .open_file(&name)
+            .and_then(|f| read_part_with(&f, &path, with_events));
+        match read {
+            Ok(p) if p.locale != locale => problems.push(format!(
+                "{}: the part of locale {}, not {locale}",
+                path.display(),
+                p.locale
+            )),
+            Ok(p) => match parts.first() {
+                Some(first) if (first.job, &first.trace) != (p.job, &p.trace) => {
+                    problems.push(format!(
+                        "{}: a part of another job (of {}), not merged",
+                        path.display(),
+                        p.trace.display()
+                    ))
+                }
+                _ => parts.push(p),
+            },
+            Err(e) => problems.push(e),
         }
     }
-    parts.sort_by_key(|p| p.locale);
     if let Some(n) = parts.first().map(|p| p.locales) {
         for l in 0..n {
             if !parts.iter().any(|p| p.locale == l) {
@@ -204,6 +260,63 @@ fn read_parts_with(path: &Path, with_events: bool) -> (Vec<Part>, Vec<String>) {
     (parts, problems)
 }
 
+/// This user's parts directories of the trace `path`, newest first, and
+/// what was passed over: every directory named as one of its parts
+/// directories is opened without following a link and used only if it is
+/// this user's and private and its parts record this trace; one that is
+/// not is named in `ignored` with why.
+#[derive(Debug, Default)]
+pub struct Found {
+    /// The trace's parts directories, newest first.
+    pub dirs: Vec<PathBuf>,
+    /// Directories of the trace's names that are not used, and why.
+    pub ignored: Vec<String>,
+}
+
+/// Finds the parts directories of the trace `path` ([`Found`]), in the
+/// directory where its parts are made (`CANTUS_TRACE_PARTS`, else
+/// `/dev/shm`, else the trace's own directory).
+pub fn find_parts(path: &Path) -> Found {
+    let mut found = Found::default();
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let base = lane::parts_base(&absolute);
+    let prefix = lane::parts_prefix(&absolute);
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return found;
+    };
+    let mut dirs = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        if !e.file_name().to_string_lossy().starts_with(&prefix) {
+            continue;
+        }
+        match Dir::open(&e.path()) {
+            Ok(d) => {
+                let (parts, _) = read_parts_in(&d, false);
+                if parts.iter().any(|p| p.trace == absolute) {
+                    dirs.push((d.changed_ns, d.path));
+                }
+            }
+            Err(why) => found.ignored.push(why),
+        }
+    }
+    dirs.sort_by(|a, b| b.cmp(a));
+    found.dirs = dirs.into_iter().map(|(_, d)| d).collect();
+    found
+}
+
+/// This user's parts directories of the trace `path`, newest first
+/// ([`find_parts`]).
+pub fn parts_dirs(path: &Path) -> Vec<PathBuf> {
+    find_parts(path).dirs
+}
+
+/// Removes the parts directory `dir`, once checked to be this user's
+/// private directory (a link there is not followed).
+pub fn remove_parts(dir: &Path) -> Result<(), String> {
+    Dir::open(dir)?;
+    std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))
+}
+
 /// Time spent per state on one worker lane.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LaneUse {
@@ -211,7 +324,8 @@ pub struct LaneUse {
     pub name: String,
     /// Nanoseconds running tasks.
     pub busy_ns: u64,
-    /// Nanoseconds in the idle loop (sleep included).
+    /// Nanoseconds in the idle loop (sleep included: see
+    /// [`LaneUse::awake_idle_ns`]).
     pub idle_ns: u64,
     /// Of which asleep.
     pub sleep_ns: u64,
@@ -225,6 +339,21 @@ pub struct LaneUse {
     pub dropped: u64,
 }
 
+impl LaneUse {
+    /// Nanoseconds in the idle loop awake (not asleep).
+    pub fn awake_idle_ns(&self) -> u64 {
+        self.idle_ns.saturating_sub(self.sleep_ns)
+    }
+
+    /// Nanoseconds in none of the states: the scheduler's own work
+    /// between them (finding the next task, spawning, polling).
+    pub fn other_ns(&self) -> u64 {
+        self.span_ns
+            .saturating_sub(self.busy_ns)
+            .saturating_sub(self.idle_ns.max(self.sleep_ns))
+    }
+}
+
 /// What a merge found: per locale, its workers' use.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
@@ -235,27 +364,41 @@ pub struct Summary {
     pub flows: HashMap<String, u64>,
     /// What was wrong (missing or damaged parts).
     pub problems: Vec<String>,
+    /// The parts directory merged (empty when made from a merged trace).
+    pub parts: PathBuf,
+    /// The merged trace written (empty when made from a merged trace).
+    pub output: PathBuf,
+    /// Locales whose part is not complete and whose process still runs
+    /// (locale, process id): their job may still be recording.
+    pub running: Vec<(usize, u32)>,
 }
+
+/// The heading of the utilisation table: what its columns are.
+const TABLE_HEAD: &str = "cantus trace: worker utilisation, in shares of each worker's time \
+                          (a row adds up to 100%):\n  busy = running tasks; idle = in the idle \
+                          loop, awake; asleep = asleep in the idle loop; other = the scheduler \
+                          between them (finding work, spawning, polling)\n";
 
 impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "cantus trace: worker utilisation (busy = running tasks)")?;
+        f.write_str(TABLE_HEAD)?;
         writeln!(
             f,
-            "  {:>6} {:<12} {:>8} {:>8} {:>8} {:>9} {:>7} {:>9}",
-            "locale", "lane", "busy", "idle", "asleep", "tasks", "steals", "dropped"
+            "  {:>6} {:<12} {:>7} {:>7} {:>7} {:>7} {:>9} {:>7} {:>9}",
+            "locale", "lane", "busy", "idle", "asleep", "other", "tasks", "steals", "dropped"
         )?;
         for (l, complete, lanes) in &self.locales {
             for u in lanes {
                 let pct = |x: u64| 100.0 * x as f64 / u.span_ns.max(1) as f64;
                 writeln!(
                     f,
-                    "  {:>6} {:<12} {:>7.1}% {:>7.1}% {:>7.1}% {:>9} {:>7} {:>9}",
+                    "  {:>6} {:<12} {:>6.1}% {:>6.1}% {:>6.1}% {:>6.1}% {:>9} {:>7} {:>9}",
                     l,
                     u.name,
                     pct(u.busy_ns),
-                    pct(u.idle_ns),
+                    pct(u.awake_idle_ns()),
                     pct(u.sleep_ns),
+                    pct(u.other_ns()),
                     u.tasks,
                     u.steals,
                     u.dropped
@@ -478,32 +621,171 @@ struct MsgEnd {
     steal: bool,
 }
 
-/// Merges the parts of the trace `path` into the Chrome JSON file `path`
-/// (replacing it), and returns what it found. Parts stay in place.
+/// Merges this user's newest parts of the trace `path` ([`find_parts`])
+/// into the Chrome JSON file `path` (replacing it), and returns what it
+/// found. Parts stay in place.
 pub fn merge(path: &Path) -> Result<Summary, String> {
-    let (parts, problems) = read_parts(path);
-    if parts.is_empty() {
+    let found = find_parts(path);
+    let dir = found.dirs.first().ok_or_else(|| no_parts(path, &found))?;
+    merge_dir(dir, Some(path))
+}
+
+/// The error when the trace `path` has no parts of this user.
+fn no_parts(path: &Path, found: &Found) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let mut e = format!(
+        "{}: no parts of it to merge: no directory of this user named {}* in {} holds parts \
+         of it",
+        path.display(),
+        lane::parts_prefix(&absolute),
+        lane::parts_base(&absolute).display()
+    );
+    for i in &found.ignored {
+        let _ = write!(e, "; ignored {i}");
+    }
+    e
+}
+
+/// Merges the parts in the parts directory `dir` into the Chrome JSON
+/// file `out`, or the trace they were recorded for (replacing it:
+/// [`replace_file`]), and returns what it found. Parts stay in place.
+pub fn merge_dir(dir: &Path, out: Option<&Path>) -> Result<Summary, String> {
+    let (parts, problems) = read_parts(dir);
+    let Some(first) = parts.first() else {
         return Err(format!(
             "{}: no part files to merge ({})",
-            path.display(),
+            dir.display(),
             problems.join("; ")
         ));
-    }
+    };
+    let output = out.map_or_else(|| first.trace.clone(), Path::to_owned);
     let (json, mut summary) = to_json(&parts);
     summary.problems.extend(problems);
-    let tmp = {
-        let mut p = path.as_os_str().to_owned();
-        p.push(".tmp");
-        PathBuf::from(p)
-    };
-    let write = || -> std::io::Result<()> {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-        f.write_all(json.as_bytes())?;
-        f.flush()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    summary.parts = dir.to_owned();
+    summary.running = parts
+        .iter()
+        .filter(|p| !p.complete && alive(p.pid))
+        .map(|p| (p.locale, p.pid))
+        .collect();
+    replace_file(&output, json.as_bytes()).map_err(|e| format!("{}: {e}", output.display()))?;
+    summary.output = output;
     Ok(summary)
+}
+
+/// Whether process `pid` runs (on this machine): it exists and is not a
+/// zombie (a dead locale whose parent has not reaped it yet).
+pub fn alive(pid: u32) -> bool {
+    if pid == 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the command's closing parenthesis.
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| !matches!(state, 'Z' | 'X' | 'x')),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
+/// What `cantus-trace merge` did ([`merge_job`]); its `Display` is the
+/// report.
+#[derive(Debug)]
+pub struct Merged {
+    /// The merge's summary (the parts and the trace written among it).
+    pub summary: Summary,
+    /// Whether the parts were removed.
+    pub removed: bool,
+    /// Why they were kept, if they were.
+    pub kept: Option<String>,
+    /// Other parts directories of the same trace (older jobs), left.
+    pub others: Vec<PathBuf>,
+    /// Directories named as the trace's parts that were not used, and why.
+    pub ignored: Vec<String>,
+}
+
+/// Merges what a job left: `input` is a parts directory, or a trace whose
+/// newest parts of this user are merged ([`find_parts`]); into `out`, or
+/// the trace. Then removes the parts, unless `keep`, or some could not
+/// be read, or a locale's process still runs (its job may still record):
+/// [`Merged`] says which, and where they are.
+pub fn merge_job(input: &Path, out: Option<&Path>, keep: bool) -> Result<Merged, String> {
+    let is_dir = std::fs::symlink_metadata(input)
+        .is_ok_and(|m| m.is_dir() || (m.file_type().is_symlink() && input.is_dir()));
+    let (dir, others, ignored, out) = if is_dir {
+        (input.to_owned(), Vec::new(), Vec::new(), out)
+    } else {
+        let found = find_parts(input);
+        let mut dirs = found.dirs.iter();
+        let dir = dirs.next().ok_or_else(|| no_parts(input, &found))?.clone();
+        (
+            dir,
+            dirs.cloned().collect(),
+            found.ignored,
+            Some(out.unwrap_or(input)),
+        )
+    };
+    let summary = merge_dir(&dir, out)?;
+    let mut kept = if keep {
+        Some("kept as asked".to_string())
+    } else if !summary.problems.is_empty() {
+        Some("some parts could not be merged (the problems above)".to_string())
+    } else {
+        summary.running.first().map(|(l, pid)| {
+            format!("locale {l}'s process (pid {pid}) still runs, so its job may still record")
+        })
+    };
+    let mut removed = false;
+    if kept.is_none() {
+        match remove_parts(&dir) {
+            Ok(()) => removed = true,
+            Err(e) => kept = Some(format!("could not remove them: {e}")),
+        }
+    }
+    Ok(Merged {
+        summary,
+        removed,
+        kept,
+        others,
+        ignored,
+    })
+}
+
+impl fmt::Display for Merged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.summary;
+        write!(f, "{s}")?;
+        writeln!(f, "cantus trace: wrote {}", s.output.display())?;
+        match &self.kept {
+            None => writeln!(
+                f,
+                "cantus trace: removed the part files in {}",
+                s.parts.display()
+            )?,
+            Some(why) => writeln!(
+                f,
+                "cantus trace: the part files stay in {}: {why}",
+                s.parts.display()
+            )?,
+        }
+        if !self.others.is_empty() {
+            writeln!(
+                f,
+                "cantus trace: {} older parts directories of this trace remain (merge one with \
+                 `cantus-trace merge DIR`): {}",
+                self.others.len(),
+                self.others
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )?;
+        }
+        for i in &self.ignored {
+            writeln!(f, "cantus trace: ignored {i}")?;
+        }
+        Ok(())
+    }
 }
 
 /// The Chrome JSON of `parts` and their summary.
@@ -781,4 +1063,42 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
         parts.first().map_or(0, |p| p.locales)
     );
     (json, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The percentages of each row of a utilisation table.
+    fn rows(table: &str) -> Vec<Vec<f64>> {
+        table
+            .lines()
+            .map(|l| {
+                l.split_whitespace()
+                    .filter_map(|w| w.strip_suffix('%')?.parse().ok())
+                    .collect::<Vec<f64>>()
+            })
+            .filter(|r| !r.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn a_utilisation_row_adds_up_to_the_lane_s_time() {
+        let lane = LaneUse {
+            name: "worker 0".into(),
+            busy_ns: 60,
+            idle_ns: 35,
+            sleep_ns: 30,
+            span_ns: 100,
+            ..LaneUse::default()
+        };
+        let s = Summary {
+            locales: vec![(0, true, vec![lane])],
+            ..Summary::default()
+        }
+        .to_string();
+        // busy 60, idle awake 5, asleep 30, other 5.
+        assert_eq!(rows(&s), [[60.0, 5.0, 30.0, 5.0]], "{s}");
+        assert!(s.contains("a row adds up to 100%"), "{s}");
+    }
 }

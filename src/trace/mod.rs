@@ -18,8 +18,10 @@
 
 pub(crate) mod lane;
 pub mod merge;
+mod private;
 
-pub use lane::parts_dir;
+pub use merge::parts_dirs;
+pub use private::replace_file;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -306,8 +308,15 @@ thread_local! {
     static SPAWNER: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// A new job's number for the names of its trace's parts (random: see
+/// `lane::parts_dir`), which every locale of the job must be given.
+pub(crate) fn new_job() -> Result<u64, crate::Error> {
+    lane::new_job()
+}
+
 /// Starts recording for this process's runtime (locale `here` of
-/// `locales`) into `path`'s part files; `workers` lanes are the
+/// `locales`) into its part file of the trace `path`, in job `job`'s
+/// parts directory (0: a job of its own); `workers` lanes are the
 /// workers'. An error if the files cannot be made.
 pub(crate) fn start(
     path: &std::path::Path,
@@ -315,9 +324,16 @@ pub(crate) fn start(
     locales: usize,
     workers: usize,
     lane_events: usize,
+    job: u64,
 ) -> Result<(), crate::Error> {
-    lane::open(path, here, locales, workers, lane_events)?;
-    *TRACED.lock().unwrap_or_else(|p| p.into_inner()) = Some((path.to_owned(), here, locales));
+    let job = if job == 0 { lane::new_job()? } else { job };
+    let dir = lane::open(path, here, locales, workers, lane_events, job)?;
+    *TRACED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Traced {
+        path: path.to_owned(),
+        dir,
+        here,
+        locales,
+    });
     ON.store(true, Ordering::Release);
     Ok(())
 }
@@ -355,62 +371,78 @@ pub(crate) fn enter_worker(index: usize) {
     }
 }
 
-/// The running traced runtime's trace path, locale and locales.
-static TRACED: std::sync::Mutex<Option<(std::path::PathBuf, usize, usize)>> =
-    std::sync::Mutex::new(None);
+/// The running traced runtime's trace.
+struct Traced {
+    /// Where the merged trace goes.
+    path: std::path::PathBuf,
+    /// The job's parts directory.
+    dir: std::path::PathBuf,
+    here: usize,
+    locales: usize,
+}
+
+/// The running traced runtime's trace, while it runs.
+static TRACED: std::sync::Mutex<Option<Traced>> = std::sync::Mutex::new(None);
 
 /// Locale 0, as the job ends because a locale died: merges what every
 /// locale recorded so far (the dead one's lanes end where it died) into
-/// the trace, so that the failure can be looked at.
+/// the trace, so that the failure can be looked at. Locale 0's own part
+/// is closed first: it stopped recording, it did not die.
 pub(crate) fn merge_after_failure() {
     let traced = TRACED.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some((path, 0, locales)) = traced {
+    if let Some(t @ Traced { here: 0, .. }) = traced {
         ON.store(false, Ordering::Release);
-        finish_with(&path, locales, false);
+        lane::close();
+        finish_with(&t, false);
     }
 }
 
 /// Locale 0, at the end of a traced run: waits (a while) for every
-/// locale's part to be complete, merges them into `path`, removes the
+/// locale's part to be complete, merges them into the trace, removes the
 /// parts if all were, and prints the utilisation summary on stderr.
-pub(crate) fn finish(path: &std::path::Path, locales: usize) {
-    TRACED.lock().unwrap_or_else(|p| p.into_inner()).take();
-    finish_with(path, locales, true);
+pub(crate) fn finish() {
+    if let Some(t) = TRACED.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        finish_with(&t, true);
+    }
 }
 
-fn finish_with(path: &std::path::Path, locales: usize, wait: bool) {
+fn finish_with(t: &Traced, wait: bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     loop {
-        let complete = merge::parts_complete(path);
-        if !wait || complete >= locales || std::time::Instant::now() > deadline {
+        let complete = merge::parts_complete(&t.dir);
+        if !wait || complete >= t.locales || std::time::Instant::now() > deadline {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    match merge::merge(path) {
+    match merge::merge_dir(&t.dir, Some(&t.path)) {
         Ok(summary) => {
             let all = summary.problems.is_empty()
-                && summary.locales.len() == locales
+                && summary.locales.len() == t.locales
                 && summary.locales.iter().all(|(_, complete, _)| *complete);
-            if all {
-                let _ = std::fs::remove_dir_all(lane::parts_dir(path));
-            }
+            let parts = if !all {
+                format!(
+                    "; the part files stay in {} (not every locale stopped cleanly): \
+                     `cantus-trace merge` merges them again",
+                    t.dir.display()
+                )
+            } else {
+                match merge::remove_parts(&t.dir) {
+                    Ok(()) => String::new(),
+                    Err(e) => format!("; could not remove the part files: {e}"),
+                }
+            };
             eprint!("{summary}");
             eprintln!(
                 "cantus trace: wrote {} (open it in https://ui.perfetto.dev, or draw it with \
-                 `cantus-trace svg`){}",
-                path.display(),
-                if all {
-                    String::new()
-                } else {
-                    format!(
-                        "; the part files stay in {}",
-                        lane::parts_dir(path).display()
-                    )
-                }
+                 `cantus-trace svg`){parts}",
+                t.path.display(),
             );
         }
-        Err(e) => eprintln!("cantus trace: could not merge: {e}"),
+        Err(e) => eprintln!(
+            "cantus trace: could not merge the parts in {}: {e}",
+            t.dir.display()
+        ),
     }
 }
 

@@ -42,6 +42,8 @@ struct Placement {
     size: usize,
     node_rank: usize,
     node_size: usize,
+    /// Rank 0's number for the job's trace parts (`Config::trace_job`).
+    trace_job: u64,
 }
 
 /// This process's part of an MPI job.
@@ -65,10 +67,11 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
         ));
     }
     let frame_bytes = config.ring_bytes / 2;
+    let trace_job = config.trace_job;
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cantus-mpi".into())
-        .spawn(move || mpi_thread(frame_bytes, tx))
+        .spawn(move || mpi_thread(frame_bytes, trace_job, tx))
         .map_err(|e| {
             Error::new(
                 ErrorKind::Os,
@@ -124,14 +127,19 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
         placement.node_rank,
         placement.node_size,
     );
+    config.trace_job = placement.trace_job;
     Ok(Box::new(job))
 }
 
 /// The MPI thread's body: initializes MPI, reports where it placed this
 /// process (or why it could not), then runs the transport until the job
 /// finishes. A panic or an MPI error here aborts the job.
-fn mpi_thread(frame_bytes: usize, tx: mpsc::Sender<Result<(Placement, Arc<Shared>), Error>>) {
-    let started = std::panic::catch_unwind(|| init(frame_bytes));
+fn mpi_thread(
+    frame_bytes: usize,
+    trace_job: u64,
+    tx: mpsc::Sender<Result<(Placement, Arc<Shared>), Error>>,
+) {
+    let started = std::panic::catch_unwind(|| init(frame_bytes, trace_job));
     let progress = match started {
         Ok(Ok((placement, progress, shared))) => {
             let _ = tx.send(Ok((placement, shared)));
@@ -167,8 +175,10 @@ fn mpi_thread(frame_bytes: usize, tx: mpsc::Sender<Result<(Placement, Arc<Shared
 }
 
 /// Initializes MPI (or adopts a program's own, if it allows calls from
-/// any thread), duplicates `MPI_COMM_WORLD` and finds this process's place.
-fn init(frame_bytes: usize) -> Result<(Placement, Progress, Arc<Shared>), Error> {
+/// any thread), duplicates `MPI_COMM_WORLD`, finds this process's place
+/// and takes rank 0's `trace_job` (every rank calls the broadcast, traced
+/// or not, so that none waits for another).
+fn init(frame_bytes: usize, trace_job: u64) -> Result<(Placement, Progress, Arc<Shared>), Error> {
     let (initialized, finalized) = sys::init_state()?;
     if finalized {
         return Err(Error::new(
@@ -211,6 +221,7 @@ fn init(frame_bytes: usize) -> Result<(Placement, Progress, Arc<Shared>), Error>
     let comm = sys::dup_returning_errors(sys::world())?;
     let (rank, size) = sys::rank_and_size(comm)?;
     let (node_rank, node_size) = sys::node_rank_and_size(comm)?;
+    let trace_job = sys::broadcast_from_0(trace_job, comm)?;
     let shared = Arc::new(Shared::new(rank, size, frame_bytes));
     Ok((
         Placement {
@@ -218,6 +229,7 @@ fn init(frame_bytes: usize) -> Result<(Placement, Progress, Arc<Shared>), Error>
             size,
             node_rank,
             node_size,
+            trace_job,
         },
         Progress::new(shared.clone(), comm, owns_mpi),
         shared,

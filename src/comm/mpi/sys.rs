@@ -333,6 +333,27 @@ pub(super) fn all_to_all(counts: &[u64], comm: MPI_Comm) -> Result<Vec<u64>, Err
     Ok(theirs)
 }
 
+/// Rank 0's `value`, on every process of `comm` (`MPI_Bcast` of one
+/// u64, as the job starts).
+pub(super) fn broadcast_from_0(value: u64, comm: MPI_Comm) -> Result<u64, Error> {
+    let mut v = value;
+    // SAFETY: a buffer of one u64, valid for the call; a valid
+    // communicator; constants of rsmpi's shim.
+    unsafe {
+        check(
+            ffi::MPI_Bcast(
+                (&raw mut v).cast::<c_void>(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                0,
+                comm,
+            ),
+            "MPI_Bcast",
+        )?;
+    }
+    Ok(v)
+}
+
 /// Ends every process of the job (`MPI_Abort` on `MPI_COMM_WORLD`).
 pub(super) fn abort(code: c_int) -> ! {
     // SAFETY: MPI_Abort may be called with any valid communicator; it does

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use crate::comm::job::Job;
 use crate::comm::symmetric::SymmetricAreas;
 use crate::comm::transport::Transport;
-use crate::config::{Config, LOCALE_VAR, LOCALES_VAR};
+use crate::config::{Config, LOCALE_VAR, LOCALES_VAR, TRACE_JOB_VAR};
 
 /// How often the monitor looks at the other locales.
 const WATCH_EVERY: Duration = Duration::from_millis(10);
@@ -58,7 +58,7 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
             config.locales,
             config.ring_bytes,
             config.heap_bytes,
-            config.trace.clone(),
+            config.trace.clone().map(|t| (t, config.trace_job)),
         )?;
         ShmJob {
             transport,
@@ -117,13 +117,16 @@ pub(crate) struct Monitor {
     thread: Option<JoinHandle<()>>,
 }
 
+/// A traced job's trace and the number of its parts directory.
+type Trace = (std::path::PathBuf, u64);
+
 /// Locale 0: creates the region, starts locales `1..locales` and a thread
 /// that watches them.
 pub(crate) fn start_job(
     locales: usize,
     ring_bytes: usize,
     heap_bytes: usize,
-    trace: Option<std::path::PathBuf>,
+    trace: Option<Trace>,
 ) -> Result<(Arc<ShmTransport>, Monitor), Error> {
     let transport = Arc::new(ShmTransport::create(locales, ring_bytes, heap_bytes)?);
     let ending = Arc::new(AtomicBool::new(false));
@@ -139,7 +142,7 @@ pub(crate) fn start_job(
     let thread = std::thread::Builder::new()
         .name("cantus-locales".into())
         .spawn(move || {
-            let children = match spawn_all(t.region(), locales, &mut program, trace.as_deref()) {
+            let children = match spawn_all(t.region(), locales, &mut program, trace.as_ref()) {
                 Ok(c) => {
                     let _ = tx.send(Ok(()));
                     c
@@ -232,7 +235,7 @@ fn spawn_all(
     region: &Region,
     locales: usize,
     program: &mut Program,
-    trace: Option<&std::path::Path>,
+    trace: Option<&Trace>,
 ) -> Result<Started, (Error, Started)> {
     let mut children = Vec::with_capacity(locales - 1);
     for locale in 1..locales {
@@ -242,10 +245,16 @@ fn spawn_all(
             .env(LOCALES_VAR, locales.to_string())
             // Every locale traces into locale 0's trace, or none does (an
             // empty value is off): a path a locale's own builder computed
-            // (say, with its process id in it) would never be merged.
+            // (say, with its process id in it) would never be merged. Its
+            // part goes into the job's parts directory, which the job's
+            // number names.
             .env(
                 "CANTUS_TRACE",
-                trace.map_or_else(Default::default, |p| p.as_os_str().to_owned()),
+                trace.map_or_else(Default::default, |(p, _)| p.as_os_str().to_owned()),
+            )
+            .env(
+                TRACE_JOB_VAR,
+                trace.map_or_else(String::new, |(_, job)| format!("{job:016x}")),
             );
         if let Some(arg0) = std::env::args_os().next() {
             use std::os::unix::process::CommandExt;
