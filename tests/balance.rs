@@ -325,11 +325,7 @@ impl Splittable for HugeTree {
 cantus::splittable!(HugeTree);
 
 // The works above, held until a piece moves (`common::held`).
-cantus::splittable!(
-    Held<fib_program::Fib>,
-    Held<SlowTree>,
-    Held<HugeTree>
-);
+cantus::splittable!(Held<fib_program::Fib>, Held<SlowTree>, Held<HugeTree>);
 
 #[test]
 fn a_tree_far_larger_than_memory_could_hold_as_tasks_ends() {

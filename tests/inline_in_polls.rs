@@ -83,7 +83,9 @@ impl Remote for Probe {
         count.store(before + 1).expect("store here");
         let loaded = count.load().expect("load here");
         assert_eq!((swapped, cas), (before + 1, before + 1));
-        let remote = self.zero.map(|z| z.fetch_add(1).expect("an atomic on shared memory"));
+        let remote = self
+            .zero
+            .map(|z| z.fetch_add(1).expect("an atomic on shared memory"));
         // A Chant message names the task that sent it: the handler, no
         // task itself, starts one to send it.
         let (to, n) = (self.to, self.n);
@@ -91,7 +93,12 @@ impl Remote for Probe {
         Seen {
             here,
             locales,
-            local: [back[0], before, loaded, self.mine.read().expect("a read here")],
+            local: [
+                back[0],
+                before,
+                loaded,
+                self.mine.read().expect("a read here"),
+            ],
             remote,
             driver: cantus::query::current_task_id(),
         }
@@ -338,7 +345,10 @@ fn check(scenario: &str, seen: &[Seen], base: u64, shared: bool, drivers: &[Opti
     for (i, s) in seen.iter().enumerate() {
         let n = base + i as u64;
         assert_eq!((s.here, s.locales), (1, 2), "{scenario}, probe {n}");
-        assert_eq!(s.local[0], n, "{scenario}, probe {n}: the put was read back");
+        assert_eq!(
+            s.local[0], n,
+            "{scenario}, probe {n}: the put was read back"
+        );
         assert_eq!(s.local[2], s.local[1] + 1, "{scenario}, probe {n}: atomics");
         assert_eq!(s.local[3], n, "{scenario}, probe {n}");
         assert_eq!(s.remote.is_some(), shared, "{scenario}, probe {n}");

@@ -479,8 +479,8 @@ fn balanced_work_is_stolen_across_ranks() {
                         cantus::balance::Balance::new(Held::new(fib_program::Fib::with_cutoff(
                             k, 2,
                         )))
-                            .units(64)
-                            .run()
+                        .units(64)
+                        .run()
                     })
                     .unwrap();
                 assert_eq!(out.result, fib, "fib({k}) on {n} ranks");

@@ -27,9 +27,9 @@ pub(crate) mod wire;
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
 
 use crate::error::{Error, ErrorKind, Locales};
+use crate::sched::block::{Purpose, WaitPurpose};
 use crate::sync::SyncVar;
 use engine::Engine;
-use crate::sched::block::WaitPurpose;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
@@ -365,7 +365,12 @@ struct Ticket {
 impl Ticket {
     /// Waits for the reply of call `name` to `locale`, then reads it with
     /// `f` and frees the slot.
-    fn take<R>(mut self, name: &str, locale: usize, f: impl FnOnce(Status, &[u8]) -> R) -> R {
+    fn take<R>(
+        mut self,
+        name: &'static str,
+        locale: usize,
+        f: impl FnOnce(Status, &[u8]) -> R,
+    ) -> R {
         await_reply(&self.engine, self.token, name, locale);
         let r = self.engine.replies.take(self.token, f);
         self.answered = true;
@@ -393,7 +398,16 @@ impl<T: Send + 'static> RemoteHandle<T> {
                 let _named = (!slot.is_full()).then(|| {
                     WaitPurpose::name(
                         slot.wait_addr(),
-                        format!("waiting for remote call {name}, running here on locale {locale}"),
+                        Purpose {
+                            describe: |name, locale| {
+                                format!(
+                                    "waiting for remote call {name}, running here on locale \
+                                     {locale}"
+                                )
+                            },
+                            name,
+                            n: locale,
+                        },
                     )
                 });
                 slot.read_fe()
@@ -419,10 +433,12 @@ impl<T: Send + 'static> RemoteHandle<T> {
     pub(crate) fn join_with<R>(self, read: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
         let (name, locale) = (self.name, self.locale);
         match self.inner {
-            Pending::Remote(ticket, _) => ticket.take(name, locale, |status, payload| match status {
-                Status::Done => Ok(read(payload)),
-                _ => Err(call_failed(name, locale, status, payload)),
-            }),
+            Pending::Remote(ticket, _) => {
+                ticket.take(name, locale, |status, payload| match status {
+                    Status::Done => Ok(read(payload)),
+                    _ => Err(call_failed(name, locale, status, payload)),
+                })
+            }
             Pending::Failed(e) => Err(e),
             Pending::Local(_) => unreachable!("raw calls are never run as local tasks"),
         }
@@ -531,7 +547,7 @@ pub(crate) fn frame_payload() -> Option<usize> {
 /// poll token; a reply its own poll delivers is taken without any wake-up.
 /// After `REPLY_POLLS` polls it blocks on the slot, and the workers' own
 /// polling delivers the reply and wakes it.
-fn await_reply(e: &Engine, token: u64, name: &str, locale: usize) {
+fn await_reply(e: &Engine, token: u64, name: &'static str, locale: usize) {
     const REPLY_POLLS: u32 = 4096;
     for _ in 0..REPLY_POLLS {
         if e.replies.is_full(token) {
@@ -542,9 +558,16 @@ fn await_reply(e: &Engine, token: u64, name: &str, locale: usize) {
             e.pause();
         }
     }
-    e.replies.wait(token, || {
-        format!("waiting for the reply of remote call {name} from locale {locale}")
-    });
+    e.replies.wait(
+        token,
+        Some(Purpose {
+            describe: |name, locale| {
+                format!("waiting for the reply of remote call {name} from locale {locale}")
+            },
+            name,
+            n: locale,
+        }),
+    );
 }
 
 /// How to start a job of several locales, for messages.

@@ -19,6 +19,7 @@ use super::wire::Status;
 use crate::loom::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::sched::block::{Purpose, WaitPurpose};
 use crate::sync::SyncVar;
 
 /// Slots in the first chunk; chunk `k` has `FIRST << k`.
@@ -341,8 +342,8 @@ impl ReplySlots {
     }
 
     /// Blocks the calling task (or thread) until the reply to `token` is
-    /// there; while blocked, a deadlock report lists it as `what()` says.
-    pub(crate) fn wait(&self, token: u64, what: impl FnOnce() -> String) {
+    /// there; while blocked, a deadlock report lists it as `what` says.
+    pub(crate) fn wait(&self, token: u64, what: Option<Purpose>) {
         let (slot, generation) = self.issued(token);
         let mut backoff = 0u32;
         loop {
@@ -358,7 +359,7 @@ impl ReplySlots {
                 Ok(_) => {
                     // The poll that fills the slot will see BLOCKED (its
                     // claim reads this CAS's write) and write `wake`.
-                    let _named = crate::sched::block::WaitPurpose::name(slot.wake.wait_addr(), what());
+                    let _named = what.map(|w| WaitPurpose::name(slot.wake.wait_addr(), w));
                     slot.wake.read_fe();
                     debug_assert!(self.is_full(token));
                     return;
@@ -500,7 +501,7 @@ mod tests {
             Delivered::Filled
         );
         assert!(s.is_full(t));
-        s.wait(t, String::new);
+        s.wait(t, None);
         assert_eq!(
             s.take(t, |st, b| (st, b.to_vec())),
             (Status::Done, b"abc".to_vec())
@@ -601,7 +602,7 @@ mod tests {
                 );
             })
         };
-        s.wait(t, String::new);
+        s.wait(t, None);
         assert_eq!(s.take(t, |_, b| b.to_vec()), b"w");
         filler.join().unwrap();
     }
@@ -638,7 +639,7 @@ mod loom_tests {
                 );
             });
             if !s.is_full(t) {
-                s.wait(t, String::new);
+                s.wait(t, None);
             }
             assert_eq!(s.take(t, |st, b| (st, b.to_vec())), (Status::Done, vec![7]));
             poll.join().unwrap();

@@ -46,19 +46,29 @@ impl BlockKind {
 /// a variable of theirs. Such a wait names itself here, by the variable's
 /// address, while it lasts; the reports print the name instead. Only
 /// waits that block register (after their spinning and polling): a lock
-/// and a push where a futex and a context switch follow anyway.
-static PURPOSES: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+/// and a push where a futex and a context switch follow anyway, and no
+/// allocation (the text is made only when a report asks: a blocked
+/// round trip allocates nothing, `tests/am_allocations.rs`).
+static PURPOSES: std::sync::Mutex<Vec<(usize, Purpose)>> = std::sync::Mutex::new(Vec::new());
 
-/// While alive, the wait on the variable at `addr` is described as
-/// `what` (for example "waiting for the reply of remote call X from
+/// What a wait is for: `describe(name, n)` says it, when a report asks.
+#[derive(Clone, Copy)]
+pub(crate) struct Purpose {
+    pub(crate) describe: fn(&str, usize) -> String,
+    pub(crate) name: &'static str,
+    pub(crate) n: usize,
+}
+
+/// While alive, the wait on the variable at `addr` is described by its
+/// [`Purpose`] (for example "waiting for the reply of remote call X from
 /// locale 2").
 pub(crate) struct WaitPurpose {
     addr: usize,
 }
 
 impl WaitPurpose {
-    pub(crate) fn name(addr: usize, what: String) -> WaitPurpose {
-        purposes().push((addr, what));
+    pub(crate) fn name(addr: usize, purpose: Purpose) -> WaitPurpose {
+        purposes().push((addr, purpose));
         WaitPurpose { addr }
     }
 }
@@ -72,7 +82,7 @@ impl Drop for WaitPurpose {
     }
 }
 
-fn purposes() -> std::sync::MutexGuard<'static, Vec<(usize, String)>> {
+fn purposes() -> std::sync::MutexGuard<'static, Vec<(usize, Purpose)>> {
     PURPOSES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -80,8 +90,13 @@ fn purposes() -> std::sync::MutexGuard<'static, Vec<(usize, String)>> {
 /// waits for, as a deadlock report says it: its purpose if it named one,
 /// else its kind and the variable's address.
 pub(crate) fn describe_wait(kind: BlockKind, addr: usize) -> String {
-    match purposes().iter().rev().find(|(a, _)| *a == addr) {
-        Some((_, what)) => what.clone(),
+    let named = purposes()
+        .iter()
+        .rev()
+        .find(|(a, _)| *a == addr)
+        .map(|(_, p)| *p);
+    match named {
+        Some(p) => (p.describe)(p.name, p.n),
         None => format!("{} at {addr:#x}", kind.describe()),
     }
 }
