@@ -300,6 +300,7 @@ fn handoff(reps: usize, round_trips: u64) {
                 "handoff_cross_worker: {same_worker_runs} runs had both tasks on one worker"
             ));
         }
+        note(&format!("handoff_cross_worker: {}", ping_pong(1, true).layout));
         s
     });
     rt.shutdown();
@@ -375,6 +376,31 @@ fn atomic_floor(round_trips: u64) -> f64 {
 struct PingPong {
     ns_per_handoff: f64,
     same_worker: bool,
+    /// Where the two variables lie: `x`'s and `y`'s addresses modulo 128
+    /// (which 64-byte lines of a 128-byte pair they touch), and how many
+    /// bytes apart.
+    layout: String,
+}
+
+/// Where two variables of `size` bytes at `a` and `b` lie, for a note:
+/// their offsets in a 128-byte block, and whether they share a 64-byte
+/// line or one of them straddles two (a hand-off's cost moves with it).
+fn layout(a: usize, b: usize, size: usize) -> String {
+    let lines = |p: usize| (p / 64, (p + size - 1) / 64);
+    let (la, lb) = (lines(a), lines(b));
+    let shared = la.0.max(lb.0) <= la.1.min(lb.1);
+    format!(
+        "x at {} and y at {} mod 128, {} bytes apart{}{}",
+        a % 128,
+        b % 128,
+        a.abs_diff(b),
+        if shared { "; they share a 64-byte line" } else { "" },
+        if la.0 != la.1 || lb.0 != lb.1 {
+            "; one straddles two lines"
+        } else {
+            ""
+        },
+    )
 }
 
 /// Task A writes `x` (writeEF), task B takes it (readFE) and writes `y`,
@@ -418,6 +444,11 @@ fn ping_pong(round_trips: u64, apart: bool) -> PingPong {
     PingPong {
         ns_per_handoff: ns_per(elapsed, 2 * round_trips),
         same_worker: a_worker == b_worker.load(Ordering::Relaxed),
+        layout: layout(
+            std::ptr::from_ref(&x) as usize,
+            std::ptr::from_ref(&y) as usize,
+            size_of_val(&x),
+        ),
     }
 }
 

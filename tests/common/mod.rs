@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+#[cfg(not(loom))]
 pub mod held;
 
 pub fn rt() -> &'static cantus::Runtime {
