@@ -543,3 +543,47 @@ fn a_panicking_drop_in_reset_leaves_it_empty() {
     });
     assert_eq!(drops.load(Ordering::SeqCst), 3, "every value dropped once");
 }
+
+/// Two variables never share a cache line, wherever a struct, an array
+/// or a stack frame puts them (a hand-off between workers then moves its
+/// own line only; sharing one doubled it, and where a stack frame put
+/// two variables moved with unrelated code).
+#[test]
+fn variables_never_share_a_cache_line() {
+    let line = if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+        128
+    } else {
+        64
+    };
+    struct Frame {
+        _a: u8,
+        x: SyncVar<u64>,
+        _b: u16,
+        y: SyncVar<u8>,
+        z: cantus::SingleVar<u32>,
+    }
+    let f = Frame {
+        _a: 1,
+        x: SyncVar::new(),
+        _b: 2,
+        y: SyncVar::new(),
+        z: cantus::SingleVar::new(),
+    };
+    let arr: [SyncVar<u16>; 3] = [SyncVar::new(), SyncVar::new(), SyncVar::new()];
+    let (p, q) = (SyncVar::<u64>::new(), SyncVar::<u64>::new());
+    let addrs = [
+        std::ptr::from_ref(&f.x) as usize,
+        std::ptr::from_ref(&f.y) as usize,
+        std::ptr::from_ref(&f.z) as usize,
+        std::ptr::from_ref(&arr[0]) as usize,
+        std::ptr::from_ref(&arr[1]) as usize,
+        std::ptr::from_ref(&arr[2]) as usize,
+        std::ptr::from_ref(&p) as usize,
+        std::ptr::from_ref(&q) as usize,
+    ];
+    for a in addrs {
+        assert_eq!(a % line, 0, "a variable starts a line: {a:#x}");
+    }
+    assert!(std::mem::size_of::<SyncVar<u8>>() >= line);
+    assert_eq!(std::mem::size_of::<SyncVar<[u8; 200]>>() % line, 0);
+}

@@ -15,7 +15,35 @@ pub(crate) const FULL: usize = ONE;
 
 // repr(C), word first: the variable's address is its wait word's, which
 // deadlock reports print.
-#[repr(C)]
+//
+// Aligned to the size of what two cores contend for (crossbeam's
+// `CachePadded` rule: 128 bytes where a core's prefetcher pulls pairs of
+// 64-byte lines, or the lines are 128 bytes; 64 elsewhere), so that a
+// variable owns its lines: two variables, or a variable and other data,
+// never share one, wherever a program's stack frame or struct puts them.
+// A hand-off between two workers moves its variable's line and nothing
+// else's. Sharing a line doubled the cross-worker hand-off (78 -> 150 ns
+// here, BENCHMARKS.md "A hand-off that moved with the binary"), and
+// whether two variables on a stack shared one changed with unrelated
+// code. The cost: a variable of a small `T` takes 128 bytes, not 32.
+#[cfg_attr(
+    any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64",
+        target_arch = "arm64ec"
+    ),
+    repr(C, align(128))
+)]
+#[cfg_attr(
+    not(any(
+        target_arch = "x86_64",
+        target_arch = "aarch64",
+        target_arch = "powerpc64",
+        target_arch = "arm64ec"
+    )),
+    repr(C, align(64))
+)]
 pub(crate) struct Var<T> {
     pub(crate) word: WaitWord<T>,
     value: UnsafeCell<MaybeUninit<T>>,
