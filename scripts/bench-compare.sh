@@ -55,10 +55,11 @@ mkdir -p "$runs"
 for round in $(seq 1 "$rounds"); do
     if [ $((round % 2)) = 1 ]; then order=(base head); else order=(head base); fi
     for sub in "${subcommands[@]}"; do
+        tag=${sub// /_}
         for build in "${order[@]}"; do
             echo "# round $round/$rounds: $build $sub" >&2
             # shellcheck disable=SC2086
-            "$out/bin/$build" $sub $quick > "$runs/$build.$sub.$round" 2>/dev/null ||
+            "$out/bin/$build" $sub $quick > "$runs/$build.$tag.$round" 2>/dev/null ||
                 echo "# $build $sub failed in round $round" >&2
         done
     done
@@ -67,10 +68,11 @@ done
 echo "# figures: median over $rounds rounds; head = the working tree, base = $rev ($sha)"
 printf '%-44s %14s %14s %9s\n' figure base head head/base
 for sub in "${subcommands[@]}"; do
+    tag=${sub// /_}
     for build in base head; do
-        for f in "$runs/$build.$sub".*; do
+        for f in "$runs/$build.$tag".*; do
             # "name value [unit]" lines; ratios ("name/peer value") too.
-            awk -v b="$build" -v s="$sub" 'NF >= 2 && $2 ~ /^-?[0-9.]+$/ { print s ":" $1, b, $2 }' "$f"
+            awk -v b="$build" -v s="${sub%% *}" 'NF >= 2 && $2 ~ /^-?[0-9.]+$/ { print s ":" $1, b, $2 }' "$f"
         done
     done
 done | sort -k1,1 -k2,2 -k3,3g | awk '
