@@ -300,7 +300,10 @@ fn handoff(reps: usize, round_trips: u64) {
                 "handoff_cross_worker: {same_worker_runs} runs had both tasks on one worker"
             ));
         }
-        note(&format!("handoff_cross_worker: {}", ping_pong(1, true).layout));
+        note(&format!(
+            "handoff_cross_worker: {}",
+            ping_pong(1, true).layout
+        ));
         s
     });
     rt.shutdown();
@@ -394,7 +397,11 @@ fn layout(a: usize, b: usize, size: usize) -> String {
         a % 128,
         b % 128,
         a.abs_diff(b),
-        if shared { "; they share a 64-byte line" } else { "" },
+        if shared {
+            "; they share a 64-byte line"
+        } else {
+            ""
+        },
         if la.0 != la.1 || lb.0 != lb.1 {
             "; one straddles two lines"
         } else {
