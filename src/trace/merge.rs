@@ -621,6 +621,40 @@ struct MsgEnd {
     steal: bool,
 }
 
+/// A message's key: (source locale, destination locale, kind, trace
+/// sequence number).
+type MsgKey = (usize, usize, u16, u64);
+
+/// Pairs each send with the receive of the same key nearest to it in
+/// time (taking it), for the flows. Not "first after it": each part
+/// converts its own time-stamp counter to CLOCK_MONOTONIC, and two
+/// calibrations may disagree by more than a message's flight over shared
+/// memory (a fraction of a microsecond), so that a receive reads as a
+/// little earlier than its send; a key recurs only every 65,536 messages
+/// between two locales, far apart in time.
+fn pair_messages<'a>(
+    sends: &'a HashMap<MsgKey, Vec<MsgEnd>>,
+    recvs: &mut HashMap<MsgKey, Vec<MsgEnd>>,
+) -> Vec<(&'a MsgKey, &'a MsgEnd, MsgEnd)> {
+    let mut pairs = Vec::new();
+    for (key, ss) in sends {
+        let Some(rs) = recvs.get_mut(key) else {
+            continue;
+        };
+        for s in ss {
+            let nearest = rs
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, r)| r.t.abs_diff(s.t))
+                .map(|(i, _)| i);
+            if let Some(i) = nearest {
+                pairs.push((key, s, rs.swap_remove(i)));
+            }
+        }
+    }
+    pairs
+}
+
 /// Merges this user's newest parts of the trace `path` ([`find_parts`])
 /// into the Chrome JSON file `path` (replacing it), and returns what it
 /// found. Parts stay in place.
@@ -811,8 +845,8 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
     };
     let mut summary = Summary::default();
     // Messages: sends and receives by (src, dst, kind, seq), in order.
-    let mut sends: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
-    let mut recvs: HashMap<(usize, usize, u16, u64), Vec<MsgEnd>> = HashMap::new();
+    let mut sends: HashMap<MsgKey, Vec<MsgEnd>> = HashMap::new();
+    let mut recvs: HashMap<MsgKey, Vec<MsgEnd>> = HashMap::new();
     for p in parts {
         let pid = p.locale;
         let mut label = format!("locale {pid}");
@@ -1016,42 +1050,25 @@ pub fn to_json(parts: &[Part]) -> (String, Summary) {
         }
         summary.locales.push((p.locale, p.complete, uses));
     }
-    // Pair each send with the receive of the same (src, dst, kind,
-    // sequence number), nearest after it in time.
-    for (key, ss) in &sends {
-        let Some(rs) = recvs.get_mut(key) else {
-            continue;
-        };
-        for s in ss {
-            let Some(i) = rs
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.t >= s.t)
-                .min_by_key(|(_, r)| r.t)
-                .map(|(i, _)| i)
-            else {
-                continue;
-            };
-            let r = rs.swap_remove(i);
-            let (src, dst) = (key.0, key.1);
-            let what = msg_kind_name(s.kind);
-            let args = format!("\"bytes\":{},\"kind\":\"{what}\"", s.bytes);
+    for (key, s, r) in pair_messages(&sends, &mut recvs) {
+        let (src, dst) = (key.0, key.1);
+        let what = msg_kind_name(s.kind);
+        let args = format!("\"bytes\":{},\"kind\":\"{what}\"", s.bytes);
+        out.flow(
+            "message",
+            (s.pid, s.tid, s.t),
+            (r.pid, r.tid, r.t),
+            Some(&format!("send {what} to locale {dst}")),
+            &format!("{args},\"from\":{src}"),
+        );
+        if s.steal {
             out.flow(
-                "message",
+                "steal-across",
                 (s.pid, s.tid, s.t),
                 (r.pid, r.tid, r.t),
-                Some(&format!("send {what} to locale {dst}")),
-                &format!("{args},\"from\":{src}"),
+                Some(&format!("work stolen by locale {dst}")),
+                &args,
             );
-            if s.steal {
-                out.flow(
-                    "steal-across",
-                    (s.pid, s.tid, s.t),
-                    (r.pid, r.tid, r.t),
-                    Some(&format!("work stolen by locale {dst}")),
-                    &args,
-                );
-            }
         }
     }
     summary.flows = out.flows.clone();
@@ -1080,6 +1097,34 @@ mod tests {
             })
             .filter(|r| !r.is_empty())
             .collect()
+    }
+
+    fn end(pid: usize, t: i128) -> MsgEnd {
+        MsgEnd {
+            pid,
+            tid: 0,
+            t,
+            bytes: 8,
+            kind: 0,
+            steal: false,
+        }
+    }
+
+    #[test]
+    fn a_receive_stamped_before_its_send_still_pairs_with_it() {
+        // Two parts' clocks disagree by 300 ns: the message flew in 200.
+        // Two messages of the same key (its sequence number wrapped) pair
+        // each with its own receive.
+        let key = (0, 1, 0, 7);
+        let sends = HashMap::from([(key, vec![end(0, 1_000), end(0, 9_000_000)])]);
+        let mut recvs = HashMap::from([(key, vec![end(1, 9_000_150), end(1, 900)])]);
+        let mut pairs: Vec<(i128, i128)> = pair_messages(&sends, &mut recvs)
+            .into_iter()
+            .map(|(_, s, r)| (s.t, r.t))
+            .collect();
+        pairs.sort();
+        assert_eq!(pairs, [(1_000, 900), (9_000_000, 9_000_150)]);
+        assert!(recvs[&key].is_empty());
     }
 
     #[test]
