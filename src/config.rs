@@ -54,6 +54,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_TRACE` | a path: record a timeline trace there (Chrome trace-event JSON) | off |
 /// | `CANTUS_TRACE_EVENTS` | events each thread's lane of the trace holds, 16..2^26 | 2^18 |
 /// | `CANTUS_CHANT_POLL` | `scheduler` or `task`: who polls for a Chant receive that waits ([`chant::Policy`](crate::chant::Policy)) | `scheduler` |
+/// | `CANTUS_MPI_PROGRESS` | `auto`, `inline` or `thread`: who makes an MPI job's MPI calls | `auto`: `inline` below 8 CPUs per rank |
 /// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
@@ -149,6 +150,29 @@ pub(crate) fn mpi_launcher() -> Option<(&'static str, Option<usize>)> {
 /// The variable that chooses the global address space's memory.
 const PGAS_VAR: &str = "CANTUS_PGAS";
 
+/// The variable that chooses who makes an MPI job's MPI calls.
+pub(crate) const MPI_PROGRESS_VAR: &str = "CANTUS_MPI_PROGRESS";
+
+/// A rank whose share of its node's CPUs is at least this many runs an
+/// MPI thread under `CANTUS_MPI_PROGRESS=auto`; a smaller share
+/// progresses inline (`comm/mpi/README.md`, "Progress modes").
+pub(crate) const MPI_THREAD_MIN_CPUS: usize = 8;
+
+/// Who makes an MPI job's MPI calls (`CANTUS_MPI_PROGRESS`;
+/// `comm/mpi/README.md`, "Progress modes").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) enum MpiProgress {
+    /// `inline` where the rank's share of CPUs is below
+    /// [`MPI_THREAD_MIN_CPUS`], else `thread`.
+    Auto,
+    /// The threads that send, poll, wait or park make the calls under one
+    /// try-lock (`MPI_THREAD_SERIALIZED`); a helper sleeps beside them.
+    Inline,
+    /// One MPI thread per rank makes every call (`MPI_THREAD_FUNNELED`).
+    Thread,
+}
+
 /// Which memory the global address space (`pgas`) uses
 /// (`pgas/README.md`, "Two memories").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,6 +228,9 @@ pub(crate) struct Config {
     /// `Some(true)` the waiting task, `Some(false)` the scheduler, `None`
     /// not set (the default, or what the program chose).
     pub(crate) chant_task_polls: Option<bool>,
+    /// Who makes an MPI job's MPI calls (`CANTUS_MPI_PROGRESS`).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) mpi_progress: MpiProgress,
     /// The locale count the program asked for (`CANTUS_LOCALES` or
     /// `Builder::locales`), and how it asked, if it did: under MPI the
     /// launcher decides, and a different count is an error.
@@ -573,6 +600,15 @@ impl Builder {
                 _ => return Err(invalid("CANTUS_CHANT_POLL", &v, "scheduler or task")),
             },
         };
+        let mpi_progress = match env(MPI_PROGRESS_VAR) {
+            None => MpiProgress::Auto,
+            Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "auto" => MpiProgress::Auto,
+                "inline" => MpiProgress::Inline,
+                "thread" => MpiProgress::Thread,
+                _ => return Err(invalid(MPI_PROGRESS_VAR, &v, "auto, inline or thread")),
+            },
+        };
         if workers > max_threads {
             return Err(Error::new(
                 ErrorKind::TooManyThreads,
@@ -612,6 +648,7 @@ impl Builder {
             heap_bytes: heap_bytes.next_multiple_of(page),
             pgas,
             chant_task_polls,
+            mpi_progress,
             locales_asked,
         })
     }
@@ -671,17 +708,54 @@ impl Config {
     /// Places this process in an MPI job once MPI told it where it is:
     /// locale `rank` of `size`, rank `node_rank` of the `node_size` on
     /// its node. The CPUs are shared among the node's ranks (not by the
-    /// global locale number), and unless the worker count was given, each
-    /// rank runs one worker fewer than its share of CPUs (at least one),
-    /// leaving room for its MPI thread.
+    /// global locale number), and unless the worker count was given, a
+    /// rank with an MPI thread (`progress_thread`) runs one worker fewer
+    /// than its share of CPUs (at least one), leaving room for that
+    /// thread; a rank that progresses inline runs its whole share.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn place(&mut self, rank: usize, size: usize, node_rank: usize, node_size: usize) {
+    pub(crate) fn place(
+        &mut self,
+        rank: usize,
+        size: usize,
+        node_rank: usize,
+        node_size: usize,
+        progress_thread: bool,
+    ) {
         self.here = rank;
         self.locales = size;
         self.cpus = cpu_share(&affinity_cpus(), node_rank, node_size);
         if !self.workers_given {
-            self.workers = self.cpus.len().saturating_sub(1).max(1);
+            self.workers = if progress_thread {
+                self.cpus.len().saturating_sub(1).max(1)
+            } else {
+                self.cpus.len().max(1)
+            };
         }
+    }
+
+    /// This rank's share of its node's CPUs, from what the MPI launcher
+    /// says before MPI starts (its node-local rank and size), or `None`
+    /// if the launcher does not say (`CANTUS_MPI_PROGRESS=auto` then
+    /// progresses inline).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn cpu_share_before_mpi(&self) -> Option<usize> {
+        // Open MPI, MPICH's Hydra, PMIx launchers.
+        let var = |names: &[&str]| {
+            names
+                .iter()
+                .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
+        };
+        let rank = var(&[
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "MPI_LOCALRANKID",
+            "PMIX_LOCAL_RANK",
+        ])?;
+        let size = var(&[
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+            "MPI_LOCALNRANKS",
+            "PMIX_LOCAL_SIZE",
+        ])?;
+        (rank < size).then(|| cpu_share(&affinity_cpus(), rank, size).len())
     }
 }
 
@@ -874,6 +948,7 @@ mod tests {
             ("CANTUS_PIN", "maybe", "true/false"),
             ("CANTUS_DEADLOCK_MS", "soon", "milliseconds"),
             ("CANTUS_CHANT_POLL", "tasks", "scheduler or task"),
+            ("CANTUS_MPI_PROGRESS", "progress", "auto, inline or thread"),
             (
                 "CANTUS_PGAS",
                 "mpi",

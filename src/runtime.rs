@@ -112,7 +112,7 @@ impl Runtime {
             return Err(e);
         }
         let engine = Engine::new(transport.clone(), table);
-        let driver = Arc::new(CommDriver::new(transport, engine.clone()));
+        let driver = Arc::new(CommDriver::new(transport.clone(), engine.clone()));
         let mut rt = match Runtime::start_with_driver(config, Some(driver)) {
             Ok(rt) => rt,
             Err(e) => {
@@ -122,6 +122,7 @@ impl Runtime {
             }
         };
         engine.attach(&rt.registry);
+        transport.attach_poller(crate::sched::driver::DriverPoller::new(&rt.registry));
         crate::am::count_messages(rt.registry.config.stats || rt.registry.config.trace.is_some());
         crate::am::install(engine.clone());
         if here == 0 {

@@ -214,6 +214,10 @@ fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 + i / 257) as u8).collect()
 }
 
+/// The progress modes (`CANTUS_MPI_PROGRESS`): every job of this file
+/// runs in each (`comm/mpi/README.md`, "Progress modes").
+const MODES: [&str; 2] = ["inline", "thread"];
+
 /// How long one mpirun may take before it is killed.
 const MPIRUN_LIMIT: Duration = Duration::from_secs(90);
 
@@ -290,11 +294,13 @@ fn on_ranks(test: &str, ranks: &[usize], extra: &[&str], body: impl FnOnce()) {
         return;
     }
     for &n in ranks {
-        let (ok, stdout, stderr) = mpirun(test, n, extra, &[]);
-        assert!(
-            ok,
-            "{test} under mpirun -n {n} {extra:?} failed:\n{stdout}\n{stderr}"
-        );
+        for mode in MODES {
+            let (ok, stdout, stderr) = mpirun(test, n, extra, &[("CANTUS_MPI_PROGRESS", mode)]);
+            assert!(
+                ok,
+                "{test} under mpirun -n {n} {extra:?}, progress {mode}, failed:\n{stdout}\n{stderr}"
+            );
+        }
     }
 }
 
@@ -545,11 +551,169 @@ fn inline_calls_run_inside_balanced_pieces_across_ranks() {
         return;
     }
     for n in [2, 3] {
-        let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[]);
-        assert!(
-            ok && !stderr.contains("panicked"),
-            "{TEST} under mpirun -n {n}:\n{stdout}\n{stderr}"
-        );
+        for mode in MODES {
+            let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[("CANTUS_MPI_PROGRESS", mode)]);
+            assert!(
+                ok && !stderr.contains("panicked"),
+                "{TEST} under mpirun -n {n}, progress {mode}:\n{stdout}\n{stderr}"
+            );
+        }
+    }
+}
+
+/// The names of this process's threads.
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// What a rank runs besides its workers, and how many workers.
+#[derive(Serialize, Deserialize)]
+struct Threads;
+impl Remote for Threads {
+    type Output = (usize, Vec<String>);
+    fn run(self) -> (usize, Vec<String>) {
+        (cantus::query::workers().unwrap(), thread_names())
+    }
+}
+
+/// Each progress mode runs the threads it says: `inline` no MPI thread,
+/// a helper, and as many workers as the rank's share of CPUs; `thread`
+/// an MPI thread and one worker fewer (with a share of one CPU, one);
+/// and `auto` on this small machine is `inline`. A bad value is refused.
+#[test]
+fn each_progress_mode_runs_the_threads_it_says() {
+    const TEST: &str = "each_progress_mode_runs_the_threads_it_says";
+    if is_child() {
+        let mode = std::env::var("CANTUS_MPI_PROGRESS").unwrap_or_default();
+        if mode == "bogus" {
+            let e = cantus::Runtime::builder().build().err().expect("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("CANTUS_MPI_PROGRESS") && msg.contains("auto, inline or thread"),
+                "{msg}"
+            );
+            return;
+        }
+        let rt = job();
+        let inline = mode != "thread";
+        let cpus = std::thread::available_parallelism().unwrap().get();
+        rt.block_on(|| {
+            for l in 0..cantus::num_locales() {
+                let (workers, names) = cantus::on(l, Threads).join().unwrap();
+                let mpi = names.iter().filter(|n| *n == "cantus-mpi").count();
+                let helper = names.iter().filter(|n| *n == "cantus-mpi-help").count();
+                // (Open MPI's own threads take the name of the thread
+                // that initialized MPI: the MPI thread's in `thread` mode.)
+                assert_eq!(
+                    (mpi > 0, helper),
+                    if inline { (false, 1) } else { (true, 0) },
+                    "locale {l}, progress {mode:?}: {names:?}"
+                );
+                // Each rank's share of this machine's CPUs (bound or not).
+                let share = (cpus / cantus::num_locales()).max(1);
+                let want = if inline { share } else { (share - 1).max(1) };
+                assert_eq!(workers, want, "locale {l}, progress {mode:?}");
+            }
+        });
+        rt.shutdown();
+        return;
+    }
+    for mode in ["inline", "thread", "auto"] {
+        let (ok, stdout, stderr) = mpirun(TEST, 2, &[], &[("CANTUS_MPI_PROGRESS", mode)]);
+        assert!(ok, "progress {mode}:\n{stdout}\n{stderr}");
+    }
+    let (ok, stdout, stderr) = mpirun(TEST, 2, &[], &[("CANTUS_MPI_PROGRESS", "bogus")]);
+    assert!(ok, "a bad mode:\n{stdout}\n{stderr}");
+}
+
+/// Workers of locale 1 that spin without polling, until told to stop.
+static SPINNING: AtomicU64 = AtomicU64::new(0);
+static RELEASED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Occupies every worker of its locale with a loop that never polls (up
+/// to 60 s), until `Release` comes.
+#[derive(Serialize, Deserialize)]
+struct OccupyEveryWorker;
+impl Remote for OccupyEveryWorker {
+    type Output = bool;
+    fn run(self) -> bool {
+        let n = cantus::query::workers().unwrap();
+        cantus::coforall(n, |_| {
+            SPINNING.fetch_add(1, Ordering::SeqCst);
+            let until = Instant::now() + Duration::from_secs(60);
+            while !RELEASED.load(Ordering::SeqCst) && Instant::now() < until {
+                std::hint::spin_loop();
+            }
+            SPINNING.fetch_sub(1, Ordering::SeqCst);
+        });
+        RELEASED.load(Ordering::SeqCst)
+    }
+}
+
+/// How many workers spin, and their number, answered inside the poll.
+#[derive(Serialize, Deserialize)]
+struct HowManySpin;
+impl Remote for HowManySpin {
+    type Output = (u64, usize);
+    const INLINE: bool = true;
+    fn run(self) -> (u64, usize) {
+        (
+            SPINNING.load(Ordering::SeqCst),
+            cantus::query::workers().unwrap(),
+        )
+    }
+}
+
+/// Ends `OccupyEveryWorker`, answered inside the poll.
+#[derive(Serialize, Deserialize)]
+struct Release;
+impl Remote for Release {
+    type Output = u64;
+    const INLINE: bool = true;
+    fn run(self) -> u64 {
+        RELEASED.store(true, Ordering::SeqCst);
+        SPINNING.load(Ordering::SeqCst)
+    }
+}
+
+cantus::remote!(Threads, OccupyEveryWorker, HowManySpin, Release);
+
+/// Inline progress: a locale whose every worker runs a task that never
+/// polls still answers (its helper polls when no one has), so a call
+/// made while they all spin is answered while they spin, not after.
+#[test]
+fn a_locale_whose_workers_never_poll_still_answers_inline() {
+    const TEST: &str = "a_locale_whose_workers_never_poll_still_answers_inline";
+    if is_child() {
+        let rt = job();
+        rt.block_on(|| {
+            let busy = cantus::on(1, OccupyEveryWorker);
+            // Answered by locale 1's helper once every worker spins.
+            loop {
+                let (spinning, workers) = cantus::on(1, HowManySpin).join().unwrap();
+                if spinning as usize == workers {
+                    break;
+                }
+                cantus::sleep(Duration::from_millis(5));
+            }
+            let spinning = cantus::on(1, Release).join().unwrap();
+            assert!(spinning > 0, "answered while the workers spun");
+            assert!(
+                busy.join().unwrap(),
+                "the spin ended by Release, not its cap"
+            );
+        });
+        rt.shutdown();
+        return;
+    }
+    for n in [2, 3] {
+        let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[("CANTUS_MPI_PROGRESS", "inline")]);
+        assert!(ok, "mpirun -n {n}:\n{stdout}\n{stderr}");
     }
 }
 
@@ -592,26 +756,32 @@ fn a_traced_job_merges_every_rank_s_part() {
     let _ = std::fs::remove_file(&path);
 }
 
-/// Runs `test` under mpirun expecting the job to fail; returns stderr.
-fn failing_job(
-    test: &str,
-    ranks: usize,
-    env: &[(&str, &str)],
-    body: impl FnOnce(),
-) -> Option<String> {
+/// Runs `test` under mpirun in each progress mode, expecting the job to
+/// fail; returns each run's stderr (none in a rank).
+fn failing_job(test: &str, ranks: usize, env: &[(&str, &str)], body: impl FnOnce()) -> Vec<String> {
     if is_child() {
         body();
-        return None;
+        return Vec::new();
     }
-    let start = Instant::now();
-    let (ok, _, stderr) = mpirun(test, ranks, &[], env);
-    assert!(!ok, "{test}: the job should have failed:\n{stderr}");
-    assert!(
-        start.elapsed() < Duration::from_secs(60),
-        "{test}: the job took {:?} to end",
-        start.elapsed()
-    );
-    Some(stderr)
+    MODES
+        .iter()
+        .map(|mode| {
+            let mut env = env.to_vec();
+            env.push(("CANTUS_MPI_PROGRESS", mode));
+            let start = Instant::now();
+            let (ok, _, stderr) = mpirun(test, ranks, &[], &env);
+            assert!(
+                !ok,
+                "{test}, progress {mode}: the job should have failed:\n{stderr}"
+            );
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{test}, progress {mode}: the job took {:?} to end",
+                start.elapsed()
+            );
+            stderr
+        })
+        .collect()
 }
 
 #[test]
@@ -628,7 +798,7 @@ fn a_rank_killed_by_sigkill_ends_the_job() {
             }
         });
     });
-    if let Some(stderr) = stderr {
+    for stderr in stderr {
         assert!(
             stderr.contains("signal 9") || stderr.contains("Killed"),
             "{stderr}"
@@ -647,7 +817,7 @@ fn a_rank_that_exits_early_ends_the_job() {
             }
         });
     });
-    if let Some(stderr) = stderr {
+    for stderr in stderr {
         assert!(
             stderr.contains("exit") || stderr.contains("status"),
             "{stderr}"
@@ -667,7 +837,7 @@ fn a_panic_in_main_ends_the_job_with_its_message() {
             panic!("main gives up on locale {}", cantus::here());
         },
     );
-    if let Some(stderr) = stderr {
+    for stderr in stderr {
         assert!(stderr.contains("main gives up on locale 0"), "{stderr}");
     }
 }
@@ -685,7 +855,7 @@ fn cantus_locales_that_disagree_with_the_ranks_is_an_error() {
             std::process::exit(7);
         },
     );
-    if let Some(stderr) = stderr {
+    for stderr in stderr {
         assert!(stderr.contains("2 ranks"), "{stderr}");
     }
 }
@@ -716,7 +886,7 @@ fn builder_locales_that_disagree_with_the_ranks_is_an_error() {
             std::process::exit(7);
         },
     );
-    if let Some(stderr) = stderr {
+    for stderr in stderr {
         assert!(stderr.contains("refused: "), "{stderr}");
     }
 }

@@ -139,6 +139,12 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// is not held up by a sleep. The default does nothing.
     fn expect_arrivals(&self, _on: bool) {}
 
+    /// Hands the transport a way to poll the driver from a thread of its
+    /// own (the MPI transport's helper in its inline mode, when no worker
+    /// polls). Called once, after the runtime started; the default
+    /// ignores it.
+    fn attach_poller(&self, _poller: crate::sched::driver::DriverPoller) {}
+
     /// Frames `try_send` has taken so far, to every destination on both
     /// networks: a count that only grows (termination detection's
     /// messages sent, counted where sending is serialized anyway, so that

@@ -14,14 +14,16 @@
 //! `README.md` beside this file states the protocols and why no locale
 //! can deadlock.
 
+mod inline;
 mod progress;
 mod sys;
 mod transport;
 
 use crate::comm::job::Job;
 use crate::comm::transport::Transport;
-use crate::config::{Config, LOCALES_VAR};
+use crate::config::{Config, LOCALES_VAR, MPI_THREAD_MIN_CPUS, MpiProgress};
 use crate::error::{Error, ErrorKind};
+use inline::Inline;
 use progress::Progress;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
@@ -50,14 +52,21 @@ struct Placement {
 struct MpiJob {
     shared: Arc<Shared>,
     transport: Arc<MpiTransport>,
-    /// The MPI thread; joined when the job finishes.
+    /// The MPI thread (`thread` mode) or the helper (`inline`); joined
+    /// when the job finishes.
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The inline mode's lock and MPI state (`None` in `thread` mode).
+    inline: Option<Arc<Inline>>,
 }
 
-/// Initializes MPI on a thread of its own (which makes every MPI call
-/// from then on), places `config` in the job (its locale is its rank, the
-/// number of locales the MPI size, its CPUs a share of its node's) and
-/// returns the job.
+/// Initializes MPI, places `config` in the job (its locale is its rank,
+/// the number of locales the MPI size, its CPUs a share of its node's,
+/// its workers that share, less one in `thread` mode) and returns the
+/// job. Who makes the MPI calls from then on is `config.mpi_progress`
+/// (`README.md`, "Progress modes"): the threads that need progress
+/// (`inline`: MPI is initialized here, at `MPI_THREAD_SERIALIZED`) or an
+/// MPI thread (`thread`: MPI is initialized on it, at
+/// `MPI_THREAD_FUNNELED`).
 pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     if STARTED.swap(true, Ordering::AcqRel) {
         return Err(Error::new(
@@ -66,6 +75,89 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
              process, so a process runs one multi-locale runtime under MPI",
         ));
     }
+    let inline = match config.mpi_progress {
+        MpiProgress::Inline => true,
+        MpiProgress::Thread => false,
+        MpiProgress::Auto => config
+            .cpu_share_before_mpi()
+            .is_none_or(|cpus| cpus < MPI_THREAD_MIN_CPUS),
+    };
+    let (placement, job) = if inline {
+        start_inline(config)?
+    } else {
+        start_thread(config)?
+    };
+    if let Some((_, asked)) = config
+        .locales_asked
+        .as_ref()
+        .filter(|(n, _)| *n != placement.size)
+    {
+        let remedy = if asked.starts_with(LOCALES_VAR) {
+            format!("unset {LOCALES_VAR}")
+        } else {
+            "drop Builder::locales".to_string()
+        };
+        let e = Error::new(
+            ErrorKind::InvalidConfig,
+            format!(
+                "cantus: {asked} but the MPI launcher started {} ranks: under MPI the number of \
+                 ranks is the number of locales ({remedy}, or start as many ranks)",
+                placement.size
+            ),
+        );
+        // Every rank sees the same setting and says the same.
+        job.end_quietly();
+        return Err(e);
+    }
+    config.place(
+        placement.rank,
+        placement.size,
+        placement.node_rank,
+        placement.node_size,
+        !inline,
+    );
+    config.trace_job = placement.trace_job;
+    Ok(Box::new(job))
+}
+
+/// `inline` mode: MPI initialized on this thread; a helper thread
+/// started beside the workers.
+fn start_inline(config: &Config) -> Result<(Placement, MpiJob), Error> {
+    let (placement, progress, shared) =
+        init(config.ring_bytes / 2, config.trace_job, Level::Serialized)?;
+    let inline = Arc::new(Inline::new(shared.clone(), progress));
+    let helper = {
+        let inline = inline.clone();
+        std::thread::Builder::new()
+            .name("cantus-mpi-help".into())
+            .spawn(move || inline.helper())
+    };
+    let helper = match helper {
+        Ok(h) => h,
+        Err(e) => {
+            // Every rank must finish what it started: the others wait.
+            let _ = inline.finish();
+            return Err(Error::new(
+                ErrorKind::Os,
+                format!("cantus: could not start the MPI helper thread: {e}"),
+            ));
+        }
+    };
+    let job = MpiJob {
+        transport: Arc::new(MpiTransport {
+            shared: shared.clone(),
+            inline: Some(inline.clone()),
+        }),
+        shared,
+        thread: Mutex::new(Some(helper)),
+        inline: Some(inline),
+    };
+    Ok((placement, job))
+}
+
+/// `thread` mode: MPI initialized on the MPI thread, which makes every
+/// call from then on.
+fn start_thread(config: &Config) -> Result<(Placement, MpiJob), Error> {
     let frame_bytes = config.ring_bytes / 2;
     let trace_job = config.trace_job;
     let (tx, rx) = mpsc::channel();
@@ -95,40 +187,13 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     let job = MpiJob {
         transport: Arc::new(MpiTransport {
             shared: shared.clone(),
+            inline: None,
         }),
         shared,
         thread: Mutex::new(Some(thread)),
+        inline: None,
     };
-    if let Some((_, asked)) = config
-        .locales_asked
-        .as_ref()
-        .filter(|(n, _)| *n != placement.size)
-    {
-        let remedy = if asked.starts_with(LOCALES_VAR) {
-            format!("unset {LOCALES_VAR}")
-        } else {
-            "drop Builder::locales".to_string()
-        };
-        let e = Error::new(
-            ErrorKind::InvalidConfig,
-            format!(
-                "cantus: {asked} but the MPI launcher started {} ranks: under MPI the number of \
-                 ranks is the number of locales ({remedy}, or start as many ranks)",
-                placement.size
-            ),
-        );
-        // Every rank sees the same setting and says the same.
-        job.end_quietly();
-        return Err(e);
-    }
-    config.place(
-        placement.rank,
-        placement.size,
-        placement.node_rank,
-        placement.node_size,
-    );
-    config.trace_job = placement.trace_job;
-    Ok(Box::new(job))
+    Ok((placement, job))
 }
 
 /// The MPI thread's body: initializes MPI, reports where it placed this
@@ -139,7 +204,7 @@ fn mpi_thread(
     trace_job: u64,
     tx: mpsc::Sender<Result<(Placement, Arc<Shared>), Error>>,
 ) {
-    let started = std::panic::catch_unwind(|| init(frame_bytes, trace_job));
+    let started = std::panic::catch_unwind(|| init(frame_bytes, trace_job, Level::Funneled));
     let progress = match started {
         Ok(Ok((placement, progress, shared))) => {
             let _ = tx.send(Ok((placement, shared)));
@@ -174,11 +239,24 @@ fn mpi_thread(
     }
 }
 
+/// The thread support a progress mode needs of an MPI cantus initializes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// One thread (the MPI thread) makes every call.
+    Funneled,
+    /// Any thread, one at a time (inline progress).
+    Serialized,
+}
+
 /// Initializes MPI (or adopts a program's own, if it allows calls from
 /// any thread), duplicates `MPI_COMM_WORLD`, finds this process's place
 /// and takes rank 0's `trace_job` (every rank calls the broadcast, traced
 /// or not, so that none waits for another).
-fn init(frame_bytes: usize, trace_job: u64) -> Result<(Placement, Progress, Arc<Shared>), Error> {
+fn init(
+    frame_bytes: usize,
+    trace_job: u64,
+    level: Level,
+) -> Result<(Placement, Progress, Arc<Shared>), Error> {
     let (initialized, finalized) = sys::init_state()?;
     if finalized {
         return Err(Error::new(
@@ -190,15 +268,27 @@ fn init(frame_bytes: usize, trace_job: u64) -> Result<(Placement, Progress, Arc<
     let (funneled, multiple) = sys::funneled_and_multiple();
     let owns_mpi = !initialized;
     if owns_mpi {
-        let provided = sys::init_thread(funneled)?;
-        if provided < funneled {
+        let (required, why) = match level {
+            Level::Funneled => (
+                funneled,
+                "MPI_THREAD_FUNNELED (one thread of its own makes every MPI call: \
+                 CANTUS_MPI_PROGRESS=thread)",
+            ),
+            Level::Serialized => (
+                sys::serialized(),
+                "MPI_THREAD_SERIALIZED (the threads that need progress make the MPI calls, \
+                 one at a time: CANTUS_MPI_PROGRESS=inline, or auto with fewer than 8 CPUs \
+                 per rank; CANTUS_MPI_PROGRESS=thread needs only MPI_THREAD_FUNNELED)",
+            ),
+        };
+        let provided = sys::init_thread(required)?;
+        if provided < required {
             let _ = sys::finalize();
             return Err(Error::new(
                 ErrorKind::Locale,
                 format!(
-                    "cantus: this MPI provides only {}, and cantus needs MPI_THREAD_FUNNELED \
-                     (one thread of its own makes every MPI call); use an MPI built with \
-                     thread support",
+                    "cantus: this MPI provides only {}, and cantus needs {why}; use an MPI built \
+                     with thread support",
                     sys::thread_level_name(provided)
                 ),
             ));
@@ -210,7 +300,7 @@ fn init(frame_bytes: usize, trace_job: u64) -> Result<(Placement, Progress, Arc<
                 ErrorKind::Locale,
                 format!(
                     "cantus: the program initialized MPI itself with {}; cantus makes its MPI \
-                     calls from a thread of its own, beside the program's, which needs \
+                     calls from threads of its own, beside the program's, which needs \
                      MPI_THREAD_MULTIPLE: initialize MPI with MPI_Init_thread(..., \
                      MPI_THREAD_MULTIPLE, ...), or let cantus initialize it",
                     sys::thread_level_name(provided)
@@ -253,12 +343,26 @@ pub fn finalize_mpi_for_test() {
 
 impl MpiJob {
     /// Lets the MPI thread finish (complete, drain, finalize) and waits
-    /// for it.
+    /// for it; inline, stops the helper and finishes on this thread.
     fn end_quietly(&self) {
         self.shared.finishing.store(true, Ordering::Release);
         self.shared.mpi_bell.ring();
+        if let Some(inline) = &self.inline {
+            inline.stop_helper();
+        }
         if let Some(t) = self.thread.lock().unwrap().take() {
             let _ = t.join();
+        }
+        if let Some(inline) = &self.inline {
+            if let Err(e) = inline.finish() {
+                inline.abort(
+                    &format!(
+                        "cantus: locale {}: {e}; aborting the MPI job",
+                        self.shared.here
+                    ),
+                    ABORT_GRACE,
+                );
+            }
         }
     }
 }
@@ -288,6 +392,9 @@ impl Job for MpiJob {
     }
 
     fn abort(&self, message: &str) -> ! {
+        if let Some(inline) = &self.inline {
+            inline.abort(message, ABORT_GRACE);
+        }
         self.shared.request_abort(message.to_string());
         // The MPI thread prints the message and calls MPI_Abort; if it
         // cannot (it is gone or stuck), this thread does, as a last

@@ -70,6 +70,15 @@ pub(super) struct Progress {
     delivered: bool,
 }
 
+// SAFETY: a `Progress` holds MPI handles (raw pointers in Open MPI) and
+// buffers that pending requests read. It is used by one thread at a time:
+// owned by the MPI thread (`thread` mode, MPI_THREAD_FUNNELED: it is
+// made, used and finished on that thread), or kept under the inline
+// mode's mutex (`inline.rs`, MPI_THREAD_SERIALIZED or MULTIPLE, which let
+// any thread call MPI while no two calls overlap: the mutex orders them).
+// Nothing in it is tied to a thread by Rust (no thread-locals, no `Rc`).
+unsafe impl Send for Progress {}
+
 impl Progress {
     pub(super) fn new(shared: Arc<Shared>, comm: MPI_Comm, owns_mpi: bool) -> Progress {
         let n = shared.locales;
@@ -104,10 +113,7 @@ impl Progress {
                 eprintln!("{why}");
                 sys::abort(1);
             }
-            let mut worked = self.send_queued()?;
-            worked |= self.return_credit()?;
-            worked |= self.complete_sends()?;
-            worked |= self.receive(true)?;
+            let worked = self.pass()?;
             if self.shared.finishing.load(Ordering::Acquire)
                 && self.shared.outgoing_len.load(Ordering::Acquire) == 0
             {
@@ -148,6 +154,17 @@ impl Progress {
                 nap = (nap * 2).min(LONGEST_NAP);
             }
         }
+    }
+
+    /// One pass: sends what is queued, returns the credit owed, completes
+    /// sends, receives what arrived (into the arrival queues). Every call
+    /// returns at once (D1). Returns whether it did anything.
+    pub(super) fn pass(&mut self) -> Result<bool, Error> {
+        let mut worked = self.send_queued()?;
+        worked |= self.return_credit()?;
+        worked |= self.complete_sends()?;
+        worked |= self.receive(true)?;
+        Ok(worked)
     }
 
     /// Sends what the locale's threads queued, in batches per
@@ -316,7 +333,7 @@ impl Progress {
     /// messages it sent it (`MPI_Alltoall`), and receives until it has
     /// them all, so no message is left in flight; then the communicator
     /// is freed and MPI finalized (in that order: rsmpi issue 142).
-    fn finish(mut self) -> Result<(), Error> {
+    pub(super) fn finish(mut self) -> Result<(), Error> {
         self.send_queued()?;
         while !self.requests.is_empty() {
             if !self.complete_sends()? {

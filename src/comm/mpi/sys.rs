@@ -1,7 +1,8 @@
 //! The MPI calls the transport makes, over rsmpi's raw bindings
 //! (`mpi::ffi`): each returns a cantus error carrying MPI's own error
-//! string. Only the MPI thread (`progress.rs`) calls them, except
-//! [`abort`], the last resort of a fatal error.
+//! string. Only the thread that holds the MPI state calls them (the MPI
+//! thread, `progress.rs`, or the holder of the inline mode's lock,
+//! `inline.rs`), except [`abort`], the last resort of a fatal error.
 //!
 //! Our communicator's error handler is `MPI_ERRORS_RETURN`, so errors on
 //! it come back as codes instead of aborting inside MPI.
@@ -66,6 +67,12 @@ pub(super) fn thread_level_name(level: c_int) -> &'static str {
 pub(super) fn funneled_and_multiple() -> (c_int, c_int) {
     // SAFETY: constants of rsmpi's C shim.
     unsafe { (ffi::RSMPI_THREAD_FUNNELED, ffi::RSMPI_THREAD_MULTIPLE) }
+}
+
+/// `MPI_THREAD_SERIALIZED`.
+pub(super) fn serialized() -> c_int {
+    // SAFETY: a constant of rsmpi's C shim.
+    unsafe { ffi::RSMPI_THREAD_SERIALIZED }
 }
 
 /// Whether MPI was initialized, and whether it was finalized.
@@ -176,8 +183,12 @@ pub(super) fn free(comm: &mut MPI_Comm) -> Result<(), Error> {
 
 /// `MPI_Finalize`.
 pub(super) fn finalize() -> Result<(), Error> {
-    // SAFETY: called once, by the thread that initialized MPI, after every
-    // request completed and our communicator was freed.
+    // SAFETY: called once, after every request completed and our
+    // communicator was freed, by the thread that initialized MPI (the MPI
+    // thread; inline, the thread that finishes the runtime, which is the
+    // one that started it unless a program drops its runtime on another
+    // thread: the MPI standard asks for the initializing thread, and
+    // Open MPI does not check it).
     check(unsafe { ffi::MPI_Finalize() }, "MPI_Finalize")
 }
 

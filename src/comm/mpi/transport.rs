@@ -5,6 +5,7 @@
 //! the protocols (credits, batches, waking each side) and why no locale
 //! can deadlock.
 
+use super::inline::Inline;
 use crate::comm::bell::Bell;
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind, Locales};
@@ -206,6 +207,10 @@ impl Shared {
 /// The transport: the locale's threads' end of [`Shared`].
 pub(crate) struct MpiTransport {
     pub(super) shared: std::sync::Arc<Shared>,
+    /// Inline progress (`inline.rs`): the threads that send, poll and
+    /// park make the MPI calls; `None` in `thread` mode (an MPI thread
+    /// makes them).
+    pub(super) inline: Option<std::sync::Arc<Inline>>,
 }
 
 impl MpiTransport {
@@ -277,7 +282,14 @@ impl Transport for MpiTransport {
             // load that sees it finds the frame when it takes the lock.
             s.outgoing_len.store(out.0.len(), Ordering::Release);
         }
-        s.mpi_bell.ring_if_sleeping();
+        match &self.inline {
+            // Send it now, unless another thread is making a pass (then
+            // that thread sends it before it lets go: `Inline::progress`).
+            Some(inline) => {
+                inline.progress();
+            }
+            None => s.mpi_bell.ring_if_sleeping(),
+        }
         Ok(())
     }
 
@@ -288,6 +300,9 @@ impl Transport for MpiTransport {
         deliver: &mut dyn FnMut(Arrival<'_>),
     ) -> Result<usize, Error> {
         let s = &*self.shared;
+        if let Some(inline) = &self.inline {
+            inline.progress();
+        }
         let mut handled = 0;
         // Replies first: they complete work that already waits.
         for net in [Network::Reply, Network::Request] {
@@ -330,7 +345,18 @@ impl Transport for MpiTransport {
     }
 
     fn ready(&self) -> bool {
-        self.shared.has_arrivals()
+        if self.shared.has_arrivals() {
+            return true;
+        }
+        // Inline: the asker (an idle worker between its backoffs, a busy
+        // one between tasks) looks at MPI itself.
+        match &self.inline {
+            Some(inline) => {
+                inline.progress();
+                self.shared.has_arrivals()
+            }
+            None => false,
+        }
     }
 
     fn expect_arrivals(&self, on: bool) {
@@ -342,7 +368,13 @@ impl Transport for MpiTransport {
     }
 
     fn has_progress_thread(&self) -> bool {
-        true
+        self.inline.is_none()
+    }
+
+    fn attach_poller(&self, poller: crate::sched::driver::DriverPoller) {
+        if let Some(inline) = &self.inline {
+            inline.attach(poller);
+        }
     }
 
     fn frames_taken(&self) -> u64 {
@@ -350,12 +382,18 @@ impl Transport for MpiTransport {
     }
 
     fn park(&self, timeout: Option<Duration>) {
+        if let Some(inline) = &self.inline {
+            return inline.park(timeout);
+        }
         let s = &*self.shared;
         s.park_bell.sleep(timeout, || s.has_arrivals());
     }
 
     fn unpark(&self) {
-        self.shared.park_bell.ring();
+        match &self.inline {
+            Some(inline) => inline.unpark(),
+            None => self.shared.park_bell.ring(),
+        }
     }
 }
 

@@ -173,6 +173,31 @@ impl DriverWaker {
     }
 }
 
+/// Lets a thread beside the workers (the MPI transport's helper in its
+/// inline mode) poll the driver when no worker has for a while: the same
+/// poll, under the same token, as a worker's ([`poll`]); handler tasks it
+/// makes go to the injector.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct DriverPoller {
+    registry: Weak<Registry>,
+}
+
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+impl DriverPoller {
+    pub(crate) fn new(registry: &Arc<Registry>) -> DriverPoller {
+        DriverPoller {
+            registry: Arc::downgrade(registry),
+        }
+    }
+
+    /// Polls the driver if no one else is polling it (nothing once the
+    /// runtime is gone). Returns the items handled.
+    pub(crate) fn poll(&self) -> usize {
+        self.registry.upgrade().map_or(0, |r| poll(&r))
+    }
+}
+
 /// The registry's side of the seam.
 pub(crate) struct DriverSlot {
     /// The poll token: set while one thread polls.

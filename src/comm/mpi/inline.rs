@@ -1,0 +1,236 @@
+//! Inline progress (`CANTUS_MPI_PROGRESS=inline`): no MPI thread on the
+//! message path. Whichever thread of the locale sends, polls, waits or
+//! parks makes the MPI calls itself, under one try-lock (GASNet-EX's
+//! MPI conduit and HPX's MPI parcelport work this way), with MPI
+//! initialized at `MPI_THREAD_SERIALIZED`. A thread that finds the lock
+//! taken leaves its frame queued: the holder looks at the queue again
+//! after it releases the lock, so no frame is stranded and nobody waits
+//! for the lock. A helper thread sleeps beside the workers and makes a
+//! pass, and hands what arrived to the engine, only when no one else made
+//! one for a whole period (every worker in a long task that never polls).
+//! `README.md` beside this file, "Progress modes", states the rules and
+//! the deadlock argument for this mode.
+
+use super::progress::Progress;
+use super::sys;
+use super::transport::Shared;
+use crate::comm::bell::Bell;
+use crate::sched::driver::DriverPoller;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::{Arc, Mutex, OnceLock, TryLockError};
+use std::time::{Duration, Instant};
+
+/// How long the helper lets pass without a pass by anyone before it
+/// makes one itself: an arrival at a locale whose every worker computes
+/// without polling waits at most about two of these (one period to see
+/// that no one polled, one in which it arrived).
+pub(super) const HELPER_PERIOD: Duration = Duration::from_millis(1);
+
+/// The lock, the MPI state it guards, and who else needs to know.
+pub(super) struct Inline {
+    shared: Arc<Shared>,
+    /// The MPI state (`None` once finished): whoever holds the lock may
+    /// make MPI calls, and only through it.
+    progress: Mutex<Option<Progress>>,
+    /// Passes made so far, by anyone: the helper's sign of life of the
+    /// others.
+    passes: AtomicU64,
+    /// The engine's poll, for the helper (set once the runtime started).
+    poller: OnceLock<DriverPoller>,
+    /// Set by `unpark`, taken by `park` (a token, as `Transport::park`
+    /// asks).
+    unparked: AtomicBool,
+    /// Wakes the helper (the end).
+    helper_bell: Bell,
+}
+
+impl Inline {
+    pub(super) fn new(shared: Arc<Shared>, progress: Progress) -> Inline {
+        Inline {
+            shared,
+            progress: Mutex::new(Some(progress)),
+            passes: AtomicU64::new(0),
+            poller: OnceLock::new(),
+            unparked: AtomicBool::new(false),
+            helper_bell: Bell::new(),
+        }
+    }
+
+    /// Makes a pass if no other thread is making one; afterwards, if
+    /// frames or credit were queued meanwhile and the lock is free, another
+    /// (the holder's rule that strands nothing: see below). Returns
+    /// whether a pass did anything. Never waits for the lock.
+    ///
+    /// Why no frame is stranded: a sender publishes its frame
+    /// (`outgoing_len`), then a SeqCst fence, then tries the lock; the
+    /// holder releases the lock, then a SeqCst fence, then reads
+    /// `outgoing_len`. Of the two fences one comes first: if the sender's
+    /// does, the holder reads the frame and passes again (or another
+    /// thread that took the lock meanwhile does, under the same rule); if
+    /// the holder's does, the sender's try finds the lock free, or held by
+    /// a later holder, who sends it.
+    pub(super) fn progress(&self) -> bool {
+        let mut worked = false;
+        loop {
+            fence(Ordering::SeqCst);
+            let mut guard = match self.progress.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::WouldBlock) => return worked,
+                Err(TryLockError::Poisoned(held)) => {
+                    drop(held);
+                    self.fatal(
+                        "a thread panicked while it made MPI calls, so the MPI state cannot be \
+                         trusted",
+                    )
+                }
+            };
+            let Some(p) = guard.as_mut() else {
+                return worked; // finished: nothing may call MPI any more
+            };
+            match p.pass() {
+                Ok(w) => worked |= w,
+                Err(e) => {
+                    drop(guard);
+                    self.fatal(&e.to_string())
+                }
+            }
+            self.passes.fetch_add(1, Ordering::Relaxed);
+            drop(guard);
+            // SeqCst: pairs with the sender's fence (above, at the top of
+            // its own call) between its publication and its try.
+            fence(Ordering::SeqCst);
+            let s = &*self.shared;
+            if s.outgoing_len.load(Ordering::Relaxed) == 0 && !s.owing.load(Ordering::Relaxed) {
+                return worked;
+            }
+        }
+    }
+
+    /// Passes made so far by anyone.
+    pub(super) fn passes(&self) -> u64 {
+        self.passes.load(Ordering::Relaxed)
+    }
+
+    /// Blocks the last idle worker until frames arrived, `unpark`, or
+    /// `timeout`, making passes meanwhile: an arrival cannot wake a
+    /// thread (MPI has no wait on "a message or a local event"), so it
+    /// naps between passes, 50 us at first, growing to 1 ms (the MPI
+    /// thread's ladder in `thread` mode); the helper's arrivals ring it.
+    pub(super) fn park(&self, timeout: Option<Duration>) {
+        const FIRST_NAP: Duration = Duration::from_micros(50);
+        const LONGEST_NAP: Duration = Duration::from_millis(1);
+        let s = &*self.shared;
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut nap = FIRST_NAP;
+        loop {
+            if self.unparked.swap(false, Ordering::AcqRel) {
+                return;
+            }
+            self.progress();
+            if s.has_arrivals() || s.finishing.load(Ordering::Acquire) {
+                return;
+            }
+            let mut this_nap = nap;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return;
+                }
+                this_nap = this_nap.min(left);
+            }
+            s.park_bell.sleep(Some(this_nap), || {
+                s.has_arrivals() || self.unparked.load(Ordering::Acquire)
+            });
+            nap = (nap * 2).min(LONGEST_NAP);
+        }
+    }
+
+    /// Ends the current or next `park`.
+    pub(super) fn unpark(&self) {
+        self.unparked.store(true, Ordering::Release);
+        self.shared.park_bell.ring();
+    }
+
+    /// Lets the helper hand arrivals to the engine.
+    pub(super) fn attach(&self, poller: DriverPoller) {
+        let _ = self.poller.set(poller);
+    }
+
+    /// The helper thread's body: every `HELPER_PERIOD`, if nobody made a
+    /// pass since its last look, it makes one, and polls the engine if
+    /// frames wait to be handed on; it ends when the locale finishes.
+    pub(super) fn helper(&self) {
+        let s = &*self.shared;
+        let mut seen = self.passes();
+        loop {
+            self.helper_bell
+                .sleep(Some(HELPER_PERIOD), || s.finishing.load(Ordering::Acquire));
+            if s.finishing.load(Ordering::Acquire) {
+                return;
+            }
+            if self.passes() == seen {
+                self.progress();
+                if s.has_arrivals() {
+                    match self.poller.get() {
+                        // The engine's poll: handlers run (inline ones
+                        // here, the others as tasks queued for the
+                        // workers), replies complete their waits.
+                        Some(p) => {
+                            p.poll();
+                        }
+                        // Before the engine is attached: a parked worker
+                        // takes them.
+                        None => s.park_bell.ring_if_sleeping(),
+                    }
+                }
+            }
+            seen = self.passes();
+        }
+    }
+
+    /// Stops the helper's loop (it exits at its next look).
+    pub(super) fn stop_helper(&self) {
+        self.helper_bell.ring();
+    }
+
+    /// The end: waits for any pass in progress, then completes, drains
+    /// and finalizes (`Progress::finish`). Once it returns no thread
+    /// makes an MPI call through this locale.
+    pub(super) fn finish(&self) -> Result<(), crate::error::Error> {
+        let p = match self.progress.lock() {
+            Ok(mut g) => g.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        match p {
+            Some(p) => p.finish(),
+            None => Ok(()),
+        }
+    }
+
+    /// Ends the job from any thread: prints `message` and calls
+    /// `MPI_Abort`, once no pass is in progress (or after a grace period,
+    /// as a last resort, if a pass is stuck).
+    pub(super) fn abort(&self, message: &str, grace: Duration) -> ! {
+        eprintln!("{message}");
+        let until = Instant::now() + grace;
+        loop {
+            match self.progress.try_lock() {
+                Ok(_) | Err(TryLockError::Poisoned(_)) => sys::abort(1),
+                Err(TryLockError::WouldBlock) if Instant::now() >= until => sys::abort(1),
+                Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(100)),
+            }
+        }
+    }
+
+    /// A fatal MPI error or a broken state during a pass: the job cannot
+    /// go on.
+    fn fatal(&self, why: &str) -> ! {
+        self.abort(
+            &format!(
+                "cantus: locale {}: {why}; aborting the MPI job",
+                self.shared.here
+            ),
+            Duration::from_secs(3),
+        )
+    }
+}
