@@ -156,6 +156,7 @@ pub(crate) const MPI_PROGRESS_VAR: &str = "CANTUS_MPI_PROGRESS";
 /// A rank whose share of its node's CPUs is at least this many runs an
 /// MPI thread under `CANTUS_MPI_PROGRESS=auto`; a smaller share
 /// progresses inline (`comm/mpi/README.md`, "Progress modes").
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) const MPI_THREAD_MIN_CPUS: usize = 8;
 
 /// Who makes an MPI job's MPI calls (`CANTUS_MPI_PROGRESS`;
