@@ -12,11 +12,13 @@
  * - ping-pongs of 1 B, 1 KiB, 64 KiB and 1 MiB messages (MPI_Send/Recv):
  *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`;
  * - MPI_Barrier: `barrier_us`, per barrier (the peer of pgas's barrier).
- * Run as `mpirun -np 2 mpi_pingpong ROUNDS`. */
+ * Run as `mpirun -np 2 mpi_pingpong ROUNDS`; `mpi_pingpong ROUNDS barrier`
+ * times MPI_Barrier alone, on any number of ranks. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
+#include <string.h>
 
 #define WINDOW 64
 
@@ -25,6 +27,17 @@ int main(int argc, char **argv) {
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (argc > 2 && strcmp(argv[2], "barrier") == 0) {
+        long barriers = argc > 1 ? atol(argv[1]) : 10000;
+        if (barriers <= 0) barriers = 10000;
+        for (long i = 0; i < barriers / 10; i++) MPI_Barrier(MPI_COMM_WORLD);
+        double start = MPI_Wtime();
+        for (long i = 0; i < barriers; i++) MPI_Barrier(MPI_COMM_WORLD);
+        double barrier = (MPI_Wtime() - start) / (double)barriers;
+        if (rank == 0) printf("barrier_us %.4f\n", barrier * 1e6);
+        MPI_Finalize();
+        return 0;
+    }
     if (size != 2) {
         if (rank == 0) fprintf(stderr, "mpi_pingpong: run with exactly 2 ranks\n");
         MPI_Abort(MPI_COMM_WORLD, 2);

@@ -29,6 +29,10 @@
 //! - `chant_sizes_*`: Chant messages of 1 B, 1 KiB, 64 KiB and 1 MiB, one
 //!   way (the MPI peer's `oneway_us_*` are the same sizes' ping-pongs).
 //!
+//! - `quiet_*`: each locale's CPU use while nothing happens for 2 s, and
+//!   the round trip of inline calls to locale 1 while every worker there
+//!   computes for 1 s in a loop that never polls (longest and median).
+//!
 //! `--only ROW` runs the rows whose name starts with ROW (`am` all of
 //! them, `transfer` the transfer rows, `chant_sizes` the sweep).
 //!
@@ -125,7 +129,100 @@ impl cantus::Remote for SinkBytes {
     }
 }
 
-cantus::remote!(Ping, PingInline, Tick, Arrived, Sink, SinkBytes, Echo);
+/// This process's CPU time so far (user and system), in seconds.
+fn cpu_seconds() -> f64 {
+    let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `u` is a valid out-parameter for getrusage.
+    let u = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, u.as_mut_ptr());
+        u.assume_init()
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 * 1e-6;
+    tv(u.ru_utime) + tv(u.ru_stime)
+}
+
+/// Locale 1's CPU time so far, in seconds.
+#[derive(Serialize, Deserialize)]
+struct CpuSeconds;
+impl cantus::Remote for CpuSeconds {
+    type Output = f64;
+    fn run(self) -> f64 {
+        cpu_seconds()
+    }
+}
+
+/// Keeps every worker of its locale in a loop that never polls for
+/// `ms` milliseconds.
+#[derive(Serialize, Deserialize)]
+struct Compute {
+    ms: u64,
+}
+impl cantus::Remote for Compute {
+    type Output = ();
+    fn run(self) {
+        let n = cantus::query::workers().unwrap_or(1);
+        cantus::coforall(n, |_| {
+            let until = Instant::now() + Duration::from_millis(self.ms);
+            while Instant::now() < until {
+                std::hint::spin_loop();
+            }
+        });
+    }
+}
+
+cantus::remote!(
+    Ping, PingInline, Tick, Arrived, Sink, SinkBytes, Echo, CpuSeconds, Compute
+);
+
+/// `quiet_*` rows. `quiet_idle_cpu`: the share of one CPU each locale
+/// uses while nothing happens for 2 s (locale 0's main sleeps). And
+/// `quiet_busy_answer_*`: while every worker of locale 1 computes for
+/// 1 s in a loop that never polls, inline calls from locale 0 back to
+/// back: the longest and the median round trip (the time a locale whose
+/// workers never poll takes to answer).
+fn quiet(rt: &cantus::Runtime, reps: usize) {
+    let (mut idle0, mut idle1, mut worst, mut median) = (
+        Samples::new(),
+        Samples::new(),
+        Samples::new(),
+        Samples::new(),
+    );
+    section("quiet", || {
+        for _ in 0..reps {
+            let (a, b) = rt.block_on(|| {
+                let (c0, c1) = (cpu_seconds(), cantus::on(1, CpuSeconds).join().unwrap());
+                let t = Instant::now();
+                cantus::sleep(Duration::from_secs(2));
+                let wall = t.elapsed().as_secs_f64();
+                let (d0, d1) = (cpu_seconds(), cantus::on(1, CpuSeconds).join().unwrap());
+                ((d0 - c0) / wall * 100.0, (d1 - c1) / wall * 100.0)
+            });
+            idle0.push(a);
+            idle1.push(b);
+            let mut times = rt.block_on(|| {
+                let busy = cantus::on(1, Compute { ms: 1000 });
+                // Let the compute loops start on locale 1's workers.
+                cantus::sleep(Duration::from_millis(50));
+                let mut times = Vec::new();
+                let t = Instant::now();
+                while t.elapsed() < Duration::from_millis(800) {
+                    let c = Instant::now();
+                    cantus::on(1, PingInline(1)).join().unwrap();
+                    times.push(c.elapsed().as_secs_f64() * 1e6);
+                }
+                busy.join().unwrap();
+                times
+            });
+            times.sort_by(f64::total_cmp);
+            worst.push(*times.last().unwrap());
+            median.push(times[times.len() / 2]);
+        }
+    });
+    figure("quiet_idle_cpu_locale0", &idle0, "%");
+    figure("quiet_idle_cpu_locale1", &idle1, "%");
+    figure("quiet_busy_answer_worst", &worst, "us");
+    figure("quiet_busy_answer_median", &median, "us");
+}
 
 /// `Ping` as plain data: no encoding on either side.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
@@ -213,6 +310,9 @@ pub(crate) fn run(opts: &Options) {
     }
     if opts.wants("chant_sizes") {
         chant_sizes(&rt, reps, opts.quick);
+    }
+    if opts.wants("quiet") {
+        quiet(&rt, if opts.quick { 1 } else { reps.min(3) });
     }
     rt.shutdown();
     if !calls {

@@ -159,15 +159,22 @@ impl Inline {
     /// The helper thread's body: every `HELPER_PERIOD`, if nobody made a
     /// pass since its last look, it makes one, and polls the engine if
     /// frames wait to be handed on; it ends when the locale finishes.
+    /// After it handed frames on it looks again sooner (from 50 us,
+    /// doubling back to the period): a locale whose workers compute is
+    /// likely to be called again soon (a caller's next call, a stream of
+    /// requests for work).
     pub(super) fn helper(&self) {
+        const SOON: Duration = Duration::from_micros(50);
         let s = &*self.shared;
         let mut seen = self.passes();
+        let mut period = HELPER_PERIOD;
         loop {
             self.helper_bell
-                .sleep(Some(HELPER_PERIOD), || s.finishing.load(Ordering::Acquire));
+                .sleep(Some(period), || s.finishing.load(Ordering::Acquire));
             if s.finishing.load(Ordering::Acquire) {
                 return;
             }
+            period = (period * 2).min(HELPER_PERIOD);
             if self.passes() == seen {
                 self.progress();
                 if s.has_arrivals() {
@@ -177,6 +184,7 @@ impl Inline {
                         // workers), replies complete their waits.
                         Some(p) => {
                             p.poll();
+                            period = SOON;
                         }
                         // Before the engine is attached: a parked worker
                         // takes them.

@@ -8,7 +8,7 @@
 //! file states the protocol.
 
 use super::sys::{self, MPI_Comm, MPI_Request};
-use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
+use super::transport::{Batch, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
 use crate::error::Error;
 use std::os::raw::c_int;
@@ -181,16 +181,18 @@ impl Progress {
         }
         let mut frames = std::mem::take(&mut self.taken);
         for f in frames.drain(..) {
+            // A frame comes with its length prefix: alone in its batch it
+            // is sent as it is (no copy); others are appended to it.
             let batch = &mut self.open[f.dest][f.net as usize];
-            if !batch.is_empty() && batch.len() + FRAME_PREFIX + f.bytes.len() > BATCH_BYTES {
+            if !batch.is_empty() && batch.len() + f.bytes.len() > BATCH_BYTES {
                 self.close(f.dest, f.net)?;
             }
             let batch = &mut self.open[f.dest][f.net as usize];
-            if batch.capacity() == 0 {
-                batch.reserve(BATCH_BYTES.min(16 << 10));
+            if batch.is_empty() {
+                *batch = f.bytes;
+            } else {
+                batch.extend_from_slice(&f.bytes);
             }
-            batch.extend_from_slice(&(f.bytes.len() as u32).to_le_bytes());
-            batch.extend_from_slice(&f.bytes);
         }
         self.taken = frames;
         for dest in 0..s.locales {

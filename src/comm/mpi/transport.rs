@@ -17,10 +17,11 @@ use std::time::Duration;
 /// Bytes in front of each frame in a batch: its length (u32, LE).
 pub(super) const FRAME_PREFIX: usize = 4;
 
-/// A frame waiting for the MPI thread to send it.
+/// A frame waiting to be sent (by the MPI thread, or inline).
 pub(super) struct Outgoing {
     pub(super) dest: usize,
     pub(super) net: Network,
+    /// The frame as a batch carries it: its length prefix, then its bytes.
     pub(super) bytes: Vec<u8>,
 }
 
@@ -270,7 +271,8 @@ impl Transport for MpiTransport {
         if !s.credit[dest][net as usize].take(len as u64) {
             return Err(SendError::Full);
         }
-        let mut bytes = Vec::with_capacity(len);
+        let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
+        bytes.extend_from_slice(&(len as u32).to_le_bytes());
         for p in parts {
             bytes.extend_from_slice(p);
         }
@@ -301,7 +303,11 @@ impl Transport for MpiTransport {
     ) -> Result<usize, Error> {
         let s = &*self.shared;
         if let Some(inline) = &self.inline {
-            inline.progress();
+            // Frames already received go first (`ready` just passed);
+            // else a pass may find some.
+            if !s.has_arrivals() {
+                inline.progress();
+            }
         }
         let mut handled = 0;
         // Replies first: they complete work that already waits.
