@@ -9,13 +9,14 @@
 //! (`sched/driver/README.md`), so whichever worker polls the driver polls
 //! the transport.
 //!
-//! Two transports are meant to implement it: shared memory between
-//! processes on one machine (`shm/`, the embedded default), and MPI with
-//! `MPI_THREAD_FUNNELED`, where one thread owns every MPI call. The trait
-//! is shaped so that the second fits: `try_send` never blocks and may
-//! only queue the frame for that thread; `poll` may only drain what that
-//! thread already received; `park`/`unpark` let the last idle worker
-//! sleep until the transport has something.
+//! Two transports implement it: shared memory between processes on one
+//! machine (`shm/`, the embedded default), and MPI, whose calls are made
+//! by an MPI thread or, inline, by the threads that send and poll, under
+//! a try-lock (`mpi/README.md`). The trait is shaped so that both fit:
+//! `try_send` never blocks and may only queue the frame (for that thread,
+//! or for the lock's holder); `poll` may only drain what was already
+//! received (and, inline, make a pass first); `park`/`unpark` let the
+//! last idle worker sleep until the transport has something.
 //!
 //! Two networks, after Berkeley UPC's shared-memory active messages (seed
 //! 003, "Pthreads or Processes", section 4.3.2): requests and replies

@@ -1,15 +1,20 @@
 //! The MPI transport (the `mpi` feature): locales on any number of
-//! machines, one per rank of a job an MPI launcher started, funneled
-//! through one thread per locale (seed 001, Tascell over MPI: only
-//! `MPI_THREAD_FUNNELED` and two-sided messages, one thread making every
-//! MPI call, workers that never wait on MPI).
+//! machines, one per rank of a job an MPI launcher started (seed 001,
+//! Tascell over MPI: two-sided, non-blocking messages; workers that never
+//! wait on MPI). Who makes the MPI calls is the progress mode
+//! (`CANTUS_MPI_PROGRESS`): the threads that need progress, one at a
+//! time under a try-lock (`inline`, `MPI_THREAD_SERIALIZED`), or one MPI
+//! thread per locale (`thread`, `MPI_THREAD_FUNNELED`).
 //!
 //! - `sys.rs`: the MPI calls made, over rsmpi's raw bindings, each
 //!   returning a cantus error with MPI's own text;
 //! - `transport.rs`: the locale's threads' side (`try_send` queues a
 //!   frame under a credit, `poll` hands on what arrived, `park`);
-//! - `progress.rs`: the MPI thread (batches, credit, matched receives,
-//!   waiting when idle, the ordered end).
+//! - `progress.rs`: a pass of MPI calls (batches, credit, matched
+//!   receives) and the ordered end; the MPI thread's loop (waiting when
+//!   idle);
+//! - `inline.rs`: inline progress (the try-lock, the parked worker's
+//!   naps, the helper).
 //!
 //! `README.md` beside this file states the protocols and why no locale
 //! can deadlock.

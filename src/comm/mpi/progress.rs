@@ -1,11 +1,12 @@
-//! The MPI thread: the only thread of a locale that calls MPI
-//! (`MPI_THREAD_FUNNELED`, seed 001's probe/send loop). It sends the
+//! The MPI calls of a locale, made in passes: by the MPI thread (`thread`
+//! mode, `MPI_THREAD_FUNNELED`, seed 001's probe/send loop: `run`), or by
+//! whichever thread holds the inline mode's lock (`inline.rs`: `pass`,
+//! `finish`). A pass sends the
 //! frames the locale's threads queued, in batches per (destination,
 //! network), returns credit for the frames its locale handed on, completes
-//! its sends, and receives what arrived, with a matched probe and receive.
-//! It never waits on anything but MPI calls that return at once, and
-//! sleeps only after a while with nothing to do. `README.md` beside this
-//! file states the protocol.
+//! its sends, and receives what arrived, with a matched probe and receive;
+//! every call returns at once. The MPI thread sleeps only after a while
+//! with nothing to do. `README.md` beside this file states the protocol.
 
 use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::{Batch, Outgoing, Shared, count_frames};

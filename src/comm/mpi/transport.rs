@@ -1,7 +1,9 @@
 //! The MPI transport's side that the locale's threads see: `try_send`
-//! queues a frame for the MPI thread (after taking a credit), `poll`
-//! hands on the frames the MPI thread received. No thread but the MPI
-//! thread (`progress.rs`) calls MPI. `README.md` beside this file states
+//! queues a frame (after taking a credit), `poll` hands on the frames
+//! received. In `thread` mode the MPI thread (`progress.rs`) sends and
+//! receives them and no other thread calls MPI; inline (`inline.rs`)
+//! `try_send`, `poll`, `ready` and `park` make a pass of MPI calls
+//! themselves, under the try-lock. `README.md` beside this file states
 //! the protocols (credits, batches, waking each side) and why no locale
 //! can deadlock.
 
