@@ -53,12 +53,16 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     cargo test --features mpi --test mpi
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features mpi
     cargo build --release --features mpi --examples
-    for n in 2 3 4; do
-        for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
-                  "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
-                  "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
-            # shellcheck disable=SC2086
-            timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/$ex
+    # Each progress mode (CANTUS_MPI_PROGRESS: src/comm/mpi/README.md).
+    for mode in inline thread; do
+        for n in 2 3 4; do
+            for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
+                      "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
+                      "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
+                # shellcheck disable=SC2086
+                CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe -x CANTUS_MPI_PROGRESS \
+                    -n "$n" ./target/release/examples/$ex
+            done
         done
     done
     # A traced run under mpirun: every rank's part merged by rank 0.
@@ -69,8 +73,12 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
         timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/random_access 12
     done
     # Open MPI's TCP path, the one that crosses a network, on this machine.
-    timeout 120 mpirun --oversubscribe --mca btl self,tcp -n 3 ./target/release/examples/token_ring 50
-    timeout 120 mpirun --oversubscribe --mca btl self,tcp -n 2 ./target/release/examples/putget 100
+    for mode in inline thread; do
+        CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe --mca btl self,tcp \
+            -x CANTUS_MPI_PROGRESS -n 3 ./target/release/examples/token_ring 50
+        CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe --mca btl self,tcp \
+            -x CANTUS_MPI_PROGRESS -n 2 ./target/release/examples/putget 100
+    done
 else
     echo "(skipped: MPI is not installed; .ci/run installs Open MPI and libclang)"
 fi
