@@ -14,8 +14,11 @@
 //! - `shm/`: the shared-memory transport: the job's shared region, futex
 //!   words and single-producer single-consumer frame rings
 //!   (`shm/README.md`).
-//! - `mpi/` (the `mpi` feature): the MPI transport, one thread making
-//!   every MPI call (`mpi/README.md`).
+//! - `mpi/` (the `mpi` feature): the MPI transport, its calls made inline
+//!   by the threads that need progress or by an MPI thread
+//!   (`mpi/README.md`);
+//! - `pass.rs`: the pass lock under inline progress (state one thread at
+//!   a time works on, given work by any without waiting; loom-checked).
 
 pub(crate) mod bell;
 pub(crate) mod driver;
@@ -23,6 +26,7 @@ pub(crate) mod driver;
 pub(crate) mod job;
 #[cfg(all(feature = "mpi", not(loom)))]
 pub(crate) mod mpi;
+pub(crate) mod pass;
 pub(crate) mod shm;
 pub(crate) mod symmetric;
 pub(crate) mod transport;

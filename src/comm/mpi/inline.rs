@@ -15,9 +15,10 @@ use super::progress::Progress;
 use super::sys;
 use super::transport::Shared;
 use crate::comm::bell::Bell;
+use crate::comm::pass::PassLock;
 use crate::sched::driver::DriverPoller;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
-use std::sync::{Arc, Mutex, OnceLock, TryLockError};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long the helper lets pass without a pass by anyone before it
@@ -31,7 +32,7 @@ pub(super) struct Inline {
     shared: Arc<Shared>,
     /// The MPI state (`None` once finished): whoever holds the lock may
     /// make MPI calls, and only through it.
-    progress: Mutex<Option<Progress>>,
+    progress: PassLock<Option<Progress>>,
     /// Passes made so far, by anyone: the helper's sign of life of the
     /// others.
     passes: AtomicU64,
@@ -48,7 +49,7 @@ impl Inline {
     pub(super) fn new(shared: Arc<Shared>, progress: Progress) -> Inline {
         Inline {
             shared,
-            progress: Mutex::new(Some(progress)),
+            progress: PassLock::new(Some(progress)),
             passes: AtomicU64::new(0),
             poller: OnceLock::new(),
             unparked: AtomicBool::new(false),
@@ -58,51 +59,44 @@ impl Inline {
 
     /// Makes a pass if no other thread is making one; afterwards, if
     /// frames or credit were queued meanwhile and the lock is free, another
-    /// (the holder's rule that strands nothing: see below). Returns
-    /// whether a pass did anything. Never waits for the lock.
-    ///
-    /// Why no frame is stranded: a sender publishes its frame
-    /// (`outgoing_len`), then a SeqCst fence, then tries the lock; the
-    /// holder releases the lock, then a SeqCst fence, then reads
-    /// `outgoing_len`. Of the two fences one comes first: if the sender's
-    /// does, the holder reads the frame and passes again (or another
-    /// thread that took the lock meanwhile does, under the same rule); if
-    /// the holder's does, the sender's try finds the lock free, or held by
-    /// a later holder, who sends it.
+    /// (the pass lock's rule, `comm/pass.rs`: nothing queued is stranded).
+    /// Returns whether a pass did anything. Never waits for the lock.
     pub(super) fn progress(&self) -> bool {
-        let mut worked = false;
-        loop {
-            fence(Ordering::SeqCst);
-            let mut guard = match self.progress.try_lock() {
-                Ok(g) => g,
-                Err(TryLockError::WouldBlock) => return worked,
-                Err(TryLockError::Poisoned(held)) => {
-                    drop(held);
-                    self.fatal(
-                        "a thread panicked while it made MPI calls, so the MPI state cannot be \
-                         trusted",
-                    )
+        let s = &*self.shared;
+        // An MPI error during a pass (reported once the lock is let go).
+        let failed = std::cell::RefCell::new(None);
+        // The state is gone (finished): nothing more to pass.
+        let ended = std::cell::Cell::new(false);
+        let passed = self.progress.pass(
+            |state| {
+                let Some(p) = state.as_mut() else {
+                    ended.set(true); // finished: nothing may call MPI any more
+                    return false;
+                };
+                if failed.borrow().is_some() {
+                    return false;
                 }
-            };
-            let Some(p) = guard.as_mut() else {
-                return worked; // finished: nothing may call MPI any more
-            };
-            match p.pass() {
-                Ok(w) => worked |= w,
-                Err(e) => {
-                    drop(guard);
-                    self.fatal(&e.to_string())
-                }
-            }
-            self.passes.fetch_add(1, Ordering::Relaxed);
-            drop(guard);
-            // SeqCst: pairs with the sender's fence (above, at the top of
-            // its own call) between its publication and its try.
-            fence(Ordering::SeqCst);
-            let s = &*self.shared;
-            if s.outgoing_len.load(Ordering::Relaxed) == 0 && !s.owing.load(Ordering::Relaxed) {
-                return worked;
-            }
+                self.passes.fetch_add(1, Ordering::Relaxed);
+                p.pass().unwrap_or_else(|e| {
+                    *failed.borrow_mut() = Some(e);
+                    false
+                })
+            },
+            || {
+                failed.borrow().is_none()
+                    && !ended.get()
+                    && (s.outgoing_len.load(Ordering::Relaxed) > 0
+                        || s.owing.load(Ordering::Relaxed))
+            },
+        );
+        if let Some(e) = failed.into_inner() {
+            self.fatal(&e.to_string());
+        }
+        match passed {
+            Ok(worked) => worked,
+            Err(_) => self.fatal(
+                "a thread panicked while it made MPI calls, so the MPI state cannot be trusted",
+            ),
         }
     }
 
@@ -205,10 +199,7 @@ impl Inline {
     /// and finalizes (`Progress::finish`). Once it returns no thread
     /// makes an MPI call through this locale.
     pub(super) fn finish(&self) -> Result<(), crate::error::Error> {
-        let p = match self.progress.lock() {
-            Ok(mut g) => g.take(),
-            Err(poisoned) => poisoned.into_inner().take(),
-        };
+        let p = self.progress.with_lock(|state| state.take());
         match p {
             Some(p) => p.finish(),
             None => Ok(()),
@@ -222,11 +213,14 @@ impl Inline {
         eprintln!("{message}");
         let until = Instant::now() + grace;
         loop {
-            match self.progress.try_lock() {
-                Ok(_) | Err(TryLockError::Poisoned(_)) => sys::abort(1),
-                Err(TryLockError::WouldBlock) if Instant::now() >= until => sys::abort(1),
-                Err(TryLockError::WouldBlock) => std::thread::sleep(Duration::from_micros(100)),
+            // Under the flag, so that no pass's MPI call overlaps it.
+            self.progress.try_with(|| {
+                sys::abort(1);
+            });
+            if Instant::now() >= until {
+                sys::abort(1);
             }
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
 
