@@ -779,7 +779,33 @@ fn failing_job(test: &str, ranks: usize, env: &[(&str, &str)], body: impl FnOnce
                 "{test}, progress {mode}: the job took {:?} to end",
                 start.elapsed()
             );
+            let left = ranks_left(test);
+            assert!(
+                left.is_empty(),
+                "{test}, progress {mode}: ranks outlived the failed job: {left:?}"
+            );
             stderr
+        })
+        .collect()
+}
+
+/// Processes still running this test binary for `test` (the ranks of
+/// its jobs), other than this one: none may outlive a job's end.
+fn ranks_left(test: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid = e.file_name().into_string().ok()?;
+            if pid == me || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.split_whitespace()
+                .any(|a| a == test)
+                .then(|| format!("{pid}: {cmd}"))
         })
         .collect()
 }
