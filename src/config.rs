@@ -740,24 +740,30 @@ impl Config {
     /// progresses inline).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn cpu_share_before_mpi(&self) -> Option<usize> {
-        // Open MPI, MPICH's Hydra, PMIx launchers.
-        let var = |names: &[&str]| {
-            names
-                .iter()
-                .find_map(|n| std::env::var(n).ok()?.trim().parse::<usize>().ok())
-        };
-        let rank = var(&[
-            "OMPI_COMM_WORLD_LOCAL_RANK",
-            "MPI_LOCALRANKID",
-            "PMIX_LOCAL_RANK",
-        ])?;
-        let size = var(&[
-            "OMPI_COMM_WORLD_LOCAL_SIZE",
-            "MPI_LOCALNRANKS",
-            "PMIX_LOCAL_SIZE",
-        ])?;
-        (rank < size).then(|| cpu_share(&affinity_cpus(), rank, size).len())
+        launcher_cpu_share(&|v| std::env::var(v).ok(), &affinity_cpus())
     }
+}
+
+/// A rank's share of `cpus` by the node-local rank and size its launcher
+/// put in the environment (Open MPI, MPICH's Hydra, PMIx), if it did.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+fn launcher_cpu_share(env: &dyn Fn(&str) -> Option<String>, cpus: &[usize]) -> Option<usize> {
+    let var = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| env(n)?.trim().parse::<usize>().ok())
+    };
+    let rank = var(&[
+        "OMPI_COMM_WORLD_LOCAL_RANK",
+        "MPI_LOCALRANKID",
+        "PMIX_LOCAL_RANK",
+    ])?;
+    let size = var(&[
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MPI_LOCALNRANKS",
+        "PMIX_LOCAL_SIZE",
+    ])?;
+    (rank < size).then(|| cpu_share(cpus, rank, size).len())
 }
 
 /// Locale `here`'s share of `cpus` when `locales` locales split them: a
@@ -934,6 +940,48 @@ mod tests {
         assert!(!c.pin);
         let c = with_env(&[("CANTUS_WAIT_POLICY", "passive"), ("CANTUS_SPIN", "77")]).unwrap();
         assert_eq!(c.spin, 0, "passive never spins");
+    }
+
+    #[test]
+    fn a_rank_s_share_before_mpi_comes_from_its_launcher() {
+        let cpus: Vec<usize> = (0..16).collect();
+        let with = |vars: &'static [(&'static str, &'static str)]| {
+            launcher_cpu_share(
+                &move |n| {
+                    vars.iter()
+                        .find(|(k, _)| *k == n)
+                        .map(|(_, v)| v.to_string())
+                },
+                &cpus,
+            )
+        };
+        // Open MPI: 2 ranks on the node share its 16 CPUs.
+        assert_eq!(
+            with(&[
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "2")
+            ]),
+            Some(8)
+        );
+        // Hydra and PMIx say it in their own words.
+        assert_eq!(
+            with(&[("MPI_LOCALRANKID", "0"), ("MPI_LOCALNRANKS", "16")]),
+            Some(1)
+        );
+        assert_eq!(
+            with(&[("PMIX_LOCAL_RANK", "2"), ("PMIX_LOCAL_SIZE", "3")]),
+            Some(6)
+        );
+        // A launcher that does not say, or says nonsense: unknown.
+        assert_eq!(with(&[]), None);
+        assert_eq!(with(&[("OMPI_COMM_WORLD_LOCAL_RANK", "0")]), None);
+        assert_eq!(
+            with(&[
+                ("OMPI_COMM_WORLD_LOCAL_RANK", "4"),
+                ("OMPI_COMM_WORLD_LOCAL_SIZE", "4")
+            ]),
+            None
+        );
     }
 
     #[test]
