@@ -256,6 +256,116 @@ pub(super) fn test_some(reqs: &mut [MPI_Request], done: &mut Vec<c_int>) -> Resu
     Ok(())
 }
 
+/// Posts a receive of up to `cap` bytes from any source with `tag` into
+/// the memory at `buf`.
+///
+/// # Safety
+///
+/// `buf` must be valid for writes of `cap` bytes, and stay so (not moved,
+/// freed, read or written) until the request completes or is cancelled.
+pub(super) unsafe fn irecv(
+    buf: *mut u8,
+    cap: usize,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, Error> {
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: by the caller's contract `buf` holds `cap` writable bytes
+    // until the request ends; `cap` is far below 2 GiB (a small message);
+    // constants of rsmpi's shim; `req` is written on success.
+    unsafe {
+        check(
+            ffi::MPI_Irecv(
+                buf.cast::<c_void>(),
+                cap as c_int,
+                ffi::RSMPI_UINT8_T,
+                ffi::RSMPI_ANY_SOURCE,
+                tag,
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Irecv",
+        )?;
+        Ok(req.assume_init())
+    }
+}
+
+/// `MPI_REQUEST_NULL`: a request slot with nothing in it.
+pub(super) fn request_null() -> MPI_Request {
+    // SAFETY: a constant handle of rsmpi's C shim.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+/// A receive that completed: its index in the array tested, its source
+/// and how many bytes it received.
+pub(super) struct Completed {
+    pub(super) index: usize,
+    pub(super) src: usize,
+    pub(super) bytes: usize,
+}
+
+/// Tests the posted receives `reqs`; fills `out` with those that
+/// completed (their entries become `MPI_REQUEST_NULL`: post them again).
+pub(super) fn test_some_received(
+    reqs: &mut [MPI_Request],
+    indices: &mut Vec<c_int>,
+    statuses: &mut Vec<MPI_Status>,
+    out: &mut Vec<Completed>,
+) -> Result<(), Error> {
+    out.clear();
+    if reqs.is_empty() {
+        return Ok(());
+    }
+    indices.resize(reqs.len(), 0);
+    if statuses.len() < reqs.len() {
+        // SAFETY: MPI_Status is a plain C struct of integers, for which
+        // all-zero bytes are a valid value.
+        statuses.resize_with(reqs.len(), || unsafe { std::mem::zeroed() });
+    }
+    let mut n: c_int = 0;
+    // SAFETY: `reqs` holds valid (or null) requests; `indices` and
+    // `statuses` have room for one entry per request.
+    unsafe {
+        check(
+            ffi::MPI_Testsome(
+                reqs.len() as c_int,
+                reqs.as_mut_ptr(),
+                &mut n,
+                indices.as_mut_ptr(),
+                statuses.as_mut_ptr(),
+            ),
+            "MPI_Testsome",
+        )?;
+    }
+    for k in 0..n.max(0) as usize {
+        let mut count: c_int = 0;
+        // SAFETY: the status of a completed receive; valid out-parameter.
+        unsafe {
+            check(
+                ffi::MPI_Get_count(&statuses[k], ffi::RSMPI_UINT8_T, &mut count),
+                "MPI_Get_count",
+            )?;
+        }
+        out.push(Completed {
+            index: indices[k] as usize,
+            src: statuses[k].MPI_SOURCE as usize,
+            bytes: count.max(0) as usize,
+        });
+    }
+    Ok(())
+}
+
+/// Cancels a posted receive and waits for it to end (at the end, when
+/// no message can match it any more).
+pub(super) fn cancel(req: &mut MPI_Request) -> Result<(), Error> {
+    // SAFETY: `req` is an active receive request of ours; MPI_Wait then
+    // completes the cancellation (the buffer is ours again after it).
+    unsafe {
+        check(ffi::MPI_Cancel(req), "MPI_Cancel")?;
+        check(ffi::MPI_Wait(req, ffi::RSMPI_STATUS_IGNORE), "MPI_Wait")
+    }
+}
+
 /// A message that arrived: who sent it, its tag, its bytes.
 pub(super) struct Received {
     pub(super) src: usize,
