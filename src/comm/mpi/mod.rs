@@ -326,7 +326,7 @@ fn init(
             node_size,
             trace_job,
         },
-        Progress::new(shared.clone(), comm, owns_mpi)?,
+        Progress::new(shared.clone(), comm, owns_mpi),
         shared,
     ))
 }

@@ -18,26 +18,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 /// Message tags on our communicator: a batch of frames per network, and
-/// credit returned, for messages of up to `SMALL_MESSAGE` bytes (received
-/// by receives posted in advance); larger batches on tags of their own
-/// (taken by matched probes).
+/// credit returned.
 pub(super) const TAG_REQUESTS: c_int = 0;
 pub(super) const TAG_REPLIES: c_int = 1;
 pub(super) const TAG_CREDIT: c_int = 2;
-pub(super) const TAG_LARGE_REQUESTS: c_int = 3;
-pub(super) const TAG_LARGE_REPLIES: c_int = 4;
-
-/// The largest message a posted receive takes: Open MPI's shared-memory
-/// eager limit, above which a matched probe's extra cost is small beside
-/// the copy.
-const SMALL_MESSAGE: usize = 4096;
-/// Receives kept posted per small tag (requests, replies, credit): more
-/// messages arriving between two passes than this wait for a probe.
-const POSTED: [(c_int, usize); 3] = [(TAG_REQUESTS, 8), (TAG_REPLIES, 8), (TAG_CREDIT, 2)];
-/// Bytes in front of every batch: its sequence number per (source,
-/// network), so that the receiver hands batches on in order although
-/// small and large ones travel on different tags.
-pub(super) const BATCH_HEADER: usize = 8;
 
 /// A batch is closed and sent once it would grow past this (a frame
 /// larger than it travels alone).
@@ -58,13 +42,10 @@ const YIELD_FOR: Duration = Duration::from_millis(2);
 const FIRST_NAP: Duration = Duration::from_micros(50);
 const LONGEST_NAP: Duration = Duration::from_millis(1);
 
-/// The tag of a batch of `len` bytes on `net`.
-fn tag_of(net: Network, len: usize) -> c_int {
-    match (net, len <= SMALL_MESSAGE) {
-        (Network::Request, true) => TAG_REQUESTS,
-        (Network::Reply, true) => TAG_REPLIES,
-        (Network::Request, false) => TAG_LARGE_REQUESTS,
-        (Network::Reply, false) => TAG_LARGE_REPLIES,
+fn tag_of(net: Network) -> c_int {
+    match net {
+        Network::Request => TAG_REQUESTS,
+        Network::Reply => TAG_REPLIES,
     }
 }
 
@@ -88,47 +69,6 @@ pub(super) struct Progress {
     received_from: Vec<u64>,
     /// The last pass handed frames to the locale's threads.
     delivered: bool,
-    /// Receives posted in advance for small messages: their requests,
-    /// buffers (capacity `SMALL_MESSAGE`, written by MPI) and tags.
-    posted: Vec<MPI_Request>,
-    posted_buffers: Vec<Vec<u8>>,
-    posted_tags: Vec<c_int>,
-    posted_indices: Vec<c_int>,
-    posted_statuses: Vec<sys::MPI_Status>,
-    posted_done: Vec<sys::Completed>,
-    /// Sequence numbers: the next batch to send per (destination,
-    /// network), the next to hand on per (source, network), and batches
-    /// that came before their turn.
-    next_out: Vec<[u64; 2]>,
-    next_in: Vec<[InOrder; 2]>,
-}
-
-/// The batches of one (source, network), handed on in the order of their
-/// sequence numbers whatever order they arrive in.
-#[derive(Default)]
-struct InOrder {
-    /// The number of the next batch to hand on.
-    next: u64,
-    /// Batches that came before their turn.
-    early: std::collections::BTreeMap<u64, Vec<u8>>,
-}
-
-impl InOrder {
-    /// Takes batch `seq`: hands it and every batch it made due to
-    /// `due`, in order, or keeps it until its turn. `false` if that number
-    /// was seen before (the batch is dropped).
-    fn take(&mut self, seq: u64, bytes: Vec<u8>, mut due: impl FnMut(Vec<u8>)) -> bool {
-        if seq != self.next {
-            return seq > self.next && self.early.insert(seq, bytes).is_none();
-        }
-        due(bytes);
-        self.next += 1;
-        while let Some(b) = self.early.remove(&self.next) {
-            due(b);
-            self.next += 1;
-        }
-        true
-    }
 }
 
 // SAFETY: a `Progress` holds MPI handles (raw pointers in Open MPI) and
@@ -141,14 +81,9 @@ impl InOrder {
 unsafe impl Send for Progress {}
 
 impl Progress {
-    /// The locale's MPI state, with its receives posted.
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        comm: MPI_Comm,
-        owns_mpi: bool,
-    ) -> Result<Progress, Error> {
+    pub(super) fn new(shared: Arc<Shared>, comm: MPI_Comm, owns_mpi: bool) -> Progress {
         let n = shared.locales;
-        let mut p = Progress {
+        Progress {
             shared,
             comm,
             owns_mpi,
@@ -160,44 +95,7 @@ impl Progress {
             sent_to: vec![0; n],
             received_from: vec![0; n],
             delivered: false,
-            posted: Vec::new(),
-            posted_buffers: Vec::new(),
-            posted_tags: Vec::new(),
-            posted_indices: Vec::new(),
-            posted_statuses: Vec::new(),
-            posted_done: Vec::new(),
-            next_out: vec![[0; 2]; n],
-            next_in: (0..n).map(|_| Default::default()).collect(),
-        };
-        for (tag, count) in POSTED {
-            for _ in 0..count {
-                p.posted_tags.push(tag);
-                p.posted_buffers.push(Vec::new());
-                p.posted.push(sys::request_null());
-                p.post(p.posted.len() - 1)?;
-            }
         }
-        Ok(p)
-    }
-
-    /// Posts receive `i` again, into a fresh buffer.
-    fn post(&mut self, i: usize) -> Result<(), Error> {
-        let mut buf = Vec::with_capacity(SMALL_MESSAGE);
-        // SAFETY: `buf`'s heap block (SMALL_MESSAGE bytes) is kept in
-        // `posted_buffers[i]` and neither read, written nor freed until
-        // the request completes (`receive`) or is cancelled (`finish`);
-        // moving the Vec does not move its block.
-        let req = unsafe {
-            sys::irecv(
-                buf.as_mut_ptr(),
-                SMALL_MESSAGE,
-                self.posted_tags[i],
-                self.comm,
-            )?
-        };
-        self.posted[i] = req;
-        self.posted_buffers[i] = buf;
-        Ok(())
     }
 
     /// This locale.
@@ -286,16 +184,15 @@ impl Progress {
         for f in frames.drain(..) {
             // A frame comes with its length prefix: alone in its batch it
             // is sent as it is (no copy); others are appended to it.
-            // (It comes with room for the batch's header in front.)
             let batch = &mut self.open[f.dest][f.net as usize];
-            if !batch.is_empty() && batch.len() + f.bytes.len() - BATCH_HEADER > BATCH_BYTES {
+            if !batch.is_empty() && batch.len() + f.bytes.len() > BATCH_BYTES {
                 self.close(f.dest, f.net)?;
             }
             let batch = &mut self.open[f.dest][f.net as usize];
             if batch.is_empty() {
                 *batch = f.bytes;
             } else {
-                batch.extend_from_slice(&f.bytes[BATCH_HEADER..]);
+                batch.extend_from_slice(&f.bytes);
             }
         }
         self.taken = frames;
@@ -311,12 +208,8 @@ impl Progress {
 
     /// Sends the open batch for (`dest`, `net`).
     fn close(&mut self, dest: usize, net: Network) -> Result<(), Error> {
-        let mut batch = std::mem::take(&mut self.open[dest][net as usize]);
-        let seq = &mut self.next_out[dest][net as usize];
-        batch[..BATCH_HEADER].copy_from_slice(&seq.to_le_bytes());
-        *seq += 1;
-        let tag = tag_of(net, batch.len());
-        self.start_send(batch, dest, tag)
+        let batch = std::mem::take(&mut self.open[dest][net as usize]);
+        self.start_send(batch, dest, tag_of(net))
     }
 
     /// Starts sending `buf`, which is kept until the send completes.
@@ -377,119 +270,65 @@ impl Progress {
     /// `deliver`; at shutdown they are only counted), credit to its
     /// senders' windows.
     fn receive(&mut self, deliver: bool) -> Result<bool, Error> {
+        let s = self.shared.clone();
         let mut any = false;
-        // Small messages, into the receives posted for them.
-        sys::test_some_received(
-            &mut self.posted,
-            &mut self.posted_indices,
-            &mut self.posted_statuses,
-            &mut self.posted_done,
-        )?;
-        let done = std::mem::take(&mut self.posted_done);
-        for c in &done {
-            let mut bytes = std::mem::take(&mut self.posted_buffers[c.index]);
-            // SAFETY: the receive completed: MPI wrote its `c.bytes`
-            // bytes (at most the capacity it was given) at the start of
-            // the buffer.
-            unsafe { bytes.set_len(c.bytes.min(bytes.capacity())) };
-            let tag = self.posted_tags[c.index];
-            self.post(c.index)?;
-            self.accept(c.src, tag, bytes, deliver);
-            any = true;
-        }
-        self.posted_done = done;
-        // Large messages (and small ones that found no receive posted).
         for _ in 0..RECEIVE_BUDGET {
             let Some(m) = sys::receive_any(self.comm)? else {
                 break;
             };
             any = true;
-            self.accept(m.src, m.tag, m.bytes, deliver);
+            if m.src >= s.locales {
+                eprintln!(
+                    "cantus: locale {}: a message from rank {}, outside the job; dropped",
+                    s.here, m.src
+                );
+                continue;
+            }
+            self.received_from[m.src] += 1;
+            match m.tag {
+                TAG_REQUESTS | TAG_REPLIES => {
+                    if !deliver {
+                        continue;
+                    }
+                    let net = if m.tag == TAG_REQUESTS {
+                        Network::Request
+                    } else {
+                        Network::Reply
+                    };
+                    match count_frames(&m.bytes) {
+                        Ok(0) => {}
+                        Ok(n) => {
+                            self.delivered = true;
+                            s.arrive(
+                                net,
+                                n,
+                                Batch {
+                                    src: m.src,
+                                    bytes: m.bytes,
+                                    at: 0,
+                                },
+                            )
+                        }
+                        Err(why) => eprintln!(
+                            "cantus: locale {}: a malformed batch from locale {} was dropped: {why}",
+                            s.here, m.src
+                        ),
+                    }
+                }
+                TAG_CREDIT => match parse_credit(&m.bytes) {
+                    Some((net, frames, bytes)) => s.credit[m.src][net as usize].give(frames, bytes),
+                    None => eprintln!(
+                        "cantus: locale {}: a malformed credit message from locale {} was dropped",
+                        s.here, m.src
+                    ),
+                },
+                tag => eprintln!(
+                    "cantus: locale {}: a message with tag {tag} from locale {} was dropped",
+                    s.here, m.src
+                ),
+            }
         }
         Ok(any)
-    }
-
-    /// A message received from `src` with `tag`: batches are handed on in
-    /// their sequence's order (if `deliver`; at shutdown they are only
-    /// counted), credit goes to its sender's window.
-    fn accept(&mut self, src: usize, tag: c_int, bytes: Vec<u8>, deliver: bool) {
-        let s = self.shared.clone();
-        if src >= s.locales {
-            eprintln!(
-                "cantus: locale {}: a message from rank {src}, outside the job; dropped",
-                s.here
-            );
-            return;
-        }
-        self.received_from[src] += 1;
-        let net = match tag {
-            TAG_REQUESTS | TAG_LARGE_REQUESTS => Network::Request,
-            TAG_REPLIES | TAG_LARGE_REPLIES => Network::Reply,
-            TAG_CREDIT => {
-                match parse_credit(&bytes) {
-                    Some((net, frames, b)) => s.credit[src][net as usize].give(frames, b),
-                    None => eprintln!(
-                        "cantus: locale {}: a malformed credit message from locale {src} was \
-                         dropped",
-                        s.here
-                    ),
-                }
-                return;
-            }
-            tag => {
-                eprintln!(
-                    "cantus: locale {}: a message with tag {tag} from locale {src} was dropped",
-                    s.here
-                );
-                return;
-            }
-        };
-        if !deliver {
-            return;
-        }
-        let Some(seq) = bytes.get(..BATCH_HEADER) else {
-            eprintln!(
-                "cantus: locale {}: a batch of {} bytes from locale {src}, shorter than its \
-                 header, was dropped",
-                s.here,
-                bytes.len()
-            );
-            return;
-        };
-        let seq = u64::from_le_bytes(seq.try_into().expect("eight bytes"));
-        let mut order = std::mem::take(&mut self.next_in[src][net as usize]);
-        if !order.take(seq, bytes, |b| self.hand_on(src, net, b)) {
-            eprintln!(
-                "cantus: locale {}: batch {seq} from locale {src} came twice; dropped",
-                s.here
-            );
-        }
-        self.next_in[src][net as usize] = order;
-    }
-
-    /// Hands a batch's frames to the locale's threads, checked whole
-    /// first.
-    fn hand_on(&mut self, src: usize, net: Network, bytes: Vec<u8>) {
-        let s = &*self.shared;
-        match count_frames(&bytes[BATCH_HEADER..]) {
-            Ok(0) => {}
-            Ok(n) => {
-                self.delivered = true;
-                s.arrive(
-                    net,
-                    n,
-                    Batch {
-                        src,
-                        bytes,
-                        at: BATCH_HEADER,
-                    },
-                )
-            }
-            Err(why) => eprintln!(
-                "cantus: locale {}: a malformed batch from locale {src} was dropped: {why}",
-                s.here
-            ),
-        }
     }
 
     /// The end, once the locale stopped (nothing more will be queued):
@@ -518,9 +357,6 @@ impl Progress {
                 std::thread::yield_now();
             }
         }
-        for req in &mut self.posted {
-            sys::cancel(req)?;
-        }
         sys::free(&mut self.comm)?;
         if self.owns_mpi {
             sys::finalize()?;
@@ -546,21 +382,6 @@ fn parse_credit(b: &[u8]) -> Option<(Network, u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn batches_are_handed_on_in_their_numbers_order() {
-        let mut order = InOrder::default();
-        let mut got = Vec::new();
-        for seq in [1u64, 0, 3, 4, 2] {
-            assert!(order.take(seq, vec![seq as u8], |b| got.push(b[0])));
-        }
-        assert_eq!(got, vec![0, 1, 2, 3, 4]);
-        assert!(!order.take(3, vec![3], |_| panic!("a duplicate")));
-        assert!(order.take(6, vec![6], |_| panic!("early")));
-        assert!(!order.take(6, vec![6], |_| panic!("a duplicate")));
-        assert!(order.take(5, vec![5], |b| got.push(b[0])));
-        assert_eq!(got, vec![0, 1, 2, 3, 4, 5, 6]);
-    }
 
     #[test]
     fn credit_messages_read_back_and_bad_ones_are_refused() {

@@ -8,7 +8,6 @@
 //! can deadlock.
 
 use super::inline::Inline;
-use super::progress::BATCH_HEADER;
 use crate::comm::bell::Bell;
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind, Locales};
@@ -24,8 +23,7 @@ pub(super) const FRAME_PREFIX: usize = 4;
 pub(super) struct Outgoing {
     pub(super) dest: usize,
     pub(super) net: Network,
-    /// Room for a batch's header, then the frame as a batch carries it:
-    /// its length prefix, then its bytes.
+    /// The frame as a batch carries it: its length prefix, then its bytes.
     pub(super) bytes: Vec<u8>,
 }
 
@@ -275,10 +273,7 @@ impl Transport for MpiTransport {
         if !s.credit[dest][net as usize].take(len as u64) {
             return Err(SendError::Full);
         }
-        // Room for a batch's header in front (a frame alone in its batch
-        // is sent as it is), then the length prefix.
-        let mut bytes = Vec::with_capacity(BATCH_HEADER + FRAME_PREFIX + len);
-        bytes.extend_from_slice(&[0; BATCH_HEADER]);
+        let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
         bytes.extend_from_slice(&(len as u32).to_le_bytes());
         for p in parts {
             bytes.extend_from_slice(p);
