@@ -190,35 +190,44 @@ mod loom_tests {
         b.check(f);
     }
 
+    /// Two threads each publish an item, then run `then` (a way of
+    /// passing); once both returned, nothing may be left published.
+    /// Returns what the passes took.
+    fn two_publishers(then: fn(&PassLock<Vec<u32>>, &Published)) -> Vec<u32> {
+        let lock = Arc::new(PassLock::new(Vec::new()));
+        let work = Arc::new(Published {
+            queue: Mutex::new(Vec::new()),
+            len: AtomicUsize::new(0),
+        });
+        let threads: Vec<_> = (0..2)
+            .map(|i| {
+                let (lock, work) = (lock.clone(), work.clone());
+                loom::thread::spawn(move || {
+                    work.publish(i);
+                    then(&lock, &work);
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(
+            work.queue.lock().unwrap().is_empty(),
+            "an item was stranded"
+        );
+        // SAFETY: both threads were joined: no pass runs.
+        lock.state.with(|p| unsafe { (*p).clone() })
+    }
+
     /// Two threads publish and pass: whatever the interleaving, once both
     /// returned every item was taken by a pass (none left published).
     #[test]
     fn loom_nothing_published_is_stranded() {
         model(|| {
-            let lock = Arc::new(PassLock::new(Vec::new()));
-            let work = Arc::new(Published {
-                queue: Mutex::new(Vec::new()),
-                len: AtomicUsize::new(0),
+            let mut sent = two_publishers(|lock, work| {
+                lock.pass(|sent| work.take(sent), || work.pending())
+                    .unwrap();
             });
-            let threads: Vec<_> = (0..2)
-                .map(|i| {
-                    let (lock, work) = (lock.clone(), work.clone());
-                    loom::thread::spawn(move || {
-                        work.publish(i);
-                        lock.pass(|sent| work.take(sent), || work.pending())
-                            .unwrap();
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
-            assert!(
-                work.queue.lock().unwrap().is_empty(),
-                "an item was stranded"
-            );
-            // SAFETY: both threads were joined: no pass runs.
-            let mut sent = lock.state.with(|p| unsafe { (*p).clone() });
             sent.sort();
             assert_eq!(sent, vec![0, 1]);
         });
@@ -231,27 +240,9 @@ mod loom_tests {
     #[should_panic(expected = "stranded")]
     fn loom_without_the_second_look_an_item_is_stranded() {
         model(|| {
-            let lock = Arc::new(PassLock::new(Vec::new()));
-            let work = Arc::new(Published {
-                queue: Mutex::new(Vec::new()),
-                len: AtomicUsize::new(0),
+            two_publishers(|lock, work| {
+                lock.pass(|sent| work.take(sent), || false).unwrap();
             });
-            let threads: Vec<_> = (0..2)
-                .map(|i| {
-                    let (lock, work) = (lock.clone(), work.clone());
-                    loom::thread::spawn(move || {
-                        work.publish(i);
-                        lock.pass(|sent| work.take(sent), || false).unwrap();
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
-            assert!(
-                work.queue.lock().unwrap().is_empty(),
-                "an item was stranded"
-            );
         });
     }
 
@@ -262,34 +253,16 @@ mod loom_tests {
     #[should_panic(expected = "stranded")]
     fn loom_without_the_fences_an_item_is_stranded() {
         model(|| {
-            let lock = Arc::new(PassLock::new(Vec::new()));
-            let work = Arc::new(Published {
-                queue: Mutex::new(Vec::new()),
-                len: AtomicUsize::new(0),
+            two_publishers(|lock, work| {
+                loop {
+                    let Some(held) = lock.try_hold() else { return };
+                    lock.with_state(&held, |sent| work.take(sent));
+                    drop(held);
+                    if !work.pending() {
+                        return;
+                    }
+                }
             });
-            let threads: Vec<_> = (0..2)
-                .map(|i| {
-                    let (lock, work) = (lock.clone(), work.clone());
-                    loom::thread::spawn(move || {
-                        work.publish(i);
-                        loop {
-                            let Some(held) = lock.try_hold() else { return };
-                            lock.with_state(&held, |sent| work.take(sent));
-                            drop(held);
-                            if !work.pending() {
-                                return;
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for t in threads {
-                t.join().unwrap();
-            }
-            assert!(
-                work.queue.lock().unwrap().is_empty(),
-                "an item was stranded"
-            );
         });
     }
 }

@@ -63,7 +63,8 @@ impl Inline {
     /// Returns whether a pass did anything. Never waits for the lock.
     pub(super) fn progress(&self) -> bool {
         let s = &*self.shared;
-        // An MPI error during a pass (reported once the lock is let go).
+        // An MPI error during a pass (reported once the lock is let go;
+        // `pending` then ends the passes).
         let failed = std::cell::RefCell::new(None);
         // The state is gone (finished): nothing more to pass.
         let ended = std::cell::Cell::new(false);
@@ -73,9 +74,6 @@ impl Inline {
                     ended.set(true); // finished: nothing may call MPI any more
                     return false;
                 };
-                if failed.borrow().is_some() {
-                    return false;
-                }
                 self.passes.fetch_add(1, Ordering::Relaxed);
                 p.pass().unwrap_or_else(|e| {
                     *failed.borrow_mut() = Some(e);

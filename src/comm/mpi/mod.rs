@@ -87,10 +87,11 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
             .cpu_share_before_mpi()
             .is_none_or(|cpus| cpus < MPI_THREAD_MIN_CPUS),
     };
+    let (frame_bytes, trace_job) = (config.ring_bytes / 2, config.trace_job);
     let (placement, job) = if inline {
-        start_inline(config)?
+        start_inline(frame_bytes, trace_job)?
     } else {
-        start_thread(config)?
+        start_thread(frame_bytes, trace_job)?
     };
     if let Some((_, asked)) = config
         .locales_asked
@@ -127,9 +128,8 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
 
 /// `inline` mode: MPI initialized on this thread; a helper thread
 /// started beside the workers.
-fn start_inline(config: &Config) -> Result<(Placement, MpiJob), Error> {
-    let (placement, progress, shared) =
-        init(config.ring_bytes / 2, config.trace_job, Level::Serialized)?;
+fn start_inline(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob), Error> {
+    let (placement, progress, shared) = init(frame_bytes, trace_job, Level::Serialized)?;
     let inline = Arc::new(Inline::new(shared.clone(), progress));
     let helper = {
         let inline = inline.clone();
@@ -162,9 +162,7 @@ fn start_inline(config: &Config) -> Result<(Placement, MpiJob), Error> {
 
 /// `thread` mode: MPI initialized on the MPI thread, which makes every
 /// call from then on.
-fn start_thread(config: &Config) -> Result<(Placement, MpiJob), Error> {
-    let frame_bytes = config.ring_bytes / 2;
-    let trace_job = config.trace_job;
+fn start_thread(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob), Error> {
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cantus-mpi".into())

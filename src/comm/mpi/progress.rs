@@ -75,8 +75,9 @@ pub(super) struct Progress {
 // buffers that pending requests read. It is used by one thread at a time:
 // owned by the MPI thread (`thread` mode, MPI_THREAD_FUNNELED: it is
 // made, used and finished on that thread), or kept under the inline
-// mode's mutex (`inline.rs`, MPI_THREAD_SERIALIZED or MULTIPLE, which let
-// any thread call MPI while no two calls overlap: the mutex orders them).
+// mode's pass lock (`inline.rs`, `comm/pass.rs`; MPI_THREAD_SERIALIZED or
+// MULTIPLE, which let any thread call MPI while no two calls overlap: the
+// lock's Acquire/Release flag orders them).
 // Nothing in it is tied to a thread by Rust (no thread-locals, no `Rc`).
 unsafe impl Send for Progress {}
 
