@@ -55,6 +55,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_TRACE_EVENTS` | events each thread's lane of the trace holds, 16..2^26 | 2^18 |
 /// | `CANTUS_CHANT_POLL` | `scheduler` or `task`: who polls for a Chant receive that waits ([`chant::Policy`](crate::chant::Policy)) | `scheduler` |
 /// | `CANTUS_MPI_PROGRESS` | `auto`, `inline` or `thread`: who makes an MPI job's MPI calls | `auto`: `inline` below 8 CPUs per rank |
+/// | `CANTUS_MPI_NODES` | a positive integer: for tests, the ranks of each real node behave as if on that many nodes (blocks of consecutive ranks) | the real nodes |
 /// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
 pub struct Builder {
@@ -153,6 +154,10 @@ const PGAS_VAR: &str = "CANTUS_PGAS";
 /// The variable that chooses who makes an MPI job's MPI calls.
 pub(crate) const MPI_PROGRESS_VAR: &str = "CANTUS_MPI_PROGRESS";
 
+/// The testing setting that splits each real node's ranks into that many
+/// nodes (`comm/mpi/README.md`, "Ranks of one node").
+pub(crate) const MPI_NODES_VAR: &str = "CANTUS_MPI_NODES";
+
 /// A rank whose share of its node's CPUs is at least this many runs an
 /// MPI thread under `CANTUS_MPI_PROGRESS=auto`; a smaller share
 /// progresses inline (`comm/mpi/README.md`, "Progress modes").
@@ -232,6 +237,10 @@ pub(crate) struct Config {
     /// Who makes an MPI job's MPI calls (`CANTUS_MPI_PROGRESS`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) mpi_progress: MpiProgress,
+    /// How many nodes each real node's ranks behave as (`CANTUS_MPI_NODES`,
+    /// a testing setting); `None`: the real nodes.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) mpi_nodes: Option<usize>,
     /// The locale count the program asked for (`CANTUS_LOCALES` or
     /// `Builder::locales`), and how it asked, if it did: under MPI the
     /// launcher decides, and a different count is an error.
@@ -610,6 +619,19 @@ impl Builder {
                 _ => return Err(invalid(MPI_PROGRESS_VAR, &v, "auto, inline or thread")),
             },
         };
+        let mpi_nodes = match env(MPI_NODES_VAR) {
+            None => None,
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(k) if k > 0 => Some(k),
+                _ => {
+                    return Err(invalid(
+                        MPI_NODES_VAR,
+                        &v,
+                        "a positive integer: how many nodes each real node's ranks behave as                          (a testing setting; unset for the real nodes)",
+                    ));
+                }
+            },
+        };
         if workers > max_threads {
             return Err(Error::new(
                 ErrorKind::TooManyThreads,
@@ -650,6 +672,7 @@ impl Builder {
             pgas,
             chant_task_polls,
             mpi_progress,
+            mpi_nodes,
             locales_asked,
         })
     }
@@ -998,6 +1021,8 @@ mod tests {
             ("CANTUS_DEADLOCK_MS", "soon", "milliseconds"),
             ("CANTUS_CHANT_POLL", "tasks", "scheduler or task"),
             ("CANTUS_MPI_PROGRESS", "progress", "auto, inline or thread"),
+            ("CANTUS_MPI_NODES", "0", "positive integer"),
+            ("CANTUS_MPI_NODES", "two", "positive integer"),
             (
                 "CANTUS_PGAS",
                 "mpi",

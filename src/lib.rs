@@ -113,6 +113,21 @@ pub mod __test {
     pub fn pgas_memory() -> Option<&'static str> {
         crate::pgas::installed_memory()
     }
+
+    /// The locales whose global-address-space segments this process
+    /// reaches in place (maps), once it has a global address space.
+    #[cfg(not(loom))]
+    pub fn pgas_mapped_locales() -> Option<Vec<usize>> {
+        crate::pgas::mapped_locales()
+    }
+
+    /// In an MPI job, the locales this rank shares a node's memory with
+    /// (itself included; just itself where it is alone on its node or
+    /// every frame goes through MPI), once the job started.
+    #[cfg(all(feature = "mpi", not(loom)))]
+    pub fn mpi_node_members() -> Option<Vec<usize>> {
+        crate::comm::mpi::node_members()
+    }
 }
 
 /// Re-exports for the expansion of [`remote!`]; not part of the API.

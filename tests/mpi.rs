@@ -7,6 +7,14 @@
 //! Open MPI's TCP path (`--mca btl self,tcp`), the path that crosses a
 //! network, on one machine.
 //!
+//! Every job runs on each path a frame can take (`comm/mpi/README.md`,
+//! "Ranks of one node"), set by the testing setting `CANTUS_MPI_NODES`:
+//! the ranks on one node sharing memory (unset: this machine is one
+//! node), every rank a node of its own (everything through MPI), and for
+//! 3-4 ranks two nodes (the mixed path); each in both progress modes
+//! where it matters ([`paths`]). Each job checks that it took the path
+//! it was given ([`job`]).
+//!
 //! As root, Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM); the tests set
 //! them for the mpirun they start.
 
@@ -150,6 +158,13 @@ impl Remote for GlobalWork {
         use cantus::pgas::{self, BlockArray};
         let (me, n) = (cantus::here(), cantus::num_locales());
         // Each locale writes its number into every locale's slot `me`.
+        // Segments on this rank's node are reached in place, the others
+        // by messages.
+        assert_eq!(
+            cantus::__test::pgas_mapped_locales(),
+            Some(node_of(me, n)),
+            "locale {me}'s mapped segments"
+        );
         let slots = pgas::alloc::<u64>(n).unwrap();
         for l in 0..n {
             slots.ptr(l).add(me).write(me as u64 * self.0).unwrap();
@@ -214,9 +229,44 @@ fn pattern(n: usize) -> Vec<u8> {
     (0..n).map(|i| (i * 31 + i / 257) as u8).collect()
 }
 
-/// The progress modes (`CANTUS_MPI_PROGRESS`): every job of this file
-/// runs in each (`comm/mpi/README.md`, "Progress modes").
-const MODES: [&str; 2] = ["inline", "thread"];
+/// The paths a job of `ranks` ranks runs on: (progress mode,
+/// `CANTUS_MPI_NODES`, unset for the real node). Every rank its own node
+/// (all through MPI) and, with 3 or more ranks, two nodes (the mixed
+/// path), in both modes; this machine as one node (all through shared
+/// memory) inline, and in `thread` mode too for 2 ranks.
+fn paths(ranks: usize) -> Vec<(&'static str, Option<usize>)> {
+    let mut p = vec![
+        ("inline", Some(ranks)),
+        ("thread", Some(ranks)),
+        ("inline", None),
+    ];
+    if ranks >= 3 {
+        p.extend([("inline", Some(2)), ("thread", Some(2))]);
+    } else {
+        p.push(("thread", None));
+    }
+    p
+}
+
+/// The environment that sets a path.
+fn path_env(mode: &'static str, nodes: Option<usize>) -> Vec<(&'static str, String)> {
+    let mut env = vec![("CANTUS_MPI_PROGRESS", mode.to_string())];
+    if let Some(k) = nodes {
+        env.push(("CANTUS_MPI_NODES", k.to_string()));
+    }
+    env
+}
+
+/// The locales that share locale `l`'s node in a job of `n` ranks on this
+/// one machine, as `CANTUS_MPI_NODES` splits it (blocks of consecutive
+/// ranks; unset, one node).
+fn node_of(l: usize, n: usize) -> Vec<usize> {
+    let k = std::env::var("CANTUS_MPI_NODES")
+        .ok()
+        .map_or(1, |v| v.parse::<usize>().unwrap())
+        .min(n);
+    (0..n).filter(|&m| m * k / n == l * k / n).collect()
+}
 
 /// How long one mpirun may take before it is killed.
 const MPIRUN_LIMIT: Duration = Duration::from_secs(90);
@@ -228,7 +278,7 @@ fn mpirun(
     test: &str,
     ranks: usize,
     extra: &[&str],
-    env: &[(&str, &str)],
+    env: &[(&str, impl AsRef<str>)],
 ) -> (bool, String, String) {
     let exe = std::env::current_exe().unwrap();
     let mut cmd = Command::new("mpirun");
@@ -244,7 +294,7 @@ fn mpirun(
     .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     .env("CANTUS_CHILD", "1");
     for (k, v) in env {
-        cmd.env(k, v).args(["-x", k]);
+        cmd.env(k, v.as_ref()).args(["-x", k]);
     }
     cmd.args(["-x", "CANTUS_CHILD"])
         .arg(exe)
@@ -294,20 +344,32 @@ fn on_ranks(test: &str, ranks: &[usize], extra: &[&str], body: impl FnOnce()) {
         return;
     }
     for &n in ranks {
-        for mode in MODES {
-            let (ok, stdout, stderr) = mpirun(test, n, extra, &[("CANTUS_MPI_PROGRESS", mode)]);
+        for (mode, nodes) in paths(n) {
+            let (ok, stdout, stderr) = mpirun(test, n, extra, &path_env(mode, nodes));
             assert!(
                 ok,
-                "{test} under mpirun -n {n} {extra:?}, progress {mode}, failed:\n{stdout}\n{stderr}"
+                "{test} under mpirun -n {n} {extra:?}, progress {mode}, CANTUS_MPI_NODES \
+                 {nodes:?}, failed:\n{stdout}\n{stderr}"
             );
         }
     }
 }
 
+/// Starts this rank's locale of the job (rank 0 returns; the others
+/// serve inside `build`), and checks that the job took the path
+/// `CANTUS_MPI_NODES` set: this rank shares memory with its node's ranks
+/// and no others.
 fn job() -> cantus::Runtime {
-    cantus::Runtime::builder()
+    let rt = cantus::Runtime::builder()
         .build()
-        .expect("a job over MPI starts")
+        .expect("a job over MPI starts");
+    let (here, n) = (cantus::here(), cantus::num_locales());
+    assert_eq!(
+        cantus::__test::mpi_node_members(),
+        Some(node_of(here, n)),
+        "locale {here}'s node"
+    );
+    rt
 }
 
 /// Remote calls of every kind between every pair of ranks.
@@ -462,7 +524,14 @@ fn the_global_address_space_works_across_ranks() {
             let sums = rt.block_on(|| cantus::pgas::spmd(GlobalWork(3)).unwrap());
             let each = 3 * n * (n - 1) / 2;
             assert_eq!(sums, vec![each * n; n as usize]);
-            assert_eq!(cantus::__test::pgas_memory(), Some("messages"));
+            // One node: the shared memory (every segment mapped, the
+            // collectives in memory); several: messages, with the node's
+            // segments mapped.
+            let one_node = node_of(0, n as usize).len() == n as usize;
+            assert_eq!(
+                cantus::__test::pgas_memory(),
+                Some(if one_node { "shared" } else { "messages" })
+            );
             rt.shutdown();
         },
     );
@@ -551,11 +620,12 @@ fn inline_calls_run_inside_balanced_pieces_across_ranks() {
         return;
     }
     for n in [2, 3] {
-        for mode in MODES {
-            let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[("CANTUS_MPI_PROGRESS", mode)]);
+        for (mode, nodes) in paths(n) {
+            let (ok, stdout, stderr) = mpirun(TEST, n, &[], &path_env(mode, nodes));
             assert!(
                 ok && !stderr.contains("panicked"),
-                "{TEST} under mpirun -n {n}, progress {mode}:\n{stdout}\n{stderr}"
+                "{TEST} under mpirun -n {n}, progress {mode}, CANTUS_MPI_NODES {nodes:?}:\n\
+                 {stdout}\n{stderr}"
             );
         }
     }
@@ -711,9 +781,15 @@ fn a_locale_whose_workers_never_poll_still_answers_inline() {
         rt.shutdown();
         return;
     }
-    for n in [2, 3] {
-        let (ok, stdout, stderr) = mpirun(TEST, n, &[], &[("CANTUS_MPI_PROGRESS", "inline")]);
-        assert!(ok, "mpirun -n {n}:\n{stdout}\n{stderr}");
+    // Locale 1 shares memory with locale 0, then not, then (3 ranks,
+    // two nodes: {0, 1} and {2}) with locale 0 but not 2: the helper
+    // hands on what its node's rings hold as it does MPI's arrivals.
+    for (n, nodes) in [(2, None), (2, Some(2)), (3, Some(2))] {
+        let (ok, stdout, stderr) = mpirun(TEST, n, &[], &path_env("inline", nodes));
+        assert!(
+            ok,
+            "mpirun -n {n}, CANTUS_MPI_NODES {nodes:?}:\n{stdout}\n{stderr}"
+        );
     }
 }
 
@@ -734,40 +810,59 @@ fn a_traced_job_merges_every_rank_s_part() {
         rt.shutdown();
         return;
     }
-    let path = std::env::temp_dir().join(format!("cantus-mpi-trace-{}.json", std::process::id()));
-    let _ = std::fs::remove_file(&path);
-    let (ok, stdout, stderr) = mpirun(test, 3, &[], &[("CANTUS_TRACE", path.to_str().unwrap())]);
-    assert!(ok, "{test} failed:\n{stdout}\n{stderr}");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}: {stderr}"));
-    let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
-    let mut locales: Vec<u64> = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
-        .map(|e| e["pid"].as_u64().unwrap())
-        .collect();
-    locales.sort();
-    assert_eq!(locales, [0, 1, 2], "every rank's part is merged: {stderr}");
-    assert!(
-        cantus::trace::parts_dirs(&path).is_empty(),
-        "the parts are removed: {stderr}"
-    );
-    let _ = std::fs::remove_file(&path);
+    // One node, and the mixed job ({0, 1} and {2}).
+    for nodes in [None, Some(2)] {
+        let path = std::env::temp_dir().join(format!(
+            "cantus-mpi-trace-{}-{nodes:?}.json",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let mut env = vec![("CANTUS_TRACE", path.to_str().unwrap().to_string())];
+        if let Some(k) = nodes {
+            env.push(("CANTUS_MPI_NODES", k.to_string()));
+        }
+        let (ok, stdout, stderr) = mpirun(test, 3, &[], &env);
+        assert!(ok, "{test}, nodes {nodes:?}, failed:\n{stdout}\n{stderr}");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+        let trace: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
+        let mut locales: Vec<u64> = trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["ph"] == "M" && e["name"] == "process_name")
+            .map(|e| e["pid"].as_u64().unwrap())
+            .collect();
+        locales.sort();
+        assert_eq!(locales, [0, 1, 2], "every rank's part is merged: {stderr}");
+        assert!(
+            cantus::trace::parts_dirs(&path).is_empty(),
+            "the parts are removed: {stderr}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
 }
 
-/// Runs `test` under mpirun in each progress mode, expecting the job to
-/// fail; returns each run's stderr (none in a rank).
+/// Runs `test` under mpirun expecting the job to fail, in each progress
+/// mode and on each path (every rank through MPI, one node through
+/// shared memory, and with 3 or more ranks the mixed job); returns each
+/// run's stderr (none in a rank). No rank outlives a failed job, and no
+/// name of cantus's is left in `/dev/shm` (the node's region is an
+/// anonymous file: `comm/mpi/node.rs`).
 fn failing_job(test: &str, ranks: usize, env: &[(&str, &str)], body: impl FnOnce()) -> Vec<String> {
     if is_child() {
         body();
         return Vec::new();
     }
-    MODES
-        .iter()
-        .map(|mode| {
-            let mut env = env.to_vec();
-            env.push(("CANTUS_MPI_PROGRESS", mode));
+    let mut paths = vec![("inline", Some(ranks)), ("thread", None)];
+    if ranks >= 3 {
+        paths.push(("inline", Some(2)));
+    }
+    paths
+        .into_iter()
+        .map(|(mode, nodes)| {
+            let mut env: Vec<(&str, String)> =
+                env.iter().map(|&(k, v)| (k, v.to_string())).collect();
+            env.extend(path_env(mode, nodes));
             let start = Instant::now();
             let (ok, _, stderr) = mpirun(test, ranks, &[], &env);
             assert!(
@@ -784,6 +879,14 @@ fn failing_job(test: &str, ranks: usize, env: &[(&str, &str)], body: impl FnOnce
                 left.is_empty(),
                 "{test}, progress {mode}: ranks outlived the failed job: {left:?}"
             );
+            let named: Vec<_> = std::fs::read_dir("/dev/shm")
+                .map(|d| {
+                    d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                        .filter(|n| n.to_ascii_lowercase().contains("cantus"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert!(named.is_empty(), "{test}: left in /dev/shm: {named:?}");
             stderr
         })
         .collect()

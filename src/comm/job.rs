@@ -30,6 +30,13 @@ pub(crate) trait Job: Send + Sync {
     /// works by messages.
     fn shared_memory(&self) -> Option<Arc<dyn super::symmetric::SymmetricAreas>>;
 
+    /// Memory this locale shares with the other locales of its node only,
+    /// where the job has no memory every locale maps (an MPI job over
+    /// several nodes whose ranks share a region per node).
+    fn node_memory(&self) -> Option<super::symmetric::NodeAreas> {
+        None
+    }
+
     /// Locale 0 ordered the others to shut down (termination was
     /// detected): from now on their ends are expected, not failures.
     fn shutdown_ordered(&self);

@@ -65,6 +65,16 @@ pub(crate) unsafe trait SymmetricAreas: Send + Sync + 'static {
     fn areas(&self) -> Areas;
 }
 
+/// The areas a locale shares with the other locales of its node only (an
+/// MPI job whose ranks on one node share a region, `comm/mpi/node.rs`):
+/// `areas` index the node's members, `members[i]` is member `i`'s locale
+/// in the job (ascending). The global address space then reaches the
+/// members' heap segments in place and the other locales' by messages.
+pub(crate) struct NodeAreas {
+    pub(crate) areas: Arc<dyn SymmetricAreas>,
+    pub(crate) members: Vec<usize>,
+}
+
 /// The symmetric areas of a job of one locale, which has no transport:
 /// a mapping of its own, laid out as a job's would be.
 #[cfg(not(loom))]

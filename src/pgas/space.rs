@@ -7,7 +7,7 @@
 use super::memory::Memory;
 use super::messages::MessageMemory;
 use super::shared::SharedMemory;
-use crate::comm::symmetric::SymmetricAreas;
+use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::config::{Config, PgasMemory};
 use crate::error::{Error, ErrorKind};
 use crate::sched::Registry;
@@ -81,11 +81,15 @@ fn memory_for(
     choice: Option<PgasMemory>,
     (here, locales, heap_bytes): (usize, usize, usize),
     areas: Option<Arc<dyn SymmetricAreas>>,
+    node: Option<NodeAreas>,
 ) -> Result<Arc<dyn Memory>, Error> {
     match (choice, areas) {
-        (Some(PgasMemory::Messages), _) | (None, None) => {
-            Ok(Arc::new(MessageMemory::new(here, locales, heap_bytes)?))
-        }
+        (Some(PgasMemory::Messages), _) => Ok(Arc::new(MessageMemory::new(
+            here, locales, heap_bytes, None,
+        )?)),
+        (None, None) => Ok(Arc::new(MessageMemory::new(
+            here, locales, heap_bytes, node,
+        )?)),
         (_, Some(areas)) => Ok(Arc::new(SharedMemory::new(areas))),
         (Some(PgasMemory::Shared), None) => Err(Error::new(
             ErrorKind::InvalidConfig,
@@ -98,22 +102,27 @@ fn memory_for(
 
 /// A job of several locales: installs this locale's global memory, the
 /// one `config` asks for, over `areas`, the symmetric areas the job's
-/// transport maps (`None` for a transport that maps none, such as MPI:
-/// then the memory is the message memory).
+/// transport maps (`None` for a transport that maps none, such as MPI
+/// across nodes: then the memory is the message memory, which reaches
+/// the segments of `node`, the locales this one shares memory with, in
+/// place).
 pub(crate) fn install(
     config: &Config,
     areas: Option<Arc<dyn SymmetricAreas>>,
+    node: Option<NodeAreas>,
 ) -> Result<(), Error> {
     // The segments' size is the job's: the areas' if there are any (locale
     // 0 chose it for all), else this locale's configuration (every locale
     // runs the same program in the same environment).
     let heap_bytes = areas
         .as_ref()
+        .or(node.as_ref().map(|n| &n.areas))
         .map_or(config.heap_bytes, |a| a.areas().heap_bytes);
     let memory = memory_for(
         config.pgas,
         (config.here, config.locales, heap_bytes),
         areas,
+        node,
     )?;
     *SPACE.write().unwrap() = Some(Arc::new(Space::new(memory)));
     Ok(())
@@ -157,6 +166,7 @@ pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
         registry.config.pgas,
         (0, 1, heap_bytes),
         areas,
+        None,
     )?));
     *slot = Some(s.clone());
     Ok(s)
@@ -188,4 +198,10 @@ pub(crate) fn installed_memory() -> Option<&'static str> {
             "shared"
         }
     })
+}
+
+/// The locales whose heap segments this process maps (reaches in place),
+/// once a space is installed (a test hook).
+pub(crate) fn mapped_locales() -> Option<Vec<usize>> {
+    if_installed(|s| (0..s.locales).filter(|&l| s.mapped(l).is_some()).collect())
 }

@@ -13,11 +13,11 @@
 
 use super::progress::Progress;
 use super::sys;
-use super::transport::Shared;
+use super::transport::{Shared, Sleep};
 use crate::comm::bell::Bell;
 use crate::comm::pass::PassLock;
 use crate::sched::driver::DriverPoller;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -38,9 +38,6 @@ pub(super) struct Inline {
     passes: AtomicU64,
     /// The engine's poll, for the helper (set once the runtime started).
     poller: OnceLock<DriverPoller>,
-    /// Set by `unpark`, taken by `park` (a token, as `Transport::park`
-    /// asks).
-    unparked: AtomicBool,
     /// Wakes the helper (the end).
     helper_bell: Bell,
 }
@@ -52,7 +49,6 @@ impl Inline {
             progress: PassLock::new(Some(progress)),
             passes: AtomicU64::new(0),
             poller: OnceLock::new(),
-            unparked: AtomicBool::new(false),
             helper_bell: Bell::new(),
         }
     }
@@ -103,23 +99,27 @@ impl Inline {
         self.passes.load(Ordering::Relaxed)
     }
 
-    /// Blocks the last idle worker until frames arrived, `unpark`, or
-    /// `timeout`, making passes meanwhile: an arrival cannot wake a
-    /// thread (MPI has no wait on "a message or a local event"), so it
-    /// naps between passes, 50 us at first, growing to 1 ms (the MPI
-    /// thread's ladder in `thread` mode); the helper's arrivals ring it.
-    pub(super) fn park(&self, timeout: Option<Duration>) {
+    /// Blocks the last idle worker until `ready()` (frames arrived),
+    /// an unpark (`sleep` took its token), or `timeout`, making passes
+    /// meanwhile: an arrival over MPI cannot wake a thread (MPI has no
+    /// wait on "a message or a local event"), so it naps in `sleep`
+    /// between passes, 50 us at first, growing to 1 ms (the MPI thread's
+    /// ladder in `thread` mode); the helper's arrivals, and in a node
+    /// that shares memory its ranks' frames, wake it.
+    pub(super) fn park_on(
+        &self,
+        timeout: Option<Duration>,
+        ready: &dyn Fn() -> bool,
+        sleep: &mut Sleep<'_>,
+    ) {
         const FIRST_NAP: Duration = Duration::from_micros(50);
         const LONGEST_NAP: Duration = Duration::from_millis(1);
         let s = &*self.shared;
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut nap = FIRST_NAP;
         loop {
-            if self.unparked.swap(false, Ordering::AcqRel) {
-                return;
-            }
             self.progress();
-            if s.has_arrivals() || s.finishing.load(Ordering::Acquire) {
+            if ready() || s.finishing.load(Ordering::Acquire) {
                 return;
             }
             let mut this_nap = nap;
@@ -130,17 +130,11 @@ impl Inline {
                 }
                 this_nap = this_nap.min(left);
             }
-            s.park_bell.sleep(Some(this_nap), || {
-                s.has_arrivals() || self.unparked.load(Ordering::Acquire)
-            });
+            if sleep(Some(this_nap), ready) {
+                return;
+            }
             nap = (nap * 2).min(LONGEST_NAP);
         }
-    }
-
-    /// Ends the current or next `park`.
-    pub(super) fn unpark(&self) {
-        self.unparked.store(true, Ordering::Release);
-        self.shared.park_bell.ring();
     }
 
     /// Lets the helper hand arrivals to the engine.
@@ -169,7 +163,9 @@ impl Inline {
             period = (period * 2).min(HELPER_PERIOD);
             if self.passes() == seen {
                 self.progress();
-                if s.has_arrivals() {
+                // MPI's arrivals, or the node's rings' (which no MPI pass
+                // shows: in a job of one node nobody else makes passes).
+                if s.has_arrivals() || s.node_ready() {
                     match self.poller.get() {
                         // The engine's poll: handlers run (inline ones
                         // here, the others as tasks queued for the
@@ -180,7 +176,7 @@ impl Inline {
                         }
                         // Before the engine is attached: a parked worker
                         // takes them.
-                        None => s.park_bell.ring_if_sleeping(),
+                        None => s.wake_parked(),
                     }
                 }
             }

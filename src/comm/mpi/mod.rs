@@ -14,30 +14,50 @@
 //!   receives) and the ordered end; the MPI thread's loop (waiting when
 //!   idle);
 //! - `inline.rs`: inline progress (the try-lock, the parked worker's
-//!   naps, the helper).
+//!   naps, the helper);
+//! - `node.rs`: which ranks share a node, and the node's shared region,
+//!   handed over without a name;
+//! - `route.rs`: the routing transport of a job whose node shares memory
+//!   (the node's ranks through its rings, the others through MPI).
 //!
 //! `README.md` beside this file states the protocols and why no locale
 //! can deadlock.
 
 mod inline;
+mod node;
 mod progress;
+mod route;
 mod sys;
 mod transport;
 
 use crate::comm::job::Job;
+use crate::comm::shm::transport::ShmTransport;
+use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::comm::transport::Transport;
 use crate::config::{Config, LOCALES_VAR, MPI_THREAD_MIN_CPUS, MpiProgress};
 use crate::error::{Error, ErrorKind};
 use inline::Inline;
+use node::{Node, NodeSetup};
 use progress::Progress;
+use route::RoutingTransport;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use transport::{MpiTransport, Shared};
 
 /// MPI may be initialized once per process: set by the first MPI job.
 static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// The locales this rank shares its node's memory with (itself
+/// included), once its job started.
+static NODE_MEMBERS: OnceLock<Vec<usize>> = OnceLock::new();
+
+/// The locales this rank shares its node's memory with, once its MPI job
+/// started (a test hook: `__test::mpi_node_members`).
+pub(crate) fn node_members() -> Option<Vec<usize>> {
+    NODE_MEMBERS.get().cloned()
+}
 
 /// How long a fatal error on another thread waits for the MPI thread to
 /// abort the job before calling `MPI_Abort` itself.
@@ -47,8 +67,8 @@ const ABORT_GRACE: Duration = Duration::from_secs(3);
 struct Placement {
     rank: usize,
     size: usize,
-    node_rank: usize,
-    node_size: usize,
+    /// The ranks this one shares memory with, and their region.
+    node: Node,
     /// Rank 0's number for the job's trace parts (`Config::trace_job`).
     trace_job: u64,
 }
@@ -57,6 +77,10 @@ struct Placement {
 struct MpiJob {
     shared: Arc<Shared>,
     transport: Arc<MpiTransport>,
+    /// Where the node shares memory: the routing transport (the node's
+    /// ranks through its rings, the others through `transport`), the
+    /// node's region, and its members' locales.
+    routing: Option<(Arc<RoutingTransport>, Arc<ShmTransport>, Vec<usize>)>,
     /// The MPI thread (`thread` mode) or the helper (`inline`); joined
     /// when the job finishes.
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -88,11 +112,29 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
             .is_none_or(|cpus| cpus < MPI_THREAD_MIN_CPUS),
     };
     let (frame_bytes, trace_job) = (config.ring_bytes / 2, config.trace_job);
-    let (placement, job) = if inline {
-        start_inline(frame_bytes, trace_job)?
-    } else {
-        start_thread(frame_bytes, trace_job)?
+    let setup = NodeSetup {
+        nodes: config.mpi_nodes,
+        ring_bytes: config.ring_bytes,
+        heap_bytes: config.heap_bytes,
     };
+    let (placement, mut job) = if inline {
+        start_inline(frame_bytes, trace_job, setup)?
+    } else {
+        start_thread(frame_bytes, trace_job, setup)?
+    };
+    let _ = NODE_MEMBERS.set(match placement.node.shm {
+        Some(_) => placement.node.members.clone(),
+        None => vec![placement.rank],
+    });
+    if let Some(shm) = &placement.node.shm {
+        let members = placement.node.members.clone();
+        let routing = Arc::new(RoutingTransport::new(
+            shm.clone(),
+            job.transport.clone(),
+            members.clone(),
+        ));
+        job.routing = Some((routing, shm.clone(), members));
+    }
     if let Some((_, asked)) = config
         .locales_asked
         .as_ref()
@@ -118,8 +160,8 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     config.place(
         placement.rank,
         placement.size,
-        placement.node_rank,
-        placement.node_size,
+        placement.node.real_rank,
+        placement.node.real_size,
         !inline,
     );
     config.trace_job = placement.trace_job;
@@ -128,8 +170,12 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
 
 /// `inline` mode: MPI initialized on this thread; a helper thread
 /// started beside the workers.
-fn start_inline(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob), Error> {
-    let (placement, progress, shared) = init(frame_bytes, trace_job, Level::Serialized)?;
+fn start_inline(
+    frame_bytes: usize,
+    trace_job: u64,
+    setup: NodeSetup,
+) -> Result<(Placement, MpiJob), Error> {
+    let (placement, progress, shared) = init(frame_bytes, trace_job, Level::Serialized, &setup)?;
     let inline = Arc::new(Inline::new(shared.clone(), progress));
     let helper = {
         let inline = inline.clone();
@@ -154,6 +200,7 @@ fn start_inline(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob
             inline: Some(inline.clone()),
         }),
         shared,
+        routing: None,
         thread: Mutex::new(Some(helper)),
         inline: Some(inline),
     };
@@ -162,11 +209,15 @@ fn start_inline(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob
 
 /// `thread` mode: MPI initialized on the MPI thread, which makes every
 /// call from then on.
-fn start_thread(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob), Error> {
+fn start_thread(
+    frame_bytes: usize,
+    trace_job: u64,
+    setup: NodeSetup,
+) -> Result<(Placement, MpiJob), Error> {
     let (tx, rx) = mpsc::channel();
     let thread = std::thread::Builder::new()
         .name("cantus-mpi".into())
-        .spawn(move || mpi_thread(frame_bytes, trace_job, tx))
+        .spawn(move || mpi_thread(frame_bytes, trace_job, setup, tx))
         .map_err(|e| {
             Error::new(
                 ErrorKind::Os,
@@ -193,6 +244,7 @@ fn start_thread(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob
             inline: None,
         }),
         shared,
+        routing: None,
         thread: Mutex::new(Some(thread)),
         inline: None,
     };
@@ -205,9 +257,11 @@ fn start_thread(frame_bytes: usize, trace_job: u64) -> Result<(Placement, MpiJob
 fn mpi_thread(
     frame_bytes: usize,
     trace_job: u64,
+    setup: NodeSetup,
     tx: mpsc::Sender<Result<(Placement, Arc<Shared>), Error>>,
 ) {
-    let started = std::panic::catch_unwind(|| init(frame_bytes, trace_job, Level::Funneled));
+    let started =
+        std::panic::catch_unwind(|| init(frame_bytes, trace_job, Level::Funneled, &setup));
     let progress = match started {
         Ok(Ok((placement, progress, shared))) => {
             let _ = tx.send(Ok((placement, shared)));
@@ -253,12 +307,14 @@ enum Level {
 
 /// Initializes MPI (or adopts a program's own, if it allows calls from
 /// any thread), duplicates `MPI_COMM_WORLD`, finds this process's place
-/// and takes rank 0's `trace_job` (every rank calls the broadcast, traced
-/// or not, so that none waits for another).
+/// and its node (making or opening the node's region, `node.rs`) and
+/// takes rank 0's `trace_job` (every rank calls the broadcast, traced or
+/// not, so that none waits for another).
 fn init(
     frame_bytes: usize,
     trace_job: u64,
     level: Level,
+    setup: &NodeSetup,
 ) -> Result<(Placement, Progress, Arc<Shared>), Error> {
     let (initialized, finalized) = sys::init_state()?;
     if finalized {
@@ -313,15 +369,14 @@ fn init(
     }
     let comm = sys::dup_returning_errors(sys::world())?;
     let (rank, size) = sys::rank_and_size(comm)?;
-    let (node_rank, node_size) = sys::node_rank_and_size(comm)?;
+    let node = node::join(comm, rank, setup)?;
     let trace_job = sys::broadcast_from_0(trace_job, comm)?;
     let shared = Arc::new(Shared::new(rank, size, frame_bytes));
     Ok((
         Placement {
             rank,
             size,
-            node_rank,
-            node_size,
+            node,
             trace_job,
         },
         Progress::new(shared.clone(), comm, owns_mpi),
@@ -372,11 +427,29 @@ impl MpiJob {
 
 impl Job for MpiJob {
     fn transport(&self) -> Arc<dyn Transport> {
-        self.transport.clone()
+        match &self.routing {
+            Some((routing, _, _)) => routing.clone(),
+            None => self.transport.clone(),
+        }
     }
 
-    fn shared_memory(&self) -> Option<Arc<dyn crate::comm::symmetric::SymmetricAreas>> {
-        None
+    fn shared_memory(&self) -> Option<Arc<dyn SymmetricAreas>> {
+        // A node that is the whole job: every locale maps every area, as
+        // in a shared-memory job (members are ranks 0..n, in order).
+        match &self.routing {
+            Some((_, shm, members)) if members.len() == self.shared.locales => Some(shm.clone()),
+            _ => None,
+        }
+    }
+
+    fn node_memory(&self) -> Option<NodeAreas> {
+        match &self.routing {
+            Some((_, shm, members)) if members.len() < self.shared.locales => Some(NodeAreas {
+                areas: shm.clone(),
+                members: members.clone(),
+            }),
+            _ => None,
+        }
     }
 
     fn shutdown_ordered(&self) {}

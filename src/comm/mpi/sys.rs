@@ -147,13 +147,14 @@ pub(super) fn rank_and_size(comm: MPI_Comm) -> Result<(usize, usize), Error> {
     Ok((rank as usize, size as usize))
 }
 
-/// This process's rank among the processes of `comm` on its node, and
-/// how many there are (`MPI_Comm_split_type`, `MPI_COMM_TYPE_SHARED`).
-pub(super) fn node_rank_and_size(comm: MPI_Comm) -> Result<(usize, usize), Error> {
+/// The processes of `comm` on this process's node, as a communicator
+/// of their own (`MPI_Comm_split_type`, `MPI_COMM_TYPE_SHARED`; ranked
+/// as in `comm`). Free it with [`free`].
+pub(super) fn split_node(comm: MPI_Comm) -> Result<MPI_Comm, Error> {
     let mut node = std::mem::MaybeUninit::<MPI_Comm>::uninit();
     // SAFETY: a valid communicator; constants of rsmpi's shim; `node` is
     // written on success before we read it.
-    let mut node = unsafe {
+    unsafe {
         check(
             ffi::MPI_Comm_split_type(
                 comm,
@@ -164,17 +165,70 @@ pub(super) fn node_rank_and_size(comm: MPI_Comm) -> Result<(usize, usize), Error
             ),
             "MPI_Comm_split_type",
         )?;
-        node.assume_init()
-    };
-    let r = rank_and_size(node);
-    // SAFETY: `node` is ours, used by no request; freed once.
-    let freed = check(unsafe { ffi::MPI_Comm_free(&mut node) }, "MPI_Comm_free");
-    let r = r?;
-    freed?;
-    Ok(r)
+        Ok(node.assume_init())
+    }
 }
 
-/// Frees a communicator made by [`dup_returning_errors`].
+/// The processes of `comm` that passed the same `color`, ranked by `key`
+/// (`MPI_Comm_split`). Free it with [`free`].
+pub(super) fn split(comm: MPI_Comm, color: usize, key: usize) -> Result<MPI_Comm, Error> {
+    let mut part = std::mem::MaybeUninit::<MPI_Comm>::uninit();
+    // SAFETY: a valid communicator; `part` is written on success before
+    // we read it.
+    unsafe {
+        check(
+            ffi::MPI_Comm_split(comm, color as c_int, key as c_int, part.as_mut_ptr()),
+            "MPI_Comm_split",
+        )?;
+        Ok(part.assume_init())
+    }
+}
+
+/// Every process's `values` (each the same length), concatenated in rank
+/// order, on every process of `comm` (`MPI_Allgather` of u64s).
+pub(super) fn all_gather(values: &[u64], comm: MPI_Comm) -> Result<Vec<u64>, Error> {
+    let (_, size) = rank_and_size(comm)?;
+    let mut all = vec![0u64; values.len() * size];
+    // SAFETY: the send buffer holds `values.len()` u64s and the receive
+    // buffer that many per process of `comm`; constants of rsmpi's shim.
+    unsafe {
+        check(
+            ffi::MPI_Allgather(
+                values.as_ptr().cast::<c_void>(),
+                values.len() as c_int,
+                ffi::RSMPI_UINT64_T,
+                all.as_mut_ptr().cast::<c_void>(),
+                values.len() as c_int,
+                ffi::RSMPI_UINT64_T,
+                comm,
+            ),
+            "MPI_Allgather",
+        )?;
+    }
+    Ok(all)
+}
+
+/// Rank 0's `values`, into `values` on every process of `comm`
+/// (`MPI_Bcast` of u64s; every process passes the same length).
+pub(super) fn broadcast(values: &mut [u64], comm: MPI_Comm) -> Result<(), Error> {
+    // SAFETY: a buffer of `values.len()` u64s, valid for the call; a
+    // valid communicator; constants of rsmpi's shim.
+    unsafe {
+        check(
+            ffi::MPI_Bcast(
+                values.as_mut_ptr().cast::<c_void>(),
+                values.len() as c_int,
+                ffi::RSMPI_UINT64_T,
+                0,
+                comm,
+            ),
+            "MPI_Bcast",
+        )
+    }
+}
+
+/// Frees a communicator made by [`dup_returning_errors`], [`split_node`]
+/// or [`split`].
 pub(super) fn free(comm: &mut MPI_Comm) -> Result<(), Error> {
     // SAFETY: `comm` is a communicator we made, with no pending request
     // (the caller completed every one), freed once.
@@ -347,22 +401,9 @@ pub(super) fn all_to_all(counts: &[u64], comm: MPI_Comm) -> Result<Vec<u64>, Err
 /// Rank 0's `value`, on every process of `comm` (`MPI_Bcast` of one
 /// u64, as the job starts).
 pub(super) fn broadcast_from_0(value: u64, comm: MPI_Comm) -> Result<u64, Error> {
-    let mut v = value;
-    // SAFETY: a buffer of one u64, valid for the call; a valid
-    // communicator; constants of rsmpi's shim.
-    unsafe {
-        check(
-            ffi::MPI_Bcast(
-                (&raw mut v).cast::<c_void>(),
-                1,
-                ffi::RSMPI_UINT64_T,
-                0,
-                comm,
-            ),
-            "MPI_Bcast",
-        )?;
-    }
-    Ok(v)
+    let mut v = [value];
+    broadcast(&mut v, comm)?;
+    Ok(v[0])
 }
 
 /// Ends every process of the job (`MPI_Abort` on `MPI_COMM_WORLD`).

@@ -12,8 +12,8 @@ use crate::comm::bell::Bell;
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// Bytes in front of each frame in a batch: its length (u32, LE).
@@ -88,6 +88,21 @@ pub(super) struct Owed {
     pub(super) bytes: AtomicU64,
 }
 
+/// Where a parked worker sleeps: `sleep(t, ready)` sleeps up to `t`
+/// (for ever: `None`) unless `ready()`, and returns whether it took an
+/// unpark's token (`MpiTransport::park_on`).
+pub(super) type Sleep<'a> = dyn FnMut(Option<Duration>, &dyn Fn() -> bool) -> bool + 'a;
+
+/// The node's side of a job whose node shares memory, as the MPI side
+/// needs it (`route.rs` sets them).
+pub(super) struct NodeHooks {
+    /// Wakes this locale's parked worker if it sleeps (after frames were
+    /// published to `arrived`).
+    pub(super) wake: Box<dyn Fn() + Send + Sync>,
+    /// Whether the node's rings hold frames for this locale.
+    pub(super) ready: Box<dyn Fn() -> bool + Send + Sync>,
+}
+
 /// What the locale's threads and its MPI thread share.
 pub(super) struct Shared {
     pub(super) here: usize,
@@ -114,6 +129,14 @@ pub(super) struct Shared {
     pub(super) mpi_bell: Bell,
     /// Wakes a worker parked in the transport (`park`).
     pub(super) park_bell: Bell,
+    /// Set by `unpark`, taken by `park` (a token, as `Transport::park`
+    /// asks).
+    pub(super) unparked: AtomicBool,
+    /// In a job whose node shares memory (`route.rs`): how an arrival
+    /// wakes this locale's parked worker, which sleeps on the node's
+    /// doorbell instead of `park_bell`, and whether the node's rings hold
+    /// frames (for the helper); set once, before the runtime starts.
+    pub(super) node: OnceLock<NodeHooks>,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
     /// Callers that expect arrivals at any moment
@@ -168,6 +191,8 @@ impl Shared {
             owing: AtomicBool::new(false),
             mpi_bell: Bell::new(),
             park_bell: Bell::new(),
+            unparked: AtomicBool::new(false),
+            node: OnceLock::new(),
             finishing: AtomicBool::new(false),
             expecting: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),
@@ -196,7 +221,24 @@ impl Shared {
         // Release: pairs with the Acquire loads of `ready`; the batch was
         // queued under the lock before.
         self.arrived_frames[net as usize].fetch_add(frames, Ordering::Release);
-        self.park_bell.ring_if_sleeping();
+        self.wake_parked();
+    }
+
+    /// Wakes this locale's parked worker, if it sleeps, after frames were
+    /// published to `arrived` (each sleeping place makes the fence of the
+    /// store-buffer pattern: `Bell::ring_if_sleeping`, the node's
+    /// `ShmTransport::wake_own_if_sleeping`).
+    pub(super) fn wake_parked(&self) {
+        match self.node.get() {
+            Some(node) => (node.wake)(),
+            None => self.park_bell.ring_if_sleeping(),
+        }
+    }
+
+    /// Whether the node's rings hold frames for this locale (`false`
+    /// where it shares no memory).
+    pub(super) fn node_ready(&self) -> bool {
+        self.node.get().is_some_and(|node| (node.ready)())
     }
 
     /// Whether frames wait to be handed on.
@@ -390,17 +432,44 @@ impl Transport for MpiTransport {
     }
 
     fn park(&self, timeout: Option<Duration>) {
-        if let Some(inline) = &self.inline {
-            return inline.park(timeout);
-        }
         let s = &*self.shared;
-        s.park_bell.sleep(timeout, || s.has_arrivals());
+        self.park_on(timeout, &|| false, &mut |t, ready| {
+            if s.unparked.swap(false, Ordering::AcqRel) {
+                return true;
+            }
+            s.park_bell
+                .sleep(t, || ready() || s.unparked.load(Ordering::Acquire));
+            s.unparked.swap(false, Ordering::AcqRel)
+        });
     }
 
     fn unpark(&self) {
+        self.shared.unparked.store(true, Ordering::Release);
+        self.shared.park_bell.ring();
+    }
+}
+
+impl MpiTransport {
+    /// Parks the last idle worker until frames arrived (here, or what
+    /// `also_ready` reads), an unpark, or `timeout`. `sleep(t, ready)` is
+    /// the sleeping place: it sleeps up to `t` unless `ready()`, and
+    /// returns whether it took an unpark's token; whoever publishes
+    /// arrivals wakes it (`Shared::wake_parked`). In `thread` mode the
+    /// worker sleeps once (the MPI thread wakes it); inline it makes
+    /// passes between naps (`Inline::park_on`).
+    pub(super) fn park_on(
+        &self,
+        timeout: Option<Duration>,
+        also_ready: &dyn Fn() -> bool,
+        sleep: &mut Sleep<'_>,
+    ) {
+        let s = &*self.shared;
+        let ready = || s.has_arrivals() || also_ready();
         match &self.inline {
-            Some(inline) => inline.unpark(),
-            None => self.shared.park_bell.ring(),
+            Some(inline) => inline.park_on(timeout, &ready, sleep),
+            None => {
+                sleep(timeout, &ready);
+            }
         }
     }
 }

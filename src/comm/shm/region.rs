@@ -373,21 +373,6 @@ impl Region {
                 std::io::Error::last_os_error()
             )));
         }
-        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
-            return Err(bad(format!(
-                "{SHM_FD_VAR}={fd} names a descriptor that is not a shared-memory file \
-                 (a pipe, socket or device): the variable was inherited by mistake"
-            )));
-        }
-        let size = usize::try_from(st.st_size).unwrap_or(0);
-        if size < HEADER_SIZE {
-            return Err(bad(format!(
-                "the file behind {SHM_FD_VAR}={fd} is {} bytes, too small for a region \
-                 header ({HEADER_SIZE} bytes): it is not a cantus region",
-                st.st_size
-            )));
-        }
-
         // Our own descriptor for the region, close-on-exec; the inherited
         // one is left open (another attach may still want it) but is no
         // longer inherited, below.
@@ -402,6 +387,42 @@ impl Region {
         }
         // SAFETY: fcntl just returned this descriptor; nothing else owns it.
         let own = unsafe { OwnedFd::from_raw_fd(raw) };
+        let region = Region::adopt(own, job, &format!("{SHM_FD_VAR}={fd}"), JOB_VAR)?;
+        // SAFETY: `fd` is open; F_SETFD only changes its flags.
+        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        Ok(Some(region))
+    }
+
+    /// Validates the region file `own` (an open descriptor of this
+    /// process's, close-on-exec) and maps it: a regular file at least a
+    /// header long, whose header carries [`MAGIC`], [`VERSION`], the job
+    /// id `job` (which `job_from` gave) and the file's size. `source`
+    /// names where the descriptor came from, for the errors.
+    fn adopt(own: OwnedFd, job: JobId, source: &str, job_from: &str) -> Result<Region, Error> {
+        // SAFETY: an all-zero `stat` is a valid value of the plain C struct.
+        let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: fstat writes only into `st`; `own` is open.
+        if unsafe { libc::fstat(own.as_raw_fd(), &mut st) } != 0 {
+            return Err(os_error(
+                &format!("could not inspect the shared region from {source} (fstat)"),
+                "the descriptor must be a cantus region",
+            ));
+        }
+        if st.st_mode & libc::S_IFMT != libc::S_IFREG {
+            return Err(bad(format!(
+                "{source} names a descriptor that is not a shared-memory file \
+                 (a pipe, socket or device)"
+            )));
+        }
+        let size = usize::try_from(st.st_size).unwrap_or(0);
+        if size < HEADER_SIZE {
+            return Err(bad(format!(
+                "the file behind {source} is {} bytes, too small for a region \
+                 header ({HEADER_SIZE} bytes): it is not a cantus region",
+                st.st_size
+            )));
+        }
+
         let region = Region {
             base: map(&own, size)?,
             fd: own,
@@ -414,7 +435,7 @@ impl Region {
         let header = unsafe { region.base.cast::<Header>().as_ptr().read() };
         if header.magic != MAGIC {
             return Err(bad(format!(
-                "the file behind {SHM_FD_VAR}={fd} is not a cantus shared region (its first \
+                "the file behind {source} is not a cantus shared region (its first \
                  bytes are {:?}, not {:?}): the variable names an unrelated descriptor",
                 String::from_utf8_lossy(&header.magic),
                 String::from_utf8_lossy(&MAGIC)
@@ -422,7 +443,7 @@ impl Region {
         }
         if header.version != VERSION {
             return Err(bad(format!(
-                "the shared region behind {SHM_FD_VAR}={fd} has layout version {}, but this \
+                "the shared region behind {source} has layout version {}, but this \
                  binary uses version {VERSION}: every locale of a job must run the same \
                  cantus build",
                 header.version
@@ -434,21 +455,71 @@ impl Region {
         };
         if theirs != job {
             return Err(bad(format!(
-                "the shared region behind {SHM_FD_VAR}={fd} belongs to job {theirs}, but \
-                 {JOB_VAR}={job}: the environment comes from another job; start locales \
+                "the shared region behind {source} belongs to job {theirs}, but \
+                 {job_from}={job}: the environment comes from another job; start locales \
                  only through the job's first process"
             )));
         }
         if header.len != size as u64 {
             return Err(bad(format!(
-                "the shared region behind {SHM_FD_VAR}={fd} is {size} bytes, but its header \
+                "the shared region behind {source} is {size} bytes, but its header \
                  says {}: the file was resized or its header overwritten",
                 header.len
             )));
         }
-        // SAFETY: `fd` is open; F_SETFD only changes its flags.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
-        Ok(Some(region))
+        Ok(region)
+    }
+
+    /// What another process of this machine needs to open this region
+    /// with [`Region::open_handed_over`] while this process lives: (this
+    /// process's pid, the descriptor's number here, the job id's pid and
+    /// nanoseconds). No name is made anywhere: the other process opens
+    /// the descriptor through `/proc` (a ranks' node region, handed over
+    /// by MPI, `comm/mpi/node.rs`).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn handover(&self) -> [u64; 4] {
+        [
+            u64::from(std::process::id()),
+            self.fd.as_raw_fd() as u64,
+            u64::from(self.job.pid),
+            self.job.nanos,
+        ]
+    }
+
+    /// Opens and maps the region another process of this machine described
+    /// with [`Region::handover`], opening its descriptor through
+    /// `/proc/<pid>/fd/<fd>` (allowed to a process of the same user that
+    /// may read the other's state: the same check as `/proc/<pid>/mem`'s
+    /// read mode, which Yama's ptrace scope does not restrict), and
+    /// validating it as [`Region::attach_from_env`] does.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::SharedMemory`] naming what failed: the path cannot be
+    /// opened (another user, `/proc` mounted with `hidepid`, the process
+    /// gone), or the file is not the region described.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn open_handed_over(words: [u64; 4]) -> Result<Region, Error> {
+        let [pid, fd, job_pid, nanos] = words;
+        let path = format!("/proc/{pid}/fd/{fd}");
+        let cpath = std::ffi::CString::new(path.clone()).expect("a path without NUL");
+        // SAFETY: a NUL-terminated path; the flags are valid for open; the
+        // result is checked.
+        let raw = unsafe { libc::open(cpath.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+        if raw < 0 {
+            return Err(bad(format!(
+                "could not open the node's shared region at {path}: {} (the ranks of a node \
+                 must run as one user, with /proc readable to each other)",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: open just returned this descriptor; nothing else owns it.
+        let own = unsafe { OwnedFd::from_raw_fd(raw) };
+        let job = JobId {
+            pid: u32::try_from(job_pid).unwrap_or(u32::MAX),
+            nanos,
+        };
+        Region::adopt(own, job, &path, "the node's handover")
     }
 
     /// The region's length in bytes.

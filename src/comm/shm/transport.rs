@@ -306,6 +306,44 @@ impl ShmTransport {
         self.doorbell(locale).fetch_add(1, Ordering::Release);
         futex_wake(self.doorbell(locale), 1);
     }
+    /// Blocks the calling thread until a frame may have arrived in a ring
+    /// to this locale, `also_ready()` holds (frames another transport of
+    /// this locale received: the MPI ranks of a node, `comm/mpi/route.rs`,
+    /// whose MPI side then calls [`wake_own_if_sleeping`](Self::wake_own_if_sleeping)
+    /// after publishing them), `unpark` was called, or `timeout` passed.
+    /// Returns whether it took an `unpark`'s token.
+    pub(crate) fn park_until(
+        &self,
+        timeout: Option<Duration>,
+        also_ready: &dyn Fn() -> bool,
+    ) -> bool {
+        let bell = self.doorbell(self.here);
+        // Acquire: pairs with `ring_doorbell`'s Release increment.
+        let seen = bell.load(Ordering::Acquire);
+        self.sleeping(self.here).store(1, Ordering::Relaxed);
+        // SeqCst fence: pairs with the one in `wake_if_sleeping` (see
+        // there): a sender that misses our flag committed its frame (or
+        // published what `also_ready` reads) before its fence, so the
+        // checks below see it.
+        fence(Ordering::SeqCst);
+        let mut unparked = self.unpark_token.swap(false, Ordering::AcqRel);
+        if !unparked && !self.ready() && !also_ready() {
+            // A doorbell rung since we read `seen` makes this return at
+            // once (the kernel compares the word).
+            let _ = futex_wait(bell, seen, timeout);
+            unparked = self.unpark_token.swap(false, Ordering::AcqRel);
+        }
+        self.sleeping(self.here).store(0, Ordering::Relaxed);
+        unparked
+    }
+
+    /// Wakes this locale's own `park_until`, if it sleeps: for a thread of
+    /// this process that published something `also_ready` reads (the
+    /// store-buffer pattern of `wake_if_sleeping`, whose fence it makes).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn wake_own_if_sleeping(&self) {
+        self.wake_if_sleeping(self.here);
+    }
 }
 
 // SAFETY: the areas are carved by `Plan`, after the rings and apart from
@@ -461,20 +499,7 @@ impl Transport for ShmTransport {
     }
 
     fn park(&self, timeout: Option<Duration>) {
-        let bell = self.doorbell(self.here);
-        // Acquire: pairs with `ring_doorbell`'s Release increment.
-        let seen = bell.load(Ordering::Acquire);
-        self.sleeping(self.here).store(1, Ordering::Relaxed);
-        // SeqCst fence: pairs with the one in `wake_if_sleeping` (see
-        // there): a sender that misses our flag committed its frame before
-        // its fence, so `ready` below sees it.
-        fence(Ordering::SeqCst);
-        if !self.unpark_token.swap(false, Ordering::AcqRel) && !self.ready() {
-            // A doorbell rung since we read `seen` makes this return at
-            // once (the kernel compares the word).
-            let _ = futex_wait(bell, seen, timeout);
-        }
-        self.sleeping(self.here).store(0, Ordering::Relaxed);
+        self.park_until(timeout, &|| false);
     }
 
     fn unpark(&self) {

@@ -18,13 +18,15 @@ use super::heap::{Block, Full, Heap};
 use super::memory::{
     AllocFailure, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
 };
+use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::error::Error;
 use post::{Ended, Key, Post};
 use segment::Segment;
 use std::any::Any;
 use std::ptr::NonNull;
+use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use tree::Tree;
 
 /// The global address space of one locale, over messages.
@@ -32,7 +34,17 @@ pub(crate) struct MessageMemory {
     here: usize,
     locales: usize,
     heap_bytes: usize,
-    segment: Segment,
+    /// This locale's segment, when no other process maps it (`None`: it
+    /// lies in the node's shared region).
+    _private: Option<Segment>,
+    /// The node's shared region, in a job whose node shares memory
+    /// (`comm::symmetric::NodeAreas`): kept mapped while `mapped` points
+    /// into it.
+    _node: Option<Arc<dyn SymmetricAreas>>,
+    /// Where this process maps each locale's segment: its own, and in a
+    /// node that shares memory the other ranks' of the node (reached in
+    /// place, as with shared memory; the other locales by messages).
+    mapped: Vec<Option<NonNull<u8>>>,
     /// Parcels of collectives and the group as this locale knows it.
     post: Post,
     /// Collectives this locale's body entered, and completed (returned
@@ -60,6 +72,14 @@ pub(crate) struct MessageMemory {
     released: Mutex<Vec<u64>>,
 }
 
+// SAFETY: the pointers in `mapped` are into mappings `MessageMemory`
+// owns (its private segment, or the node's region it keeps in `_node`),
+// valid from any thread while it lives; what is done through them is
+// synchronized by the protocols of `pgas/README.md`.
+unsafe impl Send for MessageMemory {}
+// SAFETY: as for Send; the pointers are never changed after `new`.
+unsafe impl Sync for MessageMemory {}
+
 /// Size of a verdict at the head of an agreement's answer: 0 (agreed) or
 /// 1, the locale that differs, locale 0's signature and its.
 const VERDICT: usize = 1 + 8 + 2 * 24;
@@ -70,13 +90,43 @@ const FULL: u64 = 2;
 
 impl MessageMemory {
     /// Locale `here`'s memory in a job of `locales`, with segments of
-    /// `heap_bytes` (the same on every locale).
-    pub(crate) fn new(here: usize, locales: usize, heap_bytes: usize) -> Result<Self, Error> {
+    /// `heap_bytes` (the same on every locale). `node`: the heap segments
+    /// this locale shares with the other locales of its node, if it
+    /// shares any (then its own segment is its area there, and theirs
+    /// are mapped here).
+    pub(crate) fn new(
+        here: usize,
+        locales: usize,
+        heap_bytes: usize,
+        node: Option<NodeAreas>,
+    ) -> Result<Self, Error> {
+        let mut mapped = vec![None; locales];
+        let (private, node) = match node {
+            None => {
+                let segment = Segment::new(heap_bytes)?;
+                mapped[here] = Some(segment.base());
+                (Some(segment), None)
+            }
+            Some(node) => {
+                let areas = node.areas.areas();
+                assert!(
+                    areas.heap_bytes >= heap_bytes && node.members.len() == areas.locales,
+                    "the node's areas hold every member's segment"
+                );
+                for (i, &l) in node.members.iter().enumerate() {
+                    mapped[l] = Some(areas.heaps[i]);
+                }
+                assert!(mapped[here].is_some(), "a locale is a member of its node");
+                (None, Some(node.areas))
+            }
+        };
         Ok(MessageMemory {
             here,
             locales,
             heap_bytes,
-            segment: Segment::new(heap_bytes)?,
+            _private: private,
+            _node: node,
+            mapped,
             post: Post::default(),
             entered: AtomicU64::new(0),
             completed: AtomicU64::new(0),
@@ -99,7 +149,7 @@ impl MessageMemory {
             top: &self.heap_top,
             last: &self.heap_last,
             high: &self.heap_high,
-            meta: self.segment.base(),
+            meta: self.mapped[self.here].expect("a locale maps its own segment"),
             bytes: self.heap_bytes,
         }
     }
@@ -371,7 +421,7 @@ impl Memory for MessageMemory {
     }
 
     fn mapped(&self, locale: usize) -> Option<NonNull<u8>> {
-        (locale == self.here).then(|| self.segment.base())
+        self.mapped[locale]
     }
 
     fn put(&self, locale: usize, offset: usize, src: &[u8]) -> Result<(), Error> {
@@ -393,8 +443,16 @@ impl Memory for MessageMemory {
 
     /// A gather of signatures to locale 0 and its verdict back.
     fn barrier(&self) -> Result<(), Mismatch> {
+        // In a node that shares memory, the node's ranks wrote each
+        // other's segments in place: the fences order those writes before
+        // the barrier's messages and the reads after it, whatever path
+        // the messages took (shared-memory rings, or MPI through another
+        // node).
+        fence(Ordering::SeqCst);
         let mut c = self.collective();
-        c.agree([BARRIER, 0, 0], &[], |_, _| Vec::new()).map(drop)
+        let r = c.agree([BARRIER, 0, 0], &[], |_, _| Vec::new()).map(drop);
+        fence(Ordering::SeqCst);
+        r
     }
 
     /// The verdict, then the data down a tree rooted at `root` (with the
@@ -501,7 +559,12 @@ impl Memory for MessageMemory {
         // SAFETY: data + dirty <= data + bytes <= heap_bytes (granted);
         // no locale puts into the block before the barrier below (none
         // has a pointer to it yet), and no task of this locale has one.
-        unsafe { zero_part(self.segment.base(), &block) };
+        unsafe {
+            zero_part(
+                self.mapped[self.here].expect("a locale maps its own segment"),
+                &block,
+            )
+        };
         c.up(0, &[]);
         c.down(0, self.here.eq(&0).then_some(&[]));
         Ok(block)
@@ -632,7 +695,7 @@ mod tests {
     /// One locale: every collective is answered by the locale itself.
     #[test]
     fn one_locale_collectives_and_allocation() {
-        let m = MessageMemory::new(0, 1, 1 << 20).unwrap();
+        let m = MessageMemory::new(0, 1, 1 << 20, None).unwrap();
         m.post.begin(1, 9, 1);
         m.body_started(1);
         assert_eq!(m.barrier(), Ok(()));

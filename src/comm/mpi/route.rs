@@ -1,0 +1,188 @@
+//! The routing transport of an MPI job whose node shares memory: frames
+//! to a rank of this node go through the node's shared-memory rings
+//! (`comm/shm/transport.rs`), frames to any other rank through MPI
+//! (`transport.rs`), chosen per destination (GASNet's neighbourhood
+//! rule). `README.md` beside this file, "Ranks of one node", states why
+//! the two keep the `Transport` contract together.
+//!
+//! - **Order** per (source, destination, network) holds: a pair of
+//!   locales always uses the same path, and each path keeps order.
+//! - **Polls** look at the rings first (loads, no lock), then MPI (a pass
+//!   inline), alternating which goes first when a poll's budget is
+//!   spent, so neither starves the other.
+//! - **Parking**: the last idle worker sleeps on this locale's doorbell
+//!   in the node's region, which the node's ranks ring after they commit
+//!   a frame; MPI arrivals ring it too (`Shared::node`, set to
+//!   [`ShmTransport::wake_own_if_sleeping`]); inline, it naps between
+//!   passes as it would over MPI alone.
+//! - Where the node is the whole job, MPI carries nothing: polls and
+//!   parks do not look at it.
+
+use super::transport::{MpiTransport, NodeHooks};
+use crate::comm::shm::transport::ShmTransport;
+use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::error::Error;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// No member index: the locale is on another node.
+const ELSEWHERE: usize = usize::MAX;
+
+/// This locale's end of the routing transport.
+pub(crate) struct RoutingTransport {
+    shm: Arc<ShmTransport>,
+    mpi: Arc<MpiTransport>,
+    /// Each locale's index among the node's members, or [`ELSEWHERE`].
+    member: Vec<usize>,
+    /// The node's members' locales, by index.
+    members: Vec<usize>,
+    /// Whether any locale is on another node (else MPI carries nothing).
+    others: bool,
+    /// The smaller of the two transports' largest frames.
+    max_frame: usize,
+    /// Whether the next poll looks at MPI first (one poller at a time:
+    /// the `Transport` contract).
+    mpi_first: AtomicBool,
+}
+
+impl RoutingTransport {
+    /// Routes between `shm`, the node's rings (member `i` is locale
+    /// `members[i]`), and `mpi`, every rank. Sets MPI's wake-up of a
+    /// parked worker to this locale's doorbell.
+    pub(super) fn new(
+        shm: Arc<ShmTransport>,
+        mpi: Arc<MpiTransport>,
+        members: Vec<usize>,
+    ) -> RoutingTransport {
+        let locales = mpi.locales();
+        let mut member = vec![ELSEWHERE; locales];
+        for (i, &l) in members.iter().enumerate() {
+            member[l] = i;
+        }
+        debug_assert_eq!(members[shm.here()], mpi.here());
+        let (woken, looked_at) = (shm.clone(), shm.clone());
+        let _ = mpi.shared.node.set(NodeHooks {
+            wake: Box::new(move || woken.wake_own_if_sleeping()),
+            ready: Box::new(move || looked_at.ready()),
+        });
+        RoutingTransport {
+            max_frame: shm.max_frame().min(mpi.max_frame()),
+            others: members.len() < locales,
+            shm,
+            mpi,
+            member,
+            members,
+            mpi_first: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether MPI has frames waiting to be handed on (no MPI call).
+    fn mpi_arrivals(&self) -> bool {
+        self.others && self.mpi.shared.has_arrivals()
+    }
+
+    fn poll_shm(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error> {
+        self.shm.poll(nets, budget, &mut |a| {
+            deliver(Arrival {
+                src: self.members[a.src],
+                net: a.net,
+                bytes: a.bytes,
+            })
+        })
+    }
+}
+
+impl Transport for RoutingTransport {
+    fn here(&self) -> usize {
+        self.mpi.here()
+    }
+
+    fn locales(&self) -> usize {
+        self.mpi.locales()
+    }
+
+    fn max_frame(&self) -> usize {
+        self.max_frame
+    }
+
+    fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        match self.member.get(dest) {
+            Some(&i) if i != ELSEWHERE && dest != self.here() => self.shm.try_send(i, net, parts),
+            // Another node, or no such locale (MPI's error names it).
+            _ => self.mpi.try_send(dest, net, parts),
+        }
+    }
+
+    fn poll(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error> {
+        if !self.others {
+            return self.poll_shm(nets, budget, deliver);
+        }
+        let mpi_first = self.mpi_first.load(Ordering::Relaxed);
+        let mut handled = if mpi_first {
+            self.mpi.poll(nets, budget, deliver)?
+        } else {
+            self.poll_shm(nets, budget, deliver)?
+        };
+        if handled < budget {
+            handled += if mpi_first {
+                self.poll_shm(nets, budget - handled, deliver)?
+            } else {
+                self.mpi.poll(nets, budget - handled, deliver)?
+            };
+        } else {
+            // The budget went to one side: the other goes first next time.
+            self.mpi_first.store(!mpi_first, Ordering::Relaxed);
+        }
+        Ok(handled)
+    }
+
+    fn ready(&self) -> bool {
+        // The rings first: two loads each; MPI's (inline, a pass) only if
+        // they hold nothing.
+        self.shm.ready() || (self.others && self.mpi.ready())
+    }
+
+    fn has_progress_thread(&self) -> bool {
+        self.others && self.mpi.has_progress_thread()
+    }
+
+    fn expect_arrivals(&self, on: bool) {
+        self.mpi.expect_arrivals(on);
+    }
+
+    fn attach_poller(&self, poller: crate::sched::driver::DriverPoller) {
+        self.mpi.attach_poller(poller);
+    }
+
+    fn frames_taken(&self) -> u64 {
+        self.shm.frames_taken() + self.mpi.frames_taken()
+    }
+
+    fn park(&self, timeout: Option<Duration>) {
+        if !self.others {
+            self.shm.park_until(timeout, &|| false);
+            return;
+        }
+        // Sleep on the node's doorbell: the node's ranks ring it for their
+        // frames, MPI's arrivals (`Shared::wake_parked`) for theirs.
+        self.mpi
+            .park_on(timeout, &|| self.shm.ready(), &mut |t, _| {
+                self.shm.park_until(t, &|| self.mpi_arrivals())
+            });
+    }
+
+    fn unpark(&self) {
+        self.shm.unpark();
+    }
+}
