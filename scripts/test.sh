@@ -53,18 +53,22 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     cargo test --features mpi --test mpi
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features mpi
     cargo build --release --features mpi --examples
-    # Each progress mode (CANTUS_MPI_PROGRESS: src/comm/mpi/README.md).
-    for mode in inline thread; do
-        for n in 2 3 4; do
-            for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
-                      "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
-                      "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
-                # shellcheck disable=SC2086
-                CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe -x CANTUS_MPI_PROGRESS \
-                    -n "$n" ./target/release/examples/$ex
-            done
+    # Each progress mode (CANTUS_MPI_PROGRESS) on each path a frame takes
+    # (CANTUS_MPI_NODES, src/comm/mpi/README.md): every rank a node of its
+    # own (all through MPI), two nodes (the mixed job), this machine as
+    # one node (all through shared memory, "-").
+    for run in "inline 2 2" "inline 3 2" "inline 4 -" "thread 2 -" "thread 3 3" "thread 4 2"; do
+        read -r mode n nodes <<<"$run"
+        for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
+                  "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
+                  "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
+            if [ "$nodes" = - ]; then unset CANTUS_MPI_NODES; else export CANTUS_MPI_NODES=$nodes; fi
+            # shellcheck disable=SC2086
+            CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe -x CANTUS_MPI_PROGRESS \
+                ${CANTUS_MPI_NODES:+-x CANTUS_MPI_NODES} -n "$n" ./target/release/examples/$ex
         done
     done
+    unset CANTUS_MPI_NODES
     # A traced run under mpirun: every rank's part merged by rank 0.
     rm -f target/trace-mpi.json
     CANTUS_TRACE=target/trace-mpi.json timeout 120 mpirun --oversubscribe -n 3 ./target/release/examples/uts T3
@@ -72,12 +76,18 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     for n in 2 4; do  # random_access splits its table by a power of two
         timeout 120 mpirun --oversubscribe -n "$n" ./target/release/examples/random_access 12
     done
-    # Open MPI's TCP path, the one that crosses a network, on this machine.
+    # Open MPI's TCP path, the one that crosses a network, on this machine:
+    # every rank a node (all through TCP), and two nodes of 3 ranks.
     for mode in inline thread; do
-        CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe --mca btl self,tcp \
-            -x CANTUS_MPI_PROGRESS -n 3 ./target/release/examples/token_ring 50
-        CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe --mca btl self,tcp \
-            -x CANTUS_MPI_PROGRESS -n 2 ./target/release/examples/putget 100
+        CANTUS_MPI_PROGRESS=$mode CANTUS_MPI_NODES=3 timeout 120 mpirun --oversubscribe \
+            --mca btl self,tcp -x CANTUS_MPI_PROGRESS -x CANTUS_MPI_NODES -n 3 \
+            ./target/release/examples/token_ring 50
+        CANTUS_MPI_PROGRESS=$mode CANTUS_MPI_NODES=2 timeout 120 mpirun --oversubscribe \
+            --mca btl self,tcp -x CANTUS_MPI_PROGRESS -x CANTUS_MPI_NODES -n 3 \
+            ./target/release/examples/token_ring 50
+        CANTUS_MPI_PROGRESS=$mode CANTUS_MPI_NODES=2 timeout 120 mpirun --oversubscribe \
+            --mca btl self,tcp -x CANTUS_MPI_PROGRESS -x CANTUS_MPI_NODES -n 2 \
+            ./target/release/examples/putget 100
     done
 else
     echo "(skipped: MPI is not installed; .ci/run installs Open MPI and libclang)"

@@ -989,6 +989,43 @@ fn cantus_locales_that_disagree_with_the_ranks_is_an_error() {
     }
 }
 
+/// `CANTUS_MPI_NODES` must be the same on every rank (ranks that split
+/// differently could not agree on who shares memory): refused at start on
+/// every rank alike, naming the rank that differs.
+#[test]
+fn cantus_mpi_nodes_that_differ_across_ranks_is_an_error() {
+    let stderr = failing_job(
+        "cantus_mpi_nodes_that_differ_across_ranks_is_an_error",
+        2,
+        &[],
+        || {
+            let rank: usize = std::env::var("OMPI_COMM_WORLD_RANK")
+                .expect("started by Open MPI's mpirun")
+                .parse()
+                .unwrap();
+            // SAFETY: no other thread of this process reads or writes the
+            // environment meanwhile (the harness waits for this test, the
+            // only one it runs, and no runtime has started).
+            unsafe { std::env::set_var("CANTUS_MPI_NODES", (rank + 1).to_string()) };
+            let e = cantus::Runtime::builder().build().err().expect("refused");
+            assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+            let msg = e.to_string();
+            assert!(
+                msg.contains("CANTUS_MPI_NODES is 1 on rank 0 but 2 on rank 1")
+                    && msg.contains("mpirun -x"),
+                "{msg}"
+            );
+            eprintln!("refused: {e}");
+            std::process::exit(7);
+        },
+    );
+    // (The first rank to exit ends the job: the other may be stopped
+    // before it says so.)
+    for stderr in stderr {
+        assert!(stderr.contains("refused: "), "{stderr}");
+    }
+}
+
 /// The builder's locale count is held to the ranks as the variable is
 /// (it was once ignored under MPI).
 #[test]

@@ -152,7 +152,10 @@ impl Inline {
     pub(super) fn helper(&self) {
         const SOON: Duration = Duration::from_micros(50);
         let s = &*self.shared;
-        let mut seen = self.passes();
+        // Signs of life: MPI passes, and polls of the node's rings (in a
+        // job of one node nobody else makes passes).
+        let life = || self.passes() + s.node_polls.load(Ordering::Relaxed);
+        let mut seen = life();
         let mut period = HELPER_PERIOD;
         loop {
             self.helper_bell
@@ -161,7 +164,7 @@ impl Inline {
                 return;
             }
             period = (period * 2).min(HELPER_PERIOD);
-            if self.passes() == seen {
+            if life() == seen {
                 self.progress();
                 // MPI's arrivals, or the node's rings' (which no MPI pass
                 // shows: in a job of one node nobody else makes passes).
@@ -180,7 +183,7 @@ impl Inline {
                     }
                 }
             }
-            seen = self.passes();
+            seen = life();
         }
     }
 

@@ -137,6 +137,9 @@ pub(super) struct Shared {
     /// doorbell instead of `park_bell`, and whether the node's rings hold
     /// frames (for the helper); set once, before the runtime starts.
     pub(super) node: OnceLock<NodeHooks>,
+    /// Polls of the node's rings so far (`route.rs`): with MPI passes,
+    /// the helper's sign that someone polls (`Inline::helper`).
+    pub(super) node_polls: AtomicU64,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
     /// Callers that expect arrivals at any moment
@@ -193,6 +196,7 @@ impl Shared {
             park_bell: Bell::new(),
             unparked: AtomicBool::new(false),
             node: OnceLock::new(),
+            node_polls: AtomicU64::new(0),
             finishing: AtomicBool::new(false),
             expecting: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),

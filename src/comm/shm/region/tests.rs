@@ -452,3 +452,46 @@ fn child() {
     done.store(1, Ordering::Release);
     futex_wake(done, 1);
 }
+
+/// A region handed over through `/proc` (the ranks of one MPI node): the
+/// opener maps the same memory; a wrong job id, a descriptor that is not
+/// the region, or one that does not exist is refused, naming what.
+#[test]
+fn a_region_handed_over_through_proc_is_the_same_memory() {
+    let mut layout = Layout::new();
+    let word = layout.carve(4, LINE).unwrap();
+    let region = Region::create(layout.len()).unwrap();
+    let words = region.handover();
+    assert_eq!(words[0], u64::from(std::process::id()));
+    let opened = Region::open_handed_over(words).unwrap();
+    assert_eq!(opened.job(), region.job());
+    region
+        .atomic_u32(word.offset())
+        .store(0xC0FFEE, Ordering::Release);
+    assert_eq!(
+        opened.atomic_u32(word.offset()).load(Ordering::Acquire),
+        0xC0FFEE,
+        "one file, two mappings"
+    );
+
+    let mut other_job = words;
+    other_job[3] += 1;
+    let Err(e) = Region::open_handed_over(other_job) else {
+        panic!("another job's region was opened")
+    };
+    assert_eq!(e.kind(), ErrorKind::SharedMemory, "{e}");
+    assert!(e.to_string().contains("belongs to job"), "{e}");
+
+    // Standard input (a pipe or a terminal here, or nothing): never a
+    // region.
+    let mut not_a_region = words;
+    not_a_region[1] = 0;
+    assert!(Region::open_handed_over(not_a_region).is_err());
+
+    let mut gone = words;
+    gone[1] = 1 << 20;
+    let Err(e) = Region::open_handed_over(gone) else {
+        panic!("a descriptor that does not exist was opened")
+    };
+    assert!(e.to_string().contains("could not open"), "{e}");
+}
