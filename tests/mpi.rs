@@ -879,10 +879,16 @@ fn failing_job(test: &str, ranks: usize, env: &[(&str, &str)], body: impl FnOnce
                 left.is_empty(),
                 "{test}, progress {mode}: ranks outlived the failed job: {left:?}"
             );
+            // (Trace parts' directories, `cantus-trace-*`, belong to the
+            // traced jobs of other tests that run meanwhile; these jobs
+            // are not traced.)
             let named: Vec<_> = std::fs::read_dir("/dev/shm")
                 .map(|d| {
                     d.filter_map(|e| e.ok()?.file_name().into_string().ok())
-                        .filter(|n| n.to_ascii_lowercase().contains("cantus"))
+                        .filter(|n| {
+                            n.to_ascii_lowercase().contains("cantus")
+                                && !n.starts_with("cantus-trace-")
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
