@@ -995,6 +995,49 @@ fn cantus_locales_that_disagree_with_the_ranks_is_an_error() {
     }
 }
 
+/// A variable no task of any locale ever fills.
+static NEVER: std::sync::LazyLock<cantus::SyncVar<u64>> =
+    std::sync::LazyLock::new(cantus::SyncVar::new);
+
+/// Blocks its handler task forever on its locale's `NEVER`.
+#[derive(Serialize, Deserialize)]
+struct AwaitNever;
+impl Remote for AwaitNever {
+    type Output = u64;
+    fn run(self) -> u64 {
+        NEVER.read_fe()
+    }
+}
+cantus::remote!(AwaitNever);
+
+/// Every locale's tasks wait for something no locale will do: the
+/// deadlock check across locales (`sched/sleep/README.md`) reports it and
+/// ends the job, on every path (one node, every rank through MPI, the
+/// mixed job), instead of the job hanging.
+#[test]
+fn a_deadlock_across_ranks_is_reported() {
+    let stderr = failing_job(
+        "a_deadlock_across_ranks_is_reported",
+        3,
+        &[("CANTUS_DEADLOCK_MS", "200")],
+        || {
+            let rt = job();
+            rt.block_on(|| {
+                for l in 1..cantus::num_locales() {
+                    cantus::begin_on(l, AwaitNever).unwrap();
+                }
+                NEVER.read_fe();
+            });
+        },
+    );
+    for stderr in stderr {
+        assert!(
+            stderr.contains("cantus: deadlock across the job's 3 locales"),
+            "{stderr}"
+        );
+    }
+}
+
 /// `CANTUS_MPI_NODES` must be the same on every rank (ranks that split
 /// differently could not agree on who shares memory): refused at start on
 /// every rank alike, naming the rank that differs.
