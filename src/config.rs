@@ -619,19 +619,9 @@ impl Builder {
                 _ => return Err(invalid(MPI_PROGRESS_VAR, &v, "auto, inline or thread")),
             },
         };
-        let mpi_nodes = match env(MPI_NODES_VAR) {
-            None => None,
-            Some(v) => match v.trim().parse::<usize>() {
-                Ok(k) if k > 0 => Some(k),
-                _ => {
-                    return Err(invalid(
-                        MPI_NODES_VAR,
-                        &v,
-                        "a positive integer: how many nodes each real node's ranks behave as                          (a testing setting; unset for the real nodes)",
-                    ));
-                }
-            },
-        };
+        let mpi_nodes = env(MPI_NODES_VAR)
+            .map(|v| parse_count(MPI_NODES_VAR, &v))
+            .transpose()?;
         if workers > max_threads {
             return Err(Error::new(
                 ErrorKind::TooManyThreads,

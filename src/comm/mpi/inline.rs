@@ -152,8 +152,8 @@ impl Inline {
     pub(super) fn helper(&self) {
         const SOON: Duration = Duration::from_micros(50);
         let s = &*self.shared;
-        // Signs of life: MPI passes, and polls of the node's rings (in a
-        // job of one node nobody else makes passes).
+        // Signs of life: MPI passes, and polls that handed frames on (in
+        // a job of one node nobody else makes passes).
         let life = || self.passes() + s.node_polls.load(Ordering::Relaxed);
         let mut seen = life();
         let mut period = HELPER_PERIOD;

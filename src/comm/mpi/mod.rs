@@ -31,7 +31,6 @@ mod sys;
 mod transport;
 
 use crate::comm::job::Job;
-use crate::comm::shm::transport::ShmTransport;
 use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::comm::transport::Transport;
 use crate::config::{Config, LOCALES_VAR, MPI_THREAD_MIN_CPUS, MpiProgress};
@@ -78,9 +77,9 @@ struct MpiJob {
     shared: Arc<Shared>,
     transport: Arc<MpiTransport>,
     /// Where the node shares memory: the routing transport (the node's
-    /// ranks through its rings, the others through `transport`), the
-    /// node's region, and its members' locales.
-    routing: Option<(Arc<RoutingTransport>, Arc<ShmTransport>, Vec<usize>)>,
+    /// ranks through its rings, the others through `transport`), which
+    /// holds the node's region and its members' locales.
+    routing: Option<Arc<RoutingTransport>>,
     /// The MPI thread (`thread` mode) or the helper (`inline`); joined
     /// when the job finishes.
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -122,18 +121,14 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     } else {
         start_thread(frame_bytes, trace_job, setup)?
     };
-    let _ = NODE_MEMBERS.set(match placement.node.shm {
-        Some(_) => placement.node.members.clone(),
-        None => vec![placement.rank],
-    });
+    // (A rank whose node shares no memory is its node's only member.)
+    let _ = NODE_MEMBERS.set(placement.node.members.clone());
     if let Some(shm) = &placement.node.shm {
-        let members = placement.node.members.clone();
-        let routing = Arc::new(RoutingTransport::new(
+        job.routing = Some(Arc::new(RoutingTransport::new(
             shm.clone(),
             job.transport.clone(),
-            members.clone(),
-        ));
-        job.routing = Some((routing, shm.clone(), members));
+            placement.node.members.clone(),
+        )));
     }
     if let Some((_, asked)) = config
         .locales_asked
@@ -428,7 +423,7 @@ impl MpiJob {
 impl Job for MpiJob {
     fn transport(&self) -> Arc<dyn Transport> {
         match &self.routing {
-            Some((routing, _, _)) => routing.clone(),
+            Some(routing) => routing.clone(),
             None => self.transport.clone(),
         }
     }
@@ -436,20 +431,16 @@ impl Job for MpiJob {
     fn shared_memory(&self) -> Option<Arc<dyn SymmetricAreas>> {
         // A node that is the whole job: every locale maps every area, as
         // in a shared-memory job (members are ranks 0..n, in order).
-        match &self.routing {
-            Some((_, shm, members)) if members.len() == self.shared.locales => Some(shm.clone()),
-            _ => None,
-        }
+        let (shm, members) = self.routing.as_ref()?.node();
+        (members.len() == self.shared.locales).then(|| shm.clone() as Arc<dyn SymmetricAreas>)
     }
 
     fn node_memory(&self) -> Option<NodeAreas> {
-        match &self.routing {
-            Some((_, shm, members)) if members.len() < self.shared.locales => Some(NodeAreas {
-                areas: shm.clone(),
-                members: members.clone(),
-            }),
-            _ => None,
-        }
+        let (shm, members) = self.routing.as_ref()?.node();
+        (members.len() < self.shared.locales).then(|| NodeAreas {
+            areas: shm.clone(),
+            members: members.to_vec(),
+        })
     }
 
     fn shutdown_ordered(&self) {}

@@ -42,7 +42,7 @@ pub(super) struct NodeSetup {
 /// This rank's node.
 pub(super) struct Node {
     /// The world ranks of the node's members, ascending: member `i` is
-    /// locale `members[i]`.
+    /// locale `members[i]`; just this rank where `shm` is `None`.
     pub(super) members: Vec<usize>,
     /// This rank's place on its real node (`MPI_COMM_TYPE_SHARED`), and
     /// how many ranks that node has: its share of the machine's CPUs.

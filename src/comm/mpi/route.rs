@@ -77,9 +77,10 @@ impl RoutingTransport {
         }
     }
 
-    /// Whether MPI has frames waiting to be handed on (no MPI call).
-    fn mpi_arrivals(&self) -> bool {
-        self.others && self.mpi.shared.has_arrivals()
+    /// The node's region, and its members' locales (member `i` is locale
+    /// `members[i]`).
+    pub(super) fn node(&self) -> (&Arc<ShmTransport>, &[usize]) {
+        (&self.shm, &self.members)
     }
 
     fn poll_shm(
@@ -95,6 +96,33 @@ impl RoutingTransport {
                 bytes: a.bytes,
             })
         })
+    }
+
+    /// Polls the rings and MPI, the one that did not get the whole
+    /// budget last time first.
+    fn poll_both(
+        &self,
+        nets: Nets,
+        budget: usize,
+        deliver: &mut dyn FnMut(Arrival<'_>),
+    ) -> Result<usize, Error> {
+        let mpi_first = self.mpi_first.load(Ordering::Relaxed);
+        let mut handled = if mpi_first {
+            self.mpi.poll(nets, budget, deliver)?
+        } else {
+            self.poll_shm(nets, budget, deliver)?
+        };
+        if handled < budget {
+            handled += if mpi_first {
+                self.poll_shm(nets, budget - handled, deliver)?
+            } else {
+                self.mpi.poll(nets, budget - handled, deliver)?
+            };
+        } else {
+            // The budget went to one side: the other goes first next time.
+            self.mpi_first.store(!mpi_first, Ordering::Relaxed);
+        }
+        Ok(handled)
     }
 }
 
@@ -125,27 +153,16 @@ impl Transport for RoutingTransport {
         budget: usize,
         deliver: &mut dyn FnMut(Arrival<'_>),
     ) -> Result<usize, Error> {
-        // A sign of life for the inline helper, which polls only when no
-        // one has for a while.
-        self.mpi.shared.node_polls.fetch_add(1, Ordering::Relaxed);
-        if !self.others {
-            return self.poll_shm(nets, budget, deliver);
-        }
-        let mpi_first = self.mpi_first.load(Ordering::Relaxed);
-        let mut handled = if mpi_first {
-            self.mpi.poll(nets, budget, deliver)?
+        let handled = if self.others {
+            self.poll_both(nets, budget, deliver)?
         } else {
             self.poll_shm(nets, budget, deliver)?
         };
-        if handled < budget {
-            handled += if mpi_first {
-                self.poll_shm(nets, budget - handled, deliver)?
-            } else {
-                self.mpi.poll(nets, budget - handled, deliver)?
-            };
-        } else {
-            // The budget went to one side: the other goes first next time.
-            self.mpi_first.store(!mpi_first, Ordering::Relaxed);
+        if handled > 0 {
+            // A sign of life for the inline helper, which hands frames on
+            // only when no one has for a while (counted only when frames
+            // moved: an empty poll makes no read-modify-write).
+            self.mpi.shared.node_polls.fetch_add(1, Ordering::Relaxed);
         }
         Ok(handled)
     }
@@ -179,9 +196,10 @@ impl Transport for RoutingTransport {
         }
         // Sleep on the node's doorbell: the node's ranks ring it for their
         // frames, MPI's arrivals (`Shared::wake_parked`) for theirs.
+        let mpi = &self.mpi.shared;
         self.mpi
             .park_on(timeout, &|| self.shm.ready(), &mut |t, _| {
-                self.shm.park_until(t, &|| self.mpi_arrivals())
+                self.shm.park_until(t, &|| mpi.has_arrivals())
             });
     }
 

@@ -137,8 +137,9 @@ pub(super) struct Shared {
     /// doorbell instead of `park_bell`, and whether the node's rings hold
     /// frames (for the helper); set once, before the runtime starts.
     pub(super) node: OnceLock<NodeHooks>,
-    /// Polls of the node's rings so far (`route.rs`): with MPI passes,
-    /// the helper's sign that someone polls (`Inline::helper`).
+    /// Polls of the routing transport that handed frames on (`route.rs`):
+    /// with MPI passes, the helper's sign that someone polls
+    /// (`Inline::helper`).
     pub(super) node_polls: AtomicU64,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,

@@ -306,6 +306,7 @@ impl ShmTransport {
         self.doorbell(locale).fetch_add(1, Ordering::Release);
         futex_wake(self.doorbell(locale), 1);
     }
+
     /// Blocks the calling thread until a frame may have arrived in a ring
     /// to this locale, `also_ready()` holds (frames another transport of
     /// this locale received: the MPI ranks of a node, `comm/mpi/route.rs`,

@@ -141,6 +141,11 @@ impl MessageMemory {
         })
     }
 
+    /// This locale's segment (mapped by every memory, `new`).
+    fn own_segment(&self) -> NonNull<u8> {
+        self.mapped[self.here].expect("a locale maps its own segment")
+    }
+
     /// The allocator (locale 0 only: its headers are in this segment).
     fn heap(&self) -> Heap<'_> {
         assert_eq!(self.here, 0, "only locale 0 allocates");
@@ -149,7 +154,7 @@ impl MessageMemory {
             top: &self.heap_top,
             last: &self.heap_last,
             high: &self.heap_high,
-            meta: self.mapped[self.here].expect("a locale maps its own segment"),
+            meta: self.own_segment(),
             bytes: self.heap_bytes,
         }
     }
@@ -559,12 +564,7 @@ impl Memory for MessageMemory {
         // SAFETY: data + dirty <= data + bytes <= heap_bytes (granted);
         // no locale puts into the block before the barrier below (none
         // has a pointer to it yet), and no task of this locale has one.
-        unsafe {
-            zero_part(
-                self.mapped[self.here].expect("a locale maps its own segment"),
-                &block,
-            )
-        };
+        unsafe { zero_part(self.own_segment(), &block) };
         c.up(0, &[]);
         c.down(0, self.here.eq(&0).then_some(&[]));
         Ok(block)
