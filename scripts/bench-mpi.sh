@@ -13,6 +13,9 @@
 # = this machine as one node, cantus's ranks through shared memory (the
 # BTL then only carries the raw peer). Prints one line per figure:
 # path round who row value, path being "<btl>-other" or "<btl>-same".
+# BIND="--bind-to none" where a rank's share is several cores: Open MPI
+# binds each of 2 ranks to one core by default, and a rank runs as many
+# workers as the CPUs it may use (README, "Across machines: MPI").
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -20,7 +23,7 @@ B=target/release/cantus-bench
 E=target/release/examples
 PEER=$(find target/release/build -name mpi_pingpong -type f | head -1)
 [ -x "$B" ] && [ -x "$E/uts" ] && [ -n "$PEER" ] || { echo "build first (see the header)"; exit 2; }
-run() { timeout 600 mpirun --mca btl "self,$btl" -x CANTUS_MPI_PROGRESS "$@" 2>/dev/null; }
+run() { timeout 600 mpirun ${BIND:-} --mca btl "self,$btl" -x CANTUS_MPI_PROGRESS "$@" 2>/dev/null; }
 for btl in ${BTLS:-vader tcp}; do
   for round in $(seq 1 "${ROUNDS:-3}"); do
     for where in other same; do

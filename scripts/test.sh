@@ -51,6 +51,9 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     # it must oversubscribe.
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     cargo test --features mpi --test mpi
+    # The global address space's suite again, each job also as MPI ranks
+    # over the message memory (MPI's own collectives).
+    cargo test --features mpi --test pgas
     RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --features mpi
     cargo build --release --features mpi --examples
     # Each progress mode (CANTUS_MPI_PROGRESS) on each path a frame takes

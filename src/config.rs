@@ -54,7 +54,7 @@ pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
 /// | `CANTUS_TRACE` | a path: record a timeline trace there (Chrome trace-event JSON) | off |
 /// | `CANTUS_TRACE_EVENTS` | events each thread's lane of the trace holds, 16..2^26 | 2^18 |
 /// | `CANTUS_CHANT_POLL` | `scheduler` or `task`: who polls for a Chant receive that waits ([`chant::Policy`](crate::chant::Policy)) | `scheduler` |
-/// | `CANTUS_MPI_PROGRESS` | `auto`, `inline` or `thread`: who makes an MPI job's MPI calls | `auto`: `inline` below 8 CPUs per rank |
+/// | `CANTUS_MPI_PROGRESS` | `auto`, `inline` or `thread`: who makes an MPI job's MPI calls | `auto`: `inline` below 16 CPUs per rank |
 /// | `CANTUS_MPI_NODES` | a positive integer: for tests, the ranks of each real node behave as if on that many nodes (blocks of consecutive ranks) | the real nodes |
 /// | `CANTUS_PGAS` | `shared` (memory every locale maps) or `messages` (remote calls to each segment's owner) | `shared` where the transport maps memory for all locales, else `messages` |
 #[derive(Clone, Debug, Default)]
@@ -162,7 +162,7 @@ pub(crate) const MPI_NODES_VAR: &str = "CANTUS_MPI_NODES";
 /// MPI thread under `CANTUS_MPI_PROGRESS=auto`; a smaller share
 /// progresses inline (`comm/mpi/README.md`, "Progress modes").
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-pub(crate) const MPI_THREAD_MIN_CPUS: usize = 8;
+pub(crate) const MPI_THREAD_MIN_CPUS: usize = 16;
 
 /// Who makes an MPI job's MPI calls (`CANTUS_MPI_PROGRESS`;
 /// `comm/mpi/README.md`, "Progress modes").

@@ -114,6 +114,14 @@ pub mod __test {
         crate::pgas::installed_memory()
     }
 
+    /// How the global address space makes its barrier, broadcast and
+    /// reductions: `"memory"`, `"messages"` or `"transport"` (MPI's
+    /// non-blocking collectives), once it has one.
+    #[cfg(not(loom))]
+    pub fn pgas_collectives() -> Option<&'static str> {
+        crate::pgas::installed_collectives()
+    }
+
     /// The locales whose global-address-space segments this process
     /// reaches in place (maps), once it has a global address space.
     #[cfg(not(loom))]

@@ -107,7 +107,12 @@ impl Runtime {
         let transport = job.transport();
         // Memory every locale maps, if the transport has it; else the
         // global address space works by messages.
-        if let Err(e) = crate::pgas::install(&config, job.shared_memory(), job.node_memory()) {
+        if let Err(e) = crate::pgas::install(
+            &config,
+            job.shared_memory(),
+            job.node_memory(),
+            job.collectives(),
+        ) {
             job.abandon(&e);
             return Err(e);
         }

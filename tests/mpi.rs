@@ -29,10 +29,8 @@ mod fib_program;
 use cantus::chant::{self, Source, Tag};
 use cantus::{ErrorKind, Remote};
 use common::held::Held;
-use common::is_child;
+use common::{is_child, mpirun};
 use serde::{Deserialize, Serialize};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -268,74 +266,6 @@ fn node_of(l: usize, n: usize) -> Vec<usize> {
     (0..n).filter(|&m| m * k / n == l * k / n).collect()
 }
 
-/// How long one mpirun may take before it is killed.
-const MPIRUN_LIMIT: Duration = Duration::from_secs(90);
-
-/// Runs this test binary's `test` under `mpirun -n ranks` with `extra`
-/// mpirun arguments and `env`; returns (success, stdout, stderr). The
-/// whole process group is killed if it runs past [`MPIRUN_LIMIT`].
-fn mpirun(
-    test: &str,
-    ranks: usize,
-    extra: &[&str],
-    env: &[(&str, impl AsRef<str>)],
-) -> (bool, String, String) {
-    let exe = std::env::current_exe().unwrap();
-    let mut cmd = Command::new("mpirun");
-    cmd.args([
-        "--oversubscribe",
-        "--timeout",
-        "80",
-        "-n",
-        &ranks.to_string(),
-    ])
-    .args(extra)
-    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    .env("CANTUS_CHILD", "1");
-    for (k, v) in env {
-        cmd.env(k, v.as_ref()).args(["-x", k]);
-    }
-    cmd.args(["-x", "CANTUS_CHILD"])
-        .arg(exe)
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let child = cmd
-        .spawn()
-        .expect("mpirun (Open MPI) must be installed for the mpi tests");
-    let pgid = child.id() as i32;
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watchdog = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + MPIRUN_LIMIT;
-            while Instant::now() < deadline {
-                if done.load(Ordering::Acquire) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            // SAFETY: signals the process group this test started.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            true
-        })
-    };
-    let out = child.wait_with_output().expect("wait for mpirun");
-    done.store(true, Ordering::Release);
-    let killed = watchdog.join().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(
-        !killed,
-        "{test} under mpirun -n {ranks} still ran after {MPIRUN_LIMIT:?}; killed. stderr:\n{stderr}"
-    );
-    (out.status.success(), stdout, stderr)
-}
-
 /// Runs `body` on rank 0 of a job of `ranks` ranks (the other ranks serve
 /// inside `build`); asserts the job succeeded.
 fn on_ranks(test: &str, ranks: &[usize], extra: &[&str], body: impl FnOnce()) {
@@ -531,6 +461,12 @@ fn the_global_address_space_works_across_ranks() {
             assert_eq!(
                 cantus::__test::pgas_memory(),
                 Some(if one_node { "shared" } else { "messages" })
+            );
+            // Its barrier, broadcast and reductions: in the node's memory,
+            // or MPI's own collectives across nodes.
+            assert_eq!(
+                cantus::__test::pgas_collectives(),
+                Some(if one_node { "memory" } else { "transport" })
             );
             rt.shutdown();
         },

@@ -18,7 +18,10 @@ const HEAP: usize = 1 << 20;
 const MEMORIES: [&str; 2] = ["shared", "messages"];
 
 /// Runs `body` in a child whose job has `locales` locales, for each
-/// count in `counts`, once on each memory.
+/// count in `counts`, once on each memory; with the `mpi` feature, also
+/// as an MPI job of that many ranks over the message memory, every rank
+/// a node of its own (`inline`: MPI's collectives, every frame through
+/// MPI) and, from 3 ranks, two nodes in `thread` mode (the mixed path).
 fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
     in_jobs_with_stacks(test, counts, 256 << 10, body);
 }
@@ -28,7 +31,9 @@ fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
 fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn(usize) + Sync) {
     for &n in counts {
         if is_child() {
-            if std::env::var("CANTUS_LOCALES").ok() == Some(n.to_string()) {
+            let ranks = std::env::var("OMPI_COMM_WORLD_SIZE").ok();
+            let locales = std::env::var("CANTUS_LOCALES").ok().or(ranks.clone());
+            if locales == Some(n.to_string()) {
                 let rt = cantus::Runtime::builder()
                     .locales(n)
                     .workers(2)
@@ -37,6 +42,11 @@ fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn
                     .build()
                     .expect("a job starts");
                 rt.block_on(|| {
+                    if ranks.is_some() && n > 1 {
+                        // Over MPI across nodes, the collectives are MPI's own
+                        // (until a body of the job panics).
+                        assert_eq!(cantus::__test::pgas_collectives(), Some("transport"));
+                    }
                     body(n);
                     let asked = std::env::var("CANTUS_PGAS").expect("the memory is named");
                     if let Some(used) = cantus::__test::pgas_memory() {
@@ -56,6 +66,26 @@ fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn
                 status.success(),
                 "{test} with CANTUS_LOCALES={n} CANTUS_PGAS={memory} failed: {status}\n{stderr}"
             );
+        }
+        #[cfg(feature = "mpi")]
+        if n > 1 {
+            let mut paths = vec![("inline", n)];
+            if n >= 3 {
+                paths.push(("thread", 2));
+            }
+            for (mode, nodes) in paths {
+                let nodes = nodes.to_string();
+                let env = [
+                    ("CANTUS_PGAS", "messages"),
+                    ("CANTUS_MPI_PROGRESS", mode),
+                    ("CANTUS_MPI_NODES", nodes.as_str()),
+                ];
+                let (ok, stdout, stderr) = common::mpirun(test, n, &[], &env);
+                assert!(
+                    ok,
+                    "{test} under mpirun -n {n}, {env:?}, failed:\n{stdout}\n{stderr}"
+                );
+            }
         }
     }
 }

@@ -37,6 +37,13 @@ pub(crate) trait Job: Send + Sync {
         None
     }
 
+    /// Collectives the transport makes itself, where it has them and
+    /// the global address space has no memory every locale maps (an MPI
+    /// job over several nodes: MPI's non-blocking collectives).
+    fn collectives(&self) -> Option<Arc<dyn super::collective::Collectives>> {
+        None
+    }
+
     /// Locale 0 ordered the others to shut down (termination was
     /// detected): from now on their ends are expected, not failures.
     fn shutdown_ordered(&self);

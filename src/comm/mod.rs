@@ -6,6 +6,8 @@
 //!   poller at a time, park/unpark for the last idle worker).
 //! - `driver.rs`: a transport plus a dispatcher as the scheduler's
 //!   `Driver`.
+//! - `collective.rs`: collectives a transport makes itself (MPI's
+//!   non-blocking collectives), offered to the global address space.
 //! - `job.rs`: the launch seam: how this process joins a job (its
 //!   transport, how the job ends), whatever the transport.
 //! - `symmetric.rs`: memory every locale maps, offered by a transport
@@ -21,6 +23,7 @@
 //!   a time works on, given work by any without waiting; loom-checked).
 
 pub(crate) mod bell;
+pub(crate) mod collective;
 pub(crate) mod driver;
 #[cfg(not(loom))]
 pub(crate) mod job;

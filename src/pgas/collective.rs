@@ -172,7 +172,9 @@ fn leave_body(panicked: bool) {
 /// is in a collective. A waiting task spins for about 20 µs (polling the
 /// transport meanwhile where locales share no memory), then sleeps for
 /// growing pauses (up to 200 µs), so its worker runs other tasks and
-/// serves remote calls meanwhile; an outside thread sleeps.
+/// serves remote calls meanwhile; an outside thread sleeps. In an MPI job
+/// over several nodes the collectives are MPI's own, and a waiting task
+/// polls and yields for 10 ms before its first pause.
 #[track_caller]
 pub fn barrier() {
     let c = Collective::enter_or_panic("pgas::barrier");

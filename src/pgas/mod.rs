@@ -96,7 +96,9 @@ pub use block::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;
-pub(crate) use space::{install, installed_memory, mapped_locales, uninstall};
+pub(crate) use space::{
+    install, installed_collectives, installed_memory, mapped_locales, uninstall,
+};
 
 use crate::am::Registered;
 use crate::error::Error;

@@ -7,6 +7,7 @@
 use super::memory::Memory;
 use super::messages::MessageMemory;
 use super::shared::SharedMemory;
+use crate::comm::collective::Collectives;
 use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::config::{Config, PgasMemory};
 use crate::error::{Error, ErrorKind};
@@ -82,13 +83,18 @@ fn memory_for(
     (here, locales, heap_bytes): (usize, usize, usize),
     areas: Option<Arc<dyn SymmetricAreas>>,
     node: Option<NodeAreas>,
+    collectives: Option<Arc<dyn Collectives>>,
 ) -> Result<Arc<dyn Memory>, Error> {
     match (choice, areas) {
         (Some(PgasMemory::Messages), _) => Ok(Arc::new(MessageMemory::new(
-            here, locales, heap_bytes, None,
+            (here, locales, heap_bytes),
+            None,
+            collectives,
         )?)),
         (None, None) => Ok(Arc::new(MessageMemory::new(
-            here, locales, heap_bytes, node,
+            (here, locales, heap_bytes),
+            node,
+            collectives,
         )?)),
         (_, Some(areas)) => Ok(Arc::new(SharedMemory::new(areas))),
         (Some(PgasMemory::Shared), None) => Err(Error::new(
@@ -105,11 +111,13 @@ fn memory_for(
 /// transport maps (`None` for a transport that maps none, such as MPI
 /// across nodes: then the memory is the message memory, which reaches
 /// the segments of `node`, the locales this one shares memory with, in
-/// place).
+/// place, and makes its collectives with the transport's own
+/// `collectives` where it has them).
 pub(crate) fn install(
     config: &Config,
     areas: Option<Arc<dyn SymmetricAreas>>,
     node: Option<NodeAreas>,
+    collectives: Option<Arc<dyn Collectives>>,
 ) -> Result<(), Error> {
     // The segments' size is the job's: the areas' if there are any (locale
     // 0 chose it for all), else this locale's configuration (every locale
@@ -123,6 +131,7 @@ pub(crate) fn install(
         (config.here, config.locales, heap_bytes),
         areas,
         node,
+        collectives,
     )?;
     *SPACE.write().unwrap() = Some(Arc::new(Space::new(memory)));
     Ok(())
@@ -167,6 +176,7 @@ pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
         (0, 1, heap_bytes),
         areas,
         None,
+        None,
     )?));
     *slot = Some(s.clone());
     Ok(s)
@@ -198,6 +208,20 @@ pub(crate) fn installed_memory() -> Option<&'static str> {
             "shared"
         }
     })
+}
+
+/// How the installed memory makes its barrier, broadcast and reductions
+/// (a test hook): `"memory"` (in memory every locale maps), `"messages"`
+/// (trees of messages) or `"transport"` (the transport's own collectives,
+/// MPI's non-blocking ones).
+pub(crate) fn installed_collectives() -> Option<&'static str> {
+    if_installed(
+        |s| match s.memory.as_any().downcast_ref::<MessageMemory>() {
+            Some(m) if m.makes_native_collectives() => "transport",
+            Some(_) => "messages",
+            None => "memory",
+        },
+    )
 }
 
 /// The locales whose heap segments this process maps (reaches in place),

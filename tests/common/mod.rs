@@ -54,6 +54,81 @@ pub fn run_child(test: &str, env: &[(&str, &str)]) -> (std::process::ExitStatus,
     wait_with_timeout(child, CHILD_TIMEOUT, test)
 }
 
+/// How long one mpirun may take before it is killed.
+pub const MPIRUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// Runs this test binary's `test` under `mpirun -n ranks` (Open MPI, as
+/// root where need be, oversubscribing) with `extra` mpirun arguments and
+/// `env` on every rank (the ranks see `CANTUS_CHILD=1`); returns
+/// (success, stdout, stderr). mpirun ends the job after 80 s
+/// (`--timeout`); the whole process group is killed if it runs past
+/// [`MPIRUN_LIMIT`].
+pub fn mpirun(
+    test: &str,
+    ranks: usize,
+    extra: &[&str],
+    env: &[(&str, impl AsRef<str>)],
+) -> (bool, String, String) {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    use std::sync::atomic::Ordering;
+    use std::time::{Duration, Instant};
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = std::process::Command::new("mpirun");
+    cmd.args([
+        "--oversubscribe",
+        "--timeout",
+        "80",
+        "-n",
+        &ranks.to_string(),
+    ])
+    .args(extra)
+    .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+    .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    .env("CANTUS_CHILD", "1");
+    for (k, v) in env {
+        cmd.env(k, v.as_ref()).args(["-x", k]);
+    }
+    cmd.args(["-x", "CANTUS_CHILD"])
+        .arg(exe)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let child = cmd
+        .spawn()
+        .expect("mpirun (Open MPI) must be installed for the mpi tests");
+    let pgid = child.id() as i32;
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watchdog = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + MPIRUN_LIMIT;
+            while Instant::now() < deadline {
+                if done.load(Ordering::Acquire) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            // SAFETY: signals the process group this test started.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            true
+        })
+    };
+    let out = child.wait_with_output().expect("wait for mpirun");
+    done.store(true, Ordering::Release);
+    let killed = watchdog.join().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        !killed,
+        "{test} under mpirun -n {ranks} still ran after {MPIRUN_LIMIT:?}; killed. stderr:\n{stderr}"
+    );
+    (out.status.success(), stdout, stderr)
+}
+
 /// Waits for `child` at most `limit`, collecting its stderr; kills it and
 /// panics (naming `what` and what it printed) if it runs longer.
 pub fn wait_with_timeout(

@@ -80,7 +80,8 @@ impl Inline {
                 failed.borrow().is_none()
                     && !ended.get()
                     && (s.outgoing_len.load(Ordering::Relaxed) > 0
-                        || s.owing.load(Ordering::Relaxed))
+                        || s.owing.load(Ordering::Relaxed)
+                        || s.collectives.has_queued())
             },
         );
         if let Some(e) = failed.into_inner() {

@@ -19,10 +19,13 @@
 //!   handed over without a name;
 //! - `route.rs`: the routing transport of a job whose node shares memory
 //!   (the node's ranks through its rings, the others through MPI).
+//! - `collective.rs`: the job's collectives for the global address space
+//!   as MPI's non-blocking collectives, started and tested by the passes.
 //!
 //! `README.md` beside this file states the protocols and why no locale
 //! can deadlock.
 
+mod collective;
 mod inline;
 mod node;
 mod progress;
@@ -152,11 +155,18 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
         job.end_quietly();
         return Err(e);
     }
+    // Ranks the launcher bound to CPU sets of their own use theirs; ranks
+    // that may all use the same CPUs share them by their rank on the node.
+    let (share_rank, share_of) = if placement.node.bound_apart {
+        (0, 1)
+    } else {
+        (placement.node.real_rank, placement.node.real_size)
+    };
     config.place(
         placement.rank,
         placement.size,
-        placement.node.real_rank,
-        placement.node.real_size,
+        share_rank,
+        share_of,
         !inline,
     );
     config.trace_job = placement.trace_job;
@@ -331,7 +341,7 @@ fn init(
             Level::Serialized => (
                 sys::serialized(),
                 "MPI_THREAD_SERIALIZED (the threads that need progress make the MPI calls, \
-                 one at a time: CANTUS_MPI_PROGRESS=inline, or auto with fewer than 8 CPUs \
+                 one at a time: CANTUS_MPI_PROGRESS=inline, or auto with fewer than 16 CPUs \
                  per rank; CANTUS_MPI_PROGRESS=thread needs only MPI_THREAD_FUNNELED)",
             ),
         };
@@ -363,6 +373,7 @@ fn init(
         }
     }
     let comm = sys::dup_returning_errors(sys::world())?;
+    let collective_comm = sys::dup_returning_errors(comm)?;
     let (rank, size) = sys::rank_and_size(comm)?;
     let node = node::join(comm, rank, setup)?;
     let trace_job = sys::broadcast_from_0(trace_job, comm)?;
@@ -374,7 +385,7 @@ fn init(
             node,
             trace_job,
         },
-        Progress::new(shared.clone(), comm, owns_mpi),
+        Progress::new(shared.clone(), comm, collective_comm, owns_mpi),
         shared,
     ))
 }
@@ -440,6 +451,21 @@ impl Job for MpiJob {
         (members.len() < self.shared.locales).then(|| NodeAreas {
             areas: shm.clone(),
             members: members.to_vec(),
+        })
+    }
+
+    fn collectives(&self) -> Option<Arc<dyn crate::comm::collective::Collectives>> {
+        // Only where MPI carries the job's traffic (it is not polled where
+        // the node is the whole job) and there is a job to gather.
+        let spans_nodes = self
+            .routing
+            .as_ref()
+            .is_none_or(|r| r.node().1.len() < self.shared.locales);
+        (spans_nodes && self.shared.locales > 1).then(|| {
+            Arc::new(collective::MpiCollectives {
+                shared: self.shared.clone(),
+                locales: self.shared.locales,
+            }) as Arc<dyn crate::comm::collective::Collectives>
         })
     }
 

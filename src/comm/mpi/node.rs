@@ -48,6 +48,10 @@ pub(super) struct Node {
     /// how many ranks that node has: its share of the machine's CPUs.
     pub(super) real_rank: usize,
     pub(super) real_size: usize,
+    /// The launcher gave the real node's ranks CPU sets that differ
+    /// (`--map-by ...:PE=n`, or Open MPI's default binding of one core
+    /// each): each rank's set is its own share, not to be divided again.
+    pub(super) bound_apart: bool,
     /// The node's shared-memory transport, with this rank as member
     /// `members.binary_search(rank)`; `None` when the rank is alone on
     /// its node (or the node could not share memory).
@@ -94,6 +98,9 @@ pub(super) fn join(comm: MPI_Comm, rank: usize, setup: &NodeSetup) -> Result<Nod
 /// The rest of [`join`], on the real node's communicator `real`.
 fn place(real: MPI_Comm, rank: usize, setup: &NodeSetup) -> Result<Node, Error> {
     let (real_rank, real_size) = sys::rank_and_size(real)?;
+    let mask = affinity_words(&crate::config::affinity_cpus());
+    let masks = sys::all_gather(&mask, real)?;
+    let bound_apart = bound_apart(&masks, &mask);
     // `k` blocks of consecutive ranks (at most one rank each).
     let k = setup.nodes.unwrap_or(1).min(real_size);
     let block = real_rank * k / real_size;
@@ -106,8 +113,25 @@ fn place(real: MPI_Comm, rank: usize, setup: &NodeSetup) -> Result<Node, Error> 
         members,
         real_rank,
         real_size,
+        bound_apart,
         shm,
     })
+}
+
+/// Whether any rank's CPU set among the gathered `masks` (each as long as
+/// `mine`) differs from this rank's.
+fn bound_apart(masks: &[u64], mine: &[u64]) -> bool {
+    masks.chunks(mine.len()).any(|m| m != mine)
+}
+
+/// A CPU set as words of bits (CPU `c` is bit `c % 64` of word `c / 64`),
+/// of a fixed length whatever the set (every rank gathers as many).
+fn affinity_words(cpus: &[usize]) -> Vec<u64> {
+    let mut words = vec![0u64; libc::CPU_SETSIZE as usize / 64];
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        words[c / 64] |= 1 << (c % 64);
+    }
+    words
 }
 
 /// The node's members and, if it has several, its region: made by its
@@ -165,4 +189,21 @@ fn share(
         }
     }
     Ok((vec![rank], None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_sets_compare_as_words() {
+        let both = affinity_words(&[0, 1, 70]);
+        assert_eq!(both[0], 0b11);
+        assert_eq!(both[1], 1 << 6);
+        let (a, b) = (affinity_words(&[0]), affinity_words(&[1]));
+        // Ranks that may all use the same CPUs share them; ranks bound to
+        // sets of their own keep theirs.
+        assert!(!bound_apart(&[both.clone(), both.clone()].concat(), &both));
+        assert!(bound_apart(&[a.clone(), b].concat(), &a));
+    }
 }

@@ -8,6 +8,7 @@
 //! every call returns at once. The MPI thread sleeps only after a while
 //! with nothing to do. `README.md` beside this file states the protocol.
 
+use super::collective::Active;
 use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::{Batch, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
@@ -69,6 +70,11 @@ pub(super) struct Progress {
     received_from: Vec<u64>,
     /// The last pass handed frames to the locale's threads.
     delivered: bool,
+    /// The communicator of the job's collectives (`collective.rs`), apart
+    /// from the frames' so that neither can match the other's traffic,
+    /// and the collectives in flight on it.
+    collective_comm: MPI_Comm,
+    collectives: Vec<Active>,
 }
 
 // SAFETY: a `Progress` holds MPI handles (raw pointers in Open MPI) and
@@ -82,7 +88,12 @@ pub(super) struct Progress {
 unsafe impl Send for Progress {}
 
 impl Progress {
-    pub(super) fn new(shared: Arc<Shared>, comm: MPI_Comm, owns_mpi: bool) -> Progress {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        comm: MPI_Comm,
+        collective_comm: MPI_Comm,
+        owns_mpi: bool,
+    ) -> Progress {
         let n = shared.locales;
         Progress {
             shared,
@@ -96,6 +107,8 @@ impl Progress {
             sent_to: vec![0; n],
             received_from: vec![0; n],
             delivered: false,
+            collective_comm,
+            collectives: Vec::new(),
         }
     }
 
@@ -137,6 +150,7 @@ impl Progress {
             if idle < SPIN_PASSES {
                 std::hint::spin_loop();
             } else if !self.requests.is_empty()
+                || !self.collectives.is_empty()
                 || last_work.elapsed() < YIELD_FOR
                 || self.shared.expecting.load(Ordering::Relaxed) > 0
             {
@@ -150,6 +164,7 @@ impl Progress {
                 s.mpi_bell.sleep(Some(nap), || {
                     s.outgoing_len.load(Ordering::Acquire) > 0
                         || s.owing.load(Ordering::Acquire)
+                        || s.collectives.has_queued()
                         || s.finishing.load(Ordering::Acquire)
                         || s.abort_request().is_some()
                 });
@@ -159,14 +174,42 @@ impl Progress {
     }
 
     /// One pass: sends what is queued, returns the credit owed, completes
-    /// sends, receives what arrived (into the arrival queues). Every call
-    /// returns at once (D1). Returns whether it did anything.
+    /// sends, receives what arrived (into the arrival queues), starts and
+    /// tests the job's collectives. Every call returns at once (D1).
+    /// Returns whether it did anything.
     pub(super) fn pass(&mut self) -> Result<bool, Error> {
         let mut worked = self.send_queued()?;
         worked |= self.return_credit()?;
         worked |= self.complete_sends()?;
         worked |= self.receive(true)?;
+        worked |= self.collectives()?;
         Ok(worked)
+    }
+
+    /// Starts the collectives queued since the last pass, in their order
+    /// (the order MPI matches them by), and tests those in flight.
+    fn collectives(&mut self) -> Result<bool, Error> {
+        let mut worked = false;
+        if self.shared.collectives.has_queued() {
+            for op in self.shared.collectives.take_all() {
+                let active = op.start(self.shared.locales, self.collective_comm)?;
+                self.collectives.push(active);
+                worked = true;
+            }
+        }
+        let before = self.collectives.len();
+        let mut failed = None;
+        self.collectives.retain_mut(|c| match c.test() {
+            Ok(done) => !done,
+            Err(e) => {
+                failed.get_or_insert(e);
+                true
+            }
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(worked || self.collectives.len() < before)
     }
 
     /// Sends what the locale's threads queued, in batches per
@@ -359,6 +402,16 @@ impl Progress {
             }
         }
         sys::free(&mut self.comm)?;
+        if self.collectives.is_empty() {
+            sys::free(&mut self.collective_comm)?;
+        } else {
+            // A collective some locale never joined (its SPMD body panicked
+            // first, and the waiting task gave up): MPI still owns its
+            // request and buffers, and the communicator cannot be freed
+            // under it. Both are left to MPI_Finalize, the buffers leaked
+            // rather than freed under MPI.
+            std::mem::forget(std::mem::take(&mut self.collectives));
+        }
         if self.owns_mpi {
             sys::finalize()?;
         }

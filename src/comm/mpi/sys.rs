@@ -282,6 +282,89 @@ pub(super) unsafe fn isend(
     }
 }
 
+/// Starts an all-gather of `send` into `recv` (`send.len()` bytes from
+/// each process of `comm`, in rank order).
+///
+/// # Safety
+///
+/// `send` and `recv` must not be moved, freed or touched until [`test`]
+/// reports the request complete; `recv` holds `send.len()` bytes per
+/// process of `comm`.
+pub(super) unsafe fn iall_gather(
+    send: &[u8],
+    recv: &mut [u8],
+    comm: MPI_Comm,
+) -> Result<MPI_Request, Error> {
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: both buffers are valid for their lengths and, by the
+    // caller's contract, stay so until the request completes (`recv` has
+    // room for every process's part); the counts fit an int (the
+    // collectives' records and values, checked by the caller); `req` is
+    // written on success before we read it.
+    unsafe {
+        check(
+            ffi::MPI_Iallgather(
+                send.as_ptr().cast::<c_void>(),
+                send.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                recv.as_mut_ptr().cast::<c_void>(),
+                send.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Iallgather",
+        )?;
+        Ok(req.assume_init())
+    }
+}
+
+/// Starts a broadcast of `buf` from `root` to every process of `comm`.
+///
+/// # Safety
+///
+/// `buf` must not be moved, freed or touched until [`test`] reports the
+/// request complete.
+pub(super) unsafe fn ibroadcast(
+    buf: &mut [u8],
+    root: usize,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, Error> {
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: `buf` is valid for its length and, by the caller's
+    // contract, stays so until the request completes; the count fits an
+    // int (checked by the caller); `req` is written on success first.
+    unsafe {
+        check(
+            ffi::MPI_Ibcast(
+                buf.as_mut_ptr().cast::<c_void>(),
+                buf.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                root as c_int,
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Ibcast",
+        )?;
+        Ok(req.assume_init())
+    }
+}
+
+/// Tests one request: whether it completed (it then becomes
+/// `MPI_REQUEST_NULL`).
+pub(super) fn test(req: &mut MPI_Request) -> Result<bool, Error> {
+    let mut flag: c_int = 0;
+    // SAFETY: `req` is a valid (or null) request; the status is ignored
+    // (rsmpi's STATUS_IGNORE).
+    unsafe {
+        check(
+            ffi::MPI_Test(req, &mut flag, ffi::RSMPI_STATUS_IGNORE),
+            "MPI_Test",
+        )?;
+    }
+    Ok(flag != 0)
+}
+
 /// Tests `reqs`; returns the indices of those that completed (their
 /// entries become `MPI_REQUEST_NULL`).
 pub(super) fn test_some(reqs: &mut [MPI_Request], done: &mut Vec<c_int>) -> Result<(), Error> {

@@ -141,6 +141,9 @@ pub(super) struct Shared {
     /// with MPI passes, the helper's sign that someone polls
     /// (`Inline::helper`).
     pub(super) node_polls: AtomicU64,
+    /// Collectives the locale's tasks queued (`collective.rs`), for the
+    /// next pass to start.
+    pub(super) collectives: super::collective::Queue,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
     /// Callers that expect arrivals at any moment
@@ -198,6 +201,7 @@ impl Shared {
             unparked: AtomicBool::new(false),
             node: OnceLock::new(),
             node_polls: AtomicU64::new(0),
+            collectives: Default::default(),
             finishing: AtomicBool::new(false),
             expecting: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),

@@ -10,6 +10,7 @@
 //! module states the protocols and why they keep the guarantees.
 
 mod calls;
+mod native;
 mod post;
 mod segment;
 mod tree;
@@ -18,6 +19,7 @@ use super::heap::{Block, Full, Heap};
 use super::memory::{
     AllocFailure, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
 };
+use crate::comm::collective::Collectives;
 use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::error::Error;
 use post::{Ended, Key, Post};
@@ -26,7 +28,7 @@ use std::any::Any;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering, fence};
 use tree::Tree;
 
 /// The global address space of one locale, over messages.
@@ -47,6 +49,13 @@ pub(crate) struct MessageMemory {
     mapped: Vec<Option<NonNull<u8>>>,
     /// Parcels of collectives and the group as this locale knows it.
     post: Post,
+    /// The transport's own collectives (`native.rs`), if it has them.
+    collectives: Option<Arc<dyn Collectives>>,
+    /// A body of the job panicked: from then on the collectives are the
+    /// trees of messages (`native.rs` may have left a collective that
+    /// some locale never joined in flight, which would match the next).
+    /// Every locale knows of every panic before the next group begins.
+    native_off: AtomicBool,
     /// Collectives this locale's body entered, and completed (returned
     /// from, with a result or an error every locale shares), in the
     /// current group: the next collective's number, and what a notice
@@ -95,10 +104,9 @@ impl MessageMemory {
     /// shares any (then its own segment is its area there, and theirs
     /// are mapped here).
     pub(crate) fn new(
-        here: usize,
-        locales: usize,
-        heap_bytes: usize,
+        (here, locales, heap_bytes): (usize, usize, usize),
         node: Option<NodeAreas>,
+        collectives: Option<Arc<dyn Collectives>>,
     ) -> Result<Self, Error> {
         let mut mapped = vec![None; locales];
         let (private, node) = match node {
@@ -128,6 +136,8 @@ impl MessageMemory {
             _node: node,
             mapped,
             post: Post::default(),
+            collectives,
+            native_off: AtomicBool::new(false),
             entered: AtomicU64::new(0),
             completed: AtomicU64::new(0),
             running: AtomicU64::new(0),
@@ -139,6 +149,21 @@ impl MessageMemory {
             heap_high: AtomicU64::new(0),
             released: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The transport's own collectives, while they may be used.
+    fn native(&self) -> Option<&dyn Collectives> {
+        // Acquire: pairs with `note_ended`'s Release.
+        if self.native_off.load(Ordering::Acquire) {
+            return None;
+        }
+        self.collectives.as_deref()
+    }
+
+    /// Whether the barrier, broadcast and reductions are the transport's
+    /// own collectives now (a test hook).
+    pub(crate) fn makes_native_collectives(&self) -> bool {
+        self.native().is_some()
     }
 
     /// This locale's segment (mapped by every memory, `new`).
@@ -185,7 +210,16 @@ impl MessageMemory {
     /// own): recorded in the post, so that waits that can no longer
     /// complete end; on locale 0 the first panic also poisons the group.
     fn note_ended(&self, epoch: u64, locale: usize, ended: Ended) {
-        if self.post.ended(epoch, locale, ended) && self.here == 0 && ended.panicked {
+        let current = self.post.ended(epoch, locale, ended);
+        if current && ended.panicked {
+            // Release: pairs with the Acquire in `native`. The body's next
+            // collective comes after this notice was handled (a group
+            // begins once every body's end was acknowledged everywhere);
+            // the pair keeps that order visible through the messages
+            // between.
+            self.native_off.store(true, Ordering::Release);
+        }
+        if current && self.here == 0 && ended.panicked {
             // Release: pairs with `finish_group`'s Acquire load. Only the
             // first panic poisons: the notices of follow-on panics come
             // after the first one's was acknowledged (`body_ended`).
@@ -446,7 +480,8 @@ impl Memory for MessageMemory {
         calls::atomic(locale, offset, op)
     }
 
-    /// A gather of signatures to locale 0 and its verdict back.
+    /// A gather of signatures to locale 0 and its verdict back (or the
+    /// transport's all-gather of them).
     fn barrier(&self) -> Result<(), Mismatch> {
         // In a node that shares memory, the node's ranks wrote each
         // other's segments in place: the fences order those writes before
@@ -454,8 +489,13 @@ impl Memory for MessageMemory {
         // the messages took (shared-memory rings, or MPI through another
         // node).
         fence(Ordering::SeqCst);
-        let mut c = self.collective();
-        let r = c.agree([BARRIER, 0, 0], &[], |_, _| Vec::new()).map(drop);
+        let r = match self.native() {
+            Some(coll) => self.native_barrier(coll),
+            None => {
+                let mut c = self.collective();
+                c.agree([BARRIER, 0, 0], &[], |_, _| Vec::new()).map(drop)
+            }
+        };
         fence(Ordering::SeqCst);
         r
     }
@@ -463,6 +503,9 @@ impl Memory for MessageMemory {
     /// The verdict, then the data down a tree rooted at `root` (with the
     /// verdict, if the root is locale 0).
     fn broadcast(&self, sig: Signature, root: usize, bytes: &mut [u8]) -> Result<(), Mismatch> {
+        if let Some(coll) = self.native() {
+            return self.native_broadcast(coll, sig, root, bytes);
+        }
         let mut c = self.collective();
         let here = self.here;
         let data = &*bytes;
@@ -493,6 +536,9 @@ impl Memory for MessageMemory {
         value: &[u8],
         fold: &dyn Fn(&[u8]) -> Vec<u8>,
     ) -> Result<Option<Vec<u8>>, Mismatch> {
+        if let Some(coll) = self.native() {
+            return self.native_reduce(coll, sig, root, value, fold);
+        }
         let mut c = self.collective();
         let concat = |parts: &[&[u8]]| parts.concat();
         match root {
@@ -695,7 +741,7 @@ mod tests {
     /// One locale: every collective is answered by the locale itself.
     #[test]
     fn one_locale_collectives_and_allocation() {
-        let m = MessageMemory::new(0, 1, 1 << 20, None).unwrap();
+        let m = MessageMemory::new((0, 1, 1 << 20), None, None).unwrap();
         m.post.begin(1, 9, 1);
         m.body_started(1);
         assert_eq!(m.barrier(), Ok(()));

@@ -15,6 +15,7 @@ use super::super::memory::{body_gone, wait_until};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Which parcel: collective `seq` of the group, step `phase`, from `from`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -155,6 +156,66 @@ impl Post {
         match got.expect("wait_until returns once a parcel or an end came") {
             Ok(bytes) => bytes,
             Err((locale, panicked)) => body_gone(locale, panicked, here, "collective"),
+        }
+    }
+}
+
+/// How long a wait in a collective the transport makes (`wait_for`)
+/// polls and yields before it naps: the latency of a collective whose
+/// locales arrive together is never a nap. For the first `SPIN_FOR` it
+/// yields only to the locale's other tasks; after that to other
+/// processes too (a rank that shares its core with another must not
+/// keep it from arriving).
+const SPIN_FOR: Duration = Duration::from_micros(50);
+const YIELD_FOR: Duration = Duration::from_millis(10);
+const MIN_NAP: Duration = Duration::from_micros(5);
+const MAX_NAP: Duration = Duration::from_micros(200);
+
+impl Post {
+    /// Waits in collective `seq` until `ready` gives its result (a
+    /// collective the transport makes, `native.rs`), polling the
+    /// transport and letting the locale's other tasks (after [`SPIN_FOR`],
+    /// other threads) run between looks: for [`YIELD_FOR`] without a
+    /// pause, then napping 5-200 us where a
+    /// poll brought nothing (a long wait is the other locales' work, not
+    /// latency). Panics, naming the locale, if a body ended such that the
+    /// collective can never complete (`here` is this locale).
+    pub(crate) fn wait_for<T>(
+        &self,
+        seq: u64,
+        here: usize,
+        mut ready: impl FnMut() -> Option<T>,
+        progress: impl Fn() -> bool,
+    ) -> T {
+        let start = Instant::now();
+        let mut seen = None;
+        let mut nap = MIN_NAP;
+        loop {
+            if let Some(v) = ready() {
+                return v;
+            }
+            // Acquire: pairs with `arrived`'s Release (a notice of an end).
+            let now = self.arrivals.load(Ordering::Acquire);
+            if seen != Some(now) {
+                seen = Some(now);
+                // The lock is let go before the panic (it would poison it).
+                let blocker = self.state.lock().unwrap().blocker(seq);
+                if let Some((locale, panicked)) = blocker {
+                    body_gone(locale, panicked, here, "collective");
+                }
+            }
+            let progressed = progress();
+            let waited = start.elapsed();
+            if waited < YIELD_FOR {
+                // What the poll brought may be tasks of this worker.
+                crate::yield_now();
+                if waited > SPIN_FOR {
+                    std::thread::yield_now();
+                }
+            } else if !progressed {
+                crate::sleep(nap);
+                nap = (nap * 2).min(MAX_NAP);
+            }
         }
     }
 }

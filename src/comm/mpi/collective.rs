@@ -1,0 +1,157 @@
+//! The job's collectives as MPI's non-blocking collectives
+//! (`comm::collective`): a task queues one (`MpiCollectives`), whoever
+//! makes MPI calls starts it on the job's collective communicator and
+//! tests it on every pass (`Progress::collectives`: the MPI thread, or
+//! inline the holder of the pass lock), and the task polls for the result
+//! meanwhile (`README.md`, "Collectives").
+//!
+//! MPI matches collectives by the order each process starts them on a
+//! communicator: a locale starts its collectives in the order its tasks
+//! queued them, and only its SPMD body queues them, one at a time, in the
+//! order every locale's body calls them (`pgas`'s rule).
+
+use super::sys::{self, MPI_Comm, MPI_Request};
+use super::transport::Shared;
+use crate::comm::collective::{Collectives, Pending};
+use crate::error::Error;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Which collective.
+enum Kind {
+    AllGather,
+    Broadcast { root: usize },
+}
+
+/// A collective a task queued, not yet started.
+pub(super) struct Queued {
+    kind: Kind,
+    buf: Vec<u8>,
+    pending: Arc<Pending>,
+}
+
+/// Collectives queued by the locale's tasks, for whoever makes the MPI
+/// calls to start.
+#[derive(Default)]
+pub(super) struct Queue {
+    ops: Mutex<VecDeque<Queued>>,
+    /// How many `ops` holds (a load for the pass's quick check).
+    len: AtomicUsize,
+}
+
+impl Queue {
+    fn push(&self, op: Queued) {
+        let mut ops = self.ops.lock().unwrap();
+        ops.push_back(op);
+        // Release: pairs with the Acquire in `has_queued` (the mutex orders
+        // the op itself; this only says to look).
+        self.len.store(ops.len(), Ordering::Release);
+    }
+
+    /// Whether a collective waits to be started.
+    pub(super) fn has_queued(&self) -> bool {
+        // Acquire: pairs with `push`'s Release.
+        self.len.load(Ordering::Acquire) > 0
+    }
+
+    /// Takes every queued collective, in order.
+    pub(super) fn take_all(&self) -> VecDeque<Queued> {
+        let mut ops = self.ops.lock().unwrap();
+        self.len.store(0, Ordering::Relaxed);
+        std::mem::take(&mut *ops)
+    }
+}
+
+/// A collective MPI runs: its request and the buffers it reads and
+/// writes (moved here, so they stay put until the request completes).
+pub(super) struct Active {
+    req: MPI_Request,
+    send: Vec<u8>,
+    recv: Vec<u8>,
+    kind: Kind,
+    pending: Arc<Pending>,
+}
+
+/// The job's collectives, for `pgas` (`Job::collectives`).
+pub(super) struct MpiCollectives {
+    pub(super) shared: Arc<Shared>,
+    pub(super) locales: usize,
+}
+
+impl MpiCollectives {
+    fn queue(&self, kind: Kind, buf: Vec<u8>) -> Arc<Pending> {
+        assert!(
+            buf.len() <= i32::MAX as usize / self.locales.max(1),
+            "cantus: a collective's part of {} bytes is beyond what one MPI call moves",
+            buf.len()
+        );
+        let pending = Pending::new();
+        self.shared.collectives.push(Queued {
+            kind,
+            buf,
+            pending: pending.clone(),
+        });
+        // The MPI thread may sleep: wake it (inline, the waiting task's
+        // polls make the passes).
+        self.shared.mpi_bell.ring_if_sleeping();
+        pending
+    }
+}
+
+impl Collectives for MpiCollectives {
+    fn all_gather(&self, mine: Vec<u8>) -> Arc<Pending> {
+        self.queue(Kind::AllGather, mine)
+    }
+
+    fn broadcast(&self, root: usize, buf: Vec<u8>) -> Arc<Pending> {
+        self.queue(Kind::Broadcast { root }, buf)
+    }
+}
+
+impl Queued {
+    /// Starts this collective on `comm`, of `locales` processes.
+    pub(super) fn start(self, locales: usize, comm: MPI_Comm) -> Result<Active, Error> {
+        let (mut send, mut recv) = match self.kind {
+            Kind::AllGather => {
+                let len = self.buf.len();
+                (self.buf, vec![0u8; len * locales])
+            }
+            Kind::Broadcast { .. } => (self.buf, Vec::new()),
+        };
+        // SAFETY: the buffers move into `Active` with the request (moving a
+        // Vec does not move its heap buffer) and stay there, untouched,
+        // until `test` reports it complete (an `Active` never completed is
+        // leaked, never freed: `Progress::finish`); `recv` holds
+        // `send.len()` bytes per locale.
+        let req = unsafe {
+            match self.kind {
+                Kind::AllGather => sys::iall_gather(&send, &mut recv, comm)?,
+                Kind::Broadcast { root } => sys::ibroadcast(&mut send, root, comm)?,
+            }
+        };
+        Ok(Active {
+            req,
+            send,
+            recv,
+            kind: self.kind,
+            pending: self.pending,
+        })
+    }
+}
+
+impl Active {
+    /// Tests the request; once it completed, hands the result to the
+    /// waiting task and returns `true` (the `Active` is then spent).
+    pub(super) fn test(&mut self) -> Result<bool, Error> {
+        if !sys::test(&mut self.req)? {
+            return Ok(false);
+        }
+        let result = match self.kind {
+            Kind::AllGather => std::mem::take(&mut self.recv),
+            Kind::Broadcast { .. } => std::mem::take(&mut self.send),
+        };
+        self.pending.complete(result);
+        Ok(true)
+    }
+}

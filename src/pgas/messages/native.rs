@@ -1,0 +1,117 @@
+//! The message memory's barrier, broadcast and reductions as collectives
+//! the transport makes itself (`comm::collective`: over MPI, its
+//! non-blocking all-gather and broadcast), where the job has them and
+//! no body of the job panicked yet (`pgas/README.md`, "Collectives over
+//! MPI").
+//!
+//! Every collective starts with an all-gather of one fixed-size record
+//! per locale: its signature and, for a small value, the value itself.
+//! Each locale then holds every signature and reaches the same verdict
+//! as every other (the lowest locale that differs from locale 0, as the
+//! trees' agreement says); a barrier ends there, a small reduction folds
+//! the values it holds, a small broadcast copies the root's. A larger
+//! value or broadcast is a second collective, started only after the
+//! verdict, the same on every locale. So the locales always start the
+//! same collectives in the same order, whatever they called, as MPI's
+//! matching asks.
+
+use super::{MessageMemory, Step, read_u64};
+use crate::comm::collective::{Collectives, Pending};
+use crate::pgas::memory::{BARRIER, Mismatch, Signature, agree};
+use std::sync::Arc;
+
+/// Bytes of a value that travel in the record itself.
+const INLINE: usize = 40;
+/// A locale's record: its signature (three u64s), then `INLINE` bytes.
+const RECORD: usize = 24 + INLINE;
+
+impl MessageMemory {
+    /// Waits for `pending`, in collective `step`.
+    fn wait(&self, step: &Step<'_>, pending: Arc<Pending>) -> Vec<u8> {
+        self.post
+            .wait_for(step.seq, self.here, || pending.take(), crate::am::poll_once)
+    }
+
+    /// Every locale's record of this collective (with `inline` bytes of
+    /// this locale's, at most [`INLINE`]), once the locales agree.
+    fn records(
+        &self,
+        step: &Step<'_>,
+        coll: &dyn Collectives,
+        sig: Signature,
+        inline: &[u8],
+    ) -> Result<Vec<u8>, Mismatch> {
+        let mut record = vec![0u8; RECORD];
+        for (i, word) in sig.iter().enumerate() {
+            record[8 * i..8 * i + 8].copy_from_slice(&word.to_le_bytes());
+        }
+        record[24..24 + inline.len()].copy_from_slice(inline);
+        let all = self.wait(step, coll.all_gather(record));
+        agree(self.locales, |l| {
+            std::array::from_fn(|i| read_u64(&all[l * RECORD..], 8 * i))
+        })?;
+        Ok(all)
+    }
+
+    /// The inline bytes of `locale`'s record, `len` of them.
+    fn inline(all: &[u8], locale: usize, len: usize) -> &[u8] {
+        &all[locale * RECORD + 24..][..len]
+    }
+
+    pub(super) fn native_barrier(&self, coll: &dyn Collectives) -> Result<(), Mismatch> {
+        let step = self.collective();
+        self.records(&step, coll, [BARRIER, 0, 0], &[]).map(drop)
+    }
+
+    pub(super) fn native_broadcast(
+        &self,
+        coll: &dyn Collectives,
+        sig: Signature,
+        root: usize,
+        bytes: &mut [u8],
+    ) -> Result<(), Mismatch> {
+        let step = self.collective();
+        let small = bytes.len() <= INLINE;
+        let mine: &[u8] = if small && self.here == root {
+            bytes
+        } else {
+            &[]
+        };
+        let all = self.records(&step, coll, sig, mine)?;
+        if small {
+            if self.here != root {
+                bytes.copy_from_slice(Self::inline(&all, root, bytes.len()));
+            }
+        } else {
+            // Every locale agreed on the root and the length.
+            let got = self.wait(&step, coll.broadcast(root, bytes.to_vec()));
+            bytes.copy_from_slice(&got);
+        }
+        Ok(())
+    }
+
+    pub(super) fn native_reduce(
+        &self,
+        coll: &dyn Collectives,
+        sig: Signature,
+        root: Option<usize>,
+        value: &[u8],
+        fold: &dyn Fn(&[u8]) -> Vec<u8>,
+    ) -> Result<Option<Vec<u8>>, Mismatch> {
+        let step = self.collective();
+        let small = value.len() <= INLINE;
+        let all = self.records(&step, coll, sig, if small { value } else { &[] })?;
+        let values = if small {
+            (0..self.locales)
+                .flat_map(|l| Self::inline(&all, l, value.len()))
+                .copied()
+                .collect()
+        } else {
+            // Every locale agreed on the size.
+            self.wait(&step, coll.all_gather(value.to_vec()))
+        };
+        // Every locale folds the same values in the same order (all_reduce
+        // needs the same bits everywhere); a reduce keeps the root's.
+        Ok(root.is_none_or(|r| r == self.here).then(|| fold(&values)))
+    }
+}
