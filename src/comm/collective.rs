@@ -23,6 +23,15 @@ pub(crate) trait Collectives: Send + Sync {
     /// a buffer of the same length (the root's holds the data); the result
     /// is the root's bytes.
     fn broadcast(&self, root: usize, buf: Vec<u8>) -> Arc<Pending>;
+
+    /// Moves the collectives in flight on, where the waiting task's own
+    /// calls do that (MPI inline: a try of the lock and an `MPI_Test`);
+    /// cheaper than a poll of the transport, which a waiting task still
+    /// makes now and then to serve what arrives. Returns whether it did
+    /// anything.
+    fn progress(&self) -> bool {
+        false
+    }
 }
 
 /// A collective in flight: its result once every locale took part.

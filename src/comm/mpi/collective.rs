@@ -77,6 +77,9 @@ pub(super) struct Active {
 pub(super) struct MpiCollectives {
     pub(super) shared: Arc<Shared>,
     pub(super) locales: usize,
+    /// The inline mode's lock (`None` in `thread` mode, where the MPI
+    /// thread moves collectives on).
+    pub(super) inline: Option<Arc<super::inline::Inline>>,
 }
 
 impl MpiCollectives {
@@ -106,6 +109,12 @@ impl Collectives for MpiCollectives {
 
     fn broadcast(&self, root: usize, buf: Vec<u8>) -> Arc<Pending> {
         self.queue(Kind::Broadcast { root }, buf)
+    }
+
+    fn progress(&self) -> bool {
+        self.inline
+            .as_ref()
+            .is_some_and(|inline| inline.progress_collectives())
     }
 }
 

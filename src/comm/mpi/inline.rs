@@ -58,6 +58,26 @@ impl Inline {
     /// (the pass lock's rule, `comm/pass.rs`: nothing queued is stranded).
     /// Returns whether a pass did anything. Never waits for the lock.
     pub(super) fn progress(&self) -> bool {
+        self.pass_with(Progress::pass)
+    }
+
+    /// A pass for a task that waits in a collective (`collective.rs`):
+    /// starts and tests the collectives alone (one `MPI_Test`), or makes
+    /// a whole pass where frames or credit wait to be sent (the lock's
+    /// rule: nothing queued is stranded). Never waits for the lock.
+    pub(super) fn progress_collectives(&self) -> bool {
+        let s = self.shared.clone();
+        self.pass_with(move |p| {
+            if s.outgoing_len.load(Ordering::Relaxed) > 0 || s.owing.load(Ordering::Relaxed) {
+                p.pass()
+            } else {
+                p.collectives()
+            }
+        })
+    }
+
+    /// Makes the pass `pass` under the lock (see [`Inline::progress`]).
+    fn pass_with(&self, pass: impl Fn(&mut Progress) -> Result<bool, crate::error::Error>) -> bool {
         let s = &*self.shared;
         // An MPI error during a pass (reported once the lock is let go;
         // `pending` then ends the passes).
@@ -71,7 +91,7 @@ impl Inline {
                     return false;
                 };
                 self.passes.fetch_add(1, Ordering::Relaxed);
-                p.pass().unwrap_or_else(|e| {
+                pass(p).unwrap_or_else(|e| {
                     *failed.borrow_mut() = Some(e);
                     false
                 })

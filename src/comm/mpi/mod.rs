@@ -465,6 +465,7 @@ impl Job for MpiJob {
             Arc::new(collective::MpiCollectives {
                 shared: self.shared.clone(),
                 locales: self.shared.locales,
+                inline: self.inline.clone(),
             }) as Arc<dyn crate::comm::collective::Collectives>
         })
     }

@@ -188,7 +188,7 @@ impl Progress {
 
     /// Starts the collectives queued since the last pass, in their order
     /// (the order MPI matches them by), and tests those in flight.
-    fn collectives(&mut self) -> Result<bool, Error> {
+    pub(super) fn collectives(&mut self) -> Result<bool, Error> {
         let mut worked = false;
         if self.shared.collectives.has_queued() {
             for op in self.shared.collectives.take_all() {

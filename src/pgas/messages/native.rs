@@ -24,12 +24,30 @@ use std::sync::Arc;
 const INLINE: usize = 40;
 /// A locale's record: its signature (three u64s), then `INLINE` bytes.
 const RECORD: usize = 24 + INLINE;
+/// How often a wait polls the transport (every this many looks; the
+/// others only move the collective on).
+const POLL_EVERY: u32 = 8;
 
 impl MessageMemory {
-    /// Waits for `pending`, in collective `step`.
-    fn wait(&self, step: &Step<'_>, pending: Arc<Pending>) -> Vec<u8> {
-        self.post
-            .wait_for(step.seq, self.here, || pending.take(), crate::am::poll_once)
+    /// Waits for `pending`, in collective `step`: moves the collective on
+    /// itself (cheap), and polls the transport every [`POLL_EVERY`]th look
+    /// to serve what arrives meanwhile.
+    fn wait(&self, step: &Step<'_>, coll: &dyn Collectives, pending: Arc<Pending>) -> Vec<u8> {
+        let looks = std::cell::Cell::new(0u32);
+        self.post.wait_for(
+            step.seq,
+            self.here,
+            || pending.take(),
+            || {
+                looks.set(looks.get().wrapping_add(1));
+                let moved = coll.progress();
+                if looks.get() % POLL_EVERY == 0 {
+                    crate::am::poll_once() | moved
+                } else {
+                    moved
+                }
+            },
+        )
     }
 
     /// Every locale's record of this collective (with `inline` bytes of
@@ -46,7 +64,7 @@ impl MessageMemory {
             record[8 * i..8 * i + 8].copy_from_slice(&word.to_le_bytes());
         }
         record[24..24 + inline.len()].copy_from_slice(inline);
-        let all = self.wait(step, coll.all_gather(record));
+        let all = self.wait(step, coll, coll.all_gather(record));
         agree(self.locales, |l| {
             std::array::from_fn(|i| read_u64(&all[l * RECORD..], 8 * i))
         })?;
@@ -84,7 +102,7 @@ impl MessageMemory {
             }
         } else {
             // Every locale agreed on the root and the length.
-            let got = self.wait(&step, coll.broadcast(root, bytes.to_vec()));
+            let got = self.wait(&step, coll, coll.broadcast(root, bytes.to_vec()));
             bytes.copy_from_slice(&got);
         }
         Ok(())
@@ -108,7 +126,7 @@ impl MessageMemory {
                 .collect()
         } else {
             // Every locale agreed on the size.
-            self.wait(&step, coll.all_gather(value.to_vec()))
+            self.wait(&step, coll, coll.all_gather(value.to_vec()))
         };
         // Every locale folds the same values in the same order (all_reduce
         // needs the same bits everywhere); a reduce keeps the root's.
