@@ -365,12 +365,6 @@ impl Builder {
         self
     }
 
-    /// Starts the runtime.
-    pub fn build(self) -> Result<crate::Runtime, Error> {
-        let config = self.resolve(&|name| std::env::var(name).ok())?;
-        crate::Runtime::start(config)
-    }
-
     /// Applies environment overrides and defaults, and validates.
     pub(crate) fn resolve(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, Error> {
         let env = |name: &str| if self.ignore_env { None } else { env(name) };

@@ -18,6 +18,9 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 use turn::Turn;
 
+#[cfg(all(test, not(loom)))]
+mod driver_seam_tests;
+mod stats;
 mod turn;
 
 /// A running cantus runtime: worker threads with their task queues. One
@@ -51,6 +54,15 @@ struct Joined {
     job: Box<dyn Job>,
 }
 
+impl Builder {
+    /// Starts the runtime. (It lives here, with the runtime it starts,
+    /// so that the configuration below names no layer above it.)
+    pub fn build(self) -> Result<Runtime, Error> {
+        let config = self.resolve(&|name| std::env::var(name).ok())?;
+        Runtime::start(config)
+    }
+}
+
 impl Runtime {
     /// Starts a runtime with the default configuration, as overridden by
     /// `CANTUS_*` environment variables.
@@ -66,14 +78,18 @@ impl Runtime {
     pub(crate) fn start(config: Config) -> Result<Runtime, Error> {
         // Before anything process-wide is touched (the job, the heap).
         let turn = Turn::take()?;
+        // The recorder asks the scheduler for the running task's id.
+        crate::trace::set_task_ids(crate::query::current_task_id);
         // Settings of layers above the scheduler, validated with the rest.
         crate::am::chant::configure(config.chant_task_polls);
         // Before any remote call can run: SPMD bodies are told apart.
         #[cfg(not(loom))]
         crate::pgas::attach();
-        let mut rt = match config.launch {
-            Launch::Alone => Runtime::start_with_driver(config, None)?,
-            Launch::SharedMemory | Launch::Mpi => Runtime::start_locale(config)?,
+        // A runtime alone, or a locale of a job (whatever its transport).
+        let mut rt = if config.launch == Launch::Alone {
+            Runtime::start_with_driver(config, None)?
+        } else {
+            Runtime::start_locale(config)?
         };
         rt.turn = Some(turn);
         Ok(rt)
@@ -137,9 +153,9 @@ impl Runtime {
                 job.abandon(&e);
                 return Err(e);
             }
-            // Over MPI the locales may be on other machines, with other
-            // clocks: put their traces on locale 0's.
-            if rt.registry.config.trace.is_some() && rt.registry.config.launch == Launch::Mpi {
+            // Locales on other machines have other clocks: put their traces
+            // on locale 0's.
+            if rt.registry.config.trace.is_some() && job.clocks_may_differ() {
                 crate::am::clock::align_trace_clocks();
             }
             rt.job = Some(Joined { engine, job });
@@ -293,7 +309,7 @@ impl Runtime {
             j.job.finish();
         }
         if self.registry.config.stats {
-            eprint!("{}", crate::query::stats_report(&self.registry));
+            eprint!("{}", stats::stats_report(&self.registry));
         }
         // Locale 0 merges the trace, once every locale has ended.
         #[cfg(not(loom))]

@@ -656,7 +656,7 @@ fn run_here<T: Send + 'static>(
 ) -> RemoteHandle<T> {
     let slot = Arc::new(SyncVar::new());
     let s = slot.clone();
-    crate::begin(move || {
+    crate::par::begin(move || {
         let r = run_handler(id, body).map_err(|p| {
             Error::new(
                 ErrorKind::RemotePanic,
@@ -746,7 +746,7 @@ pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
             e.request(locale, R::ID, &args, false).map(|_| ())
         }
         None => {
-            crate::begin(move || {
+            crate::par::begin(move || {
                 call.run();
             });
             Ok(())
@@ -764,7 +764,7 @@ pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Erro
             .request(locale, R::ID, bytemuck::bytes_of(&call), false)
             .map(|_| ()),
         None => {
-            crate::begin(move || {
+            crate::par::begin(move || {
                 call.run();
             });
             Ok(())

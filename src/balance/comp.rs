@@ -204,7 +204,7 @@ impl<W: Registered> Comp<W> {
             // task sends it.
             // (The end is found only by a piece's end or an
             // acknowledgment, never inside the poll.)
-            crate::begin(move || send_all::<W>(header, here, outgoing, None));
+            crate::par::begin(move || send_all::<W>(header, here, outgoing, None));
         } else {
             send_all::<W>(header, here, outgoing, Some(&self.done));
         }
@@ -265,7 +265,7 @@ impl<W: Registered> Comp<W> {
                         lock(&self.protocol).piece_started_here();
                         self.local_splits.fetch_add(1, Ordering::Relaxed);
                         let me = self.clone();
-                        crate::begin(move || me.run_piece(piece));
+                        crate::par::begin(move || me.run_piece(piece));
                     }
                     Some(None) => {}
                     None => {

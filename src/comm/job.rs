@@ -44,6 +44,12 @@ pub(crate) trait Job: Send + Sync {
         None
     }
 
+    /// Whether the locales may run on machines of their own, with clocks
+    /// of their own (traces are then aligned to locale 0's).
+    fn clocks_may_differ(&self) -> bool {
+        false
+    }
+
     /// Locale 0 ordered the others to shut down (termination was
     /// detected): from now on their ends are expected, not failures.
     fn shutdown_ordered(&self);
@@ -62,6 +68,18 @@ pub(crate) trait Job: Send + Sync {
     /// A fatal error on this locale: ends the whole job at once with
     /// `message`, from any thread. Does not return.
     fn abort(&self, message: &str) -> !;
+}
+
+/// The symmetric areas of a runtime of one locale, which has no job: a
+/// mapping of its own, laid out as a job's would be (the shared-memory
+/// transport's region for one locale; named here, in the launch seam,
+/// as every transport is).
+pub(crate) fn private_areas(
+    heap_bytes: usize,
+) -> Result<Arc<dyn super::symmetric::SymmetricAreas>, Error> {
+    let transport =
+        super::shm::transport::ShmTransport::create(1, super::shm::ring::MIN_CAPACITY, heap_bytes)?;
+    Ok(Arc::new(transport))
 }
 
 /// Joins (or, on locale 0 of a shared-memory job, starts) the job that

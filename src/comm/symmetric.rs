@@ -15,7 +15,6 @@
 //! process, so an offset aligned to at most that is aligned alike
 //! everywhere. Their layout inside is `pgas/`'s (`pgas/README.md`).
 
-use crate::error::Error;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -73,13 +72,4 @@ pub(crate) unsafe trait SymmetricAreas: Send + Sync + 'static {
 pub(crate) struct NodeAreas {
     pub(crate) areas: Arc<dyn SymmetricAreas>,
     pub(crate) members: Vec<usize>,
-}
-
-/// The symmetric areas of a job of one locale, which has no transport:
-/// a mapping of its own, laid out as a job's would be.
-#[cfg(not(loom))]
-pub(crate) fn private_areas(heap_bytes: usize) -> Result<Arc<dyn SymmetricAreas>, Error> {
-    let transport =
-        super::shm::transport::ShmTransport::create(1, super::shm::ring::MIN_CAPACITY, heap_bytes)?;
-    Ok(Arc::new(transport))
 }

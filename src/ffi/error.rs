@@ -60,8 +60,8 @@ impl Fail {
         Fail::new(EINVAL, format!("{call}: `{arg}` is NULL"))
     }
 
-    pub(crate) fn from_error(call: &str, e: &crate::Error) -> Fail {
-        use crate::ErrorKind;
+    pub(crate) fn from_error(call: &str, e: &crate::error::Error) -> Fail {
+        use crate::error::ErrorKind;
         let code = match e.kind() {
             ErrorKind::InvalidConfig => ECONFIG,
             ErrorKind::TooManyThreads => ETHREADS,

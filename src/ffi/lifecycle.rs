@@ -4,7 +4,7 @@
 
 use super::Code;
 use super::error::{ECONTEXT, EINVAL, Fail, OK, boundary};
-use crate::Runtime;
+use crate::runtime::Runtime;
 use crate::sched::{Registry, WorkerLocal};
 use std::cell::Cell;
 use std::ffi::{c_int, c_long};
@@ -64,7 +64,7 @@ pub(crate) fn require_runtime(call: &str) -> Result<(), Fail> {
 }
 
 /// Starts the runtime with `builder` (after the environment overrides).
-pub(crate) fn start(call: &str, builder: crate::Builder) -> Result<(), Fail> {
+pub(crate) fn start(call: &str, builder: crate::config::Builder) -> Result<(), Fail> {
     let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
     if slot.is_some() || WorkerLocal::current().is_some() {
         return Err(Fail::new(
@@ -108,8 +108,11 @@ pub(crate) fn stop(call: &str) -> Result<(), Fail> {
     }
 }
 
-pub(crate) fn builder_from(call: &str, c: Option<&CantusConfig>) -> Result<crate::Builder, Fail> {
-    let mut b = crate::Builder::new();
+pub(crate) fn builder_from(
+    call: &str,
+    c: Option<&CantusConfig>,
+) -> Result<crate::config::Builder, Fail> {
+    let mut b = crate::config::Builder::new();
     if let Some(c) = c {
         if c.workers > 0 {
             b = b.workers(c.workers);
@@ -163,7 +166,7 @@ pub extern "C" fn cantus_is_running() -> Code {
 
 thread_local! {
     /// Activity declarations of this outside thread, innermost last.
-    static ACTIVITY: std::cell::RefCell<Vec<crate::OutsideActivity>> =
+    static ACTIVITY: std::cell::RefCell<Vec<crate::runtime::OutsideActivity>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -180,7 +183,7 @@ pub extern "C" fn cantus_outside_activity_begin() -> Code {
             ));
         }
         require_runtime(CALL)?;
-        let a = crate::OutsideActivity::begin().ok_or_else(|| Fail::no_runtime(CALL))?;
+        let a = crate::runtime::OutsideActivity::begin().ok_or_else(|| Fail::no_runtime(CALL))?;
         ACTIVITY.with(|v| v.borrow_mut().push(a));
         Ok(OK)
     })

@@ -47,7 +47,7 @@ pub unsafe extern "C" fn cantus_spawn(f: CantusTaskFn, arg: *mut c_void) -> Code
         require_runtime("cantus_spawn")?;
         let arg = Arg(arg);
         // SAFETY: the caller promises f(arg) may run on a worker.
-        crate::try_begin(move || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) }))
+        crate::par::try_begin(move || crate::sched::body_may_go_away(|| unsafe { f(arg.get()) }))
             .map_err(|_| Fail::no_runtime("cantus_spawn"))?;
         Ok(OK)
     })
@@ -64,7 +64,7 @@ pub unsafe extern "C" fn cantus_coforall(n: usize, f: CantusIndexFn, arg: *mut c
         let f = f.ok_or_else(|| Fail::null("cantus_coforall", "fn"))?;
         require_runtime("cantus_coforall")?;
         let arg = Arg(arg);
-        crate::coforall(n, move |i| {
+        crate::par::coforall(n, move |i| {
             // SAFETY: the caller promises the function may run concurrently
             // with its argument on any worker.
             crate::sched::body_may_go_away(|| unsafe { f(i, arg.get()) })
@@ -149,7 +149,7 @@ pub unsafe extern "C" fn cantus_task_list_execute(list: *mut CantusTaskList) -> 
         require_runtime("cantus_task_list_execute")?;
         let tasks = std::mem::take(&mut list.tasks);
         let tasks = &tasks;
-        crate::coforall(tasks.len(), |i| {
+        crate::par::coforall(tasks.len(), |i| {
             // SAFETY: the caller promises the function may run concurrently
             // with its argument on any worker.
             crate::sched::body_may_go_away(|| unsafe { (tasks[i].0)(tasks[i].1.get()) })

@@ -101,7 +101,7 @@ impl<'a> TaskList<'a> {
                 .collect(),
         );
         let slots = &slots;
-        crate::coforall(slots.0.len(), |i| {
+        crate::par::coforall(slots.0.len(), |i| {
             // SAFETY: index i is the only user of slot i (see Slots).
             let task = unsafe { slots.take(i) };
             if let Some(t) = task {

@@ -200,7 +200,7 @@ impl Forall {
                 let chunks = len.div_ceil(chunk);
                 let slots: Slots<T> = Slots((0..chunks).map(|_| UnsafeCell::new(None)).collect());
                 let next = AtomicUsize::new(0);
-                crate::coforall(workers.min(chunks), |_| {
+                crate::par::coforall(workers.min(chunks), |_| {
                     crate::trace::relabel(crate::trace::task_kind::FORALL);
                     loop {
                         let c = next.fetch_add(1, Ordering::Relaxed);
@@ -297,7 +297,7 @@ fn lazy<T: Send>(range: Range<usize>, grain: usize, ops: &Ops<'_, T>, reg: &Regi
 /// Runs `part(b)` for `b` in `0..n` as tasks and combines in order.
 fn partials<T: Send>(n: usize, part: impl Fn(usize) -> T + Sync, ops: &Ops<'_, T>) -> T {
     let slots: Slots<T> = Slots((0..n).map(|_| UnsafeCell::new(None)).collect());
-    crate::coforall(n, |b| {
+    crate::par::coforall(n, |b| {
         crate::trace::relabel(crate::trace::task_kind::FORALL);
         let v = part(b);
         // SAFETY: index b writes only slot b.

@@ -33,7 +33,7 @@ impl<T: Pod> BlockArray<T> {
     ///
     /// As [`alloc`](super::alloc).
     pub fn new(n: usize) -> Result<BlockArray<T>, Error> {
-        let (here, locales) = (crate::here(), crate::num_locales());
+        let (here, locales) = (crate::am::here(), crate::am::num_locales());
         let block = n.div_ceil(locales);
         Ok(BlockArray {
             array: alloc_for("pgas::BlockArray::new", block)?,
@@ -98,7 +98,7 @@ impl<T: Pod> BlockArray<T> {
         F: Fn(usize, &mut T) + Sync,
     {
         let lo = self.local_range().start;
-        crate::forall_mut(self.local_part(), |j, x| body(lo + j, x));
+        crate::par::forall_mut(self.local_part(), |j, x| body(lo + j, x));
     }
 
     /// A pointer to element `i` on its owner.

@@ -258,7 +258,7 @@ pub(crate) fn wait_until(mut done: impl FnMut() -> bool, progress: impl Fn() -> 
             let mut pause = MIN_PAUSE;
             while !done() {
                 if !progress() {
-                    crate::sleep(pause);
+                    crate::query::sleep(pause);
                     pause = (pause * 2).min(MAX_PAUSE);
                 }
             }

@@ -142,6 +142,8 @@ use crate::error::Error;
 /// already runs (`spmd` inside a body, or beside another), and nothing
 /// runs; [`ErrorKind::NoRuntime`](crate::ErrorKind::NoRuntime).
 pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
-    let calls = (0..crate::num_locales()).map(|_| work.clone()).collect();
+    let calls = (0..crate::am::num_locales())
+        .map(|_| work.clone())
+        .collect();
     crate::am::spmd_group(calls)
 }

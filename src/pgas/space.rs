@@ -169,7 +169,7 @@ pub(crate) fn space(call: &str) -> Result<Arc<Space>, Error> {
     let heap_bytes = registry.config.heap_bytes;
     let areas = match registry.config.pgas {
         Some(PgasMemory::Messages) => None,
-        _ => Some(crate::comm::symmetric::private_areas(heap_bytes)?),
+        _ => Some(crate::comm::job::private_areas(heap_bytes)?),
     };
     let s = Arc::new(Space::new(memory_for(
         registry.config.pgas,

@@ -171,7 +171,7 @@ impl Registry {
         let mut cur = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
         if cur.is_some() {
             return Err(Error::new(
-                crate::ErrorKind::AlreadyRunning,
+                crate::error::ErrorKind::AlreadyRunning,
                 "a cantus runtime is already running in this process; shut it down first \
                  (cantus runs one runtime at a time)",
             ));

@@ -269,12 +269,23 @@ fn relabel_now(kind: u16) {
     });
 }
 
+/// Where the running task's id comes from: the scheduler's answer,
+/// handed down by the composition root when a runtime starts
+/// ([`set_task_ids`]), so that this layer imports none above it.
+static TASK_IDS: std::sync::OnceLock<fn() -> Option<u64>> = std::sync::OnceLock::new();
+
+/// Tells the recorder how to ask for the running task's id (the first
+/// answer given stands: it is the same function for every runtime).
+pub(crate) fn set_task_ids(current: fn() -> Option<u64>) {
+    let _ = TASK_IDS.set(current);
+}
+
 /// The running task's id, when recording, for [`label_spawned_by`] in
 /// what it spawns.
 #[cold]
 #[inline(never)]
 fn current_task() -> u64 {
-    crate::query::current_task_id().unwrap_or(0)
+    TASK_IDS.get().and_then(|ask| ask()).unwrap_or(0)
 }
 
 /// The running task's id, to hand to [`label_spawned_by`] in what it
@@ -310,7 +321,7 @@ thread_local! {
 
 /// A new job's number for the names of its trace's parts (random: see
 /// `lane::parts_dir`), which every locale of the job must be given.
-pub(crate) fn new_job() -> Result<u64, crate::Error> {
+pub(crate) fn new_job() -> Result<u64, crate::error::Error> {
     lane::new_job()
 }
 
@@ -325,7 +336,7 @@ pub(crate) fn start(
     workers: usize,
     lane_events: usize,
     job: u64,
-) -> Result<(), crate::Error> {
+) -> Result<(), crate::error::Error> {
     let job = if job == 0 { lane::new_job()? } else { job };
     let dir = lane::open(path, here, locales, workers, lane_events, job)?;
     *TRACED.lock().unwrap_or_else(|p| p.into_inner()) = Some(Traced {

@@ -470,6 +470,10 @@ impl Job for MpiJob {
         })
     }
 
+    fn clocks_may_differ(&self) -> bool {
+        true
+    }
+
     fn shutdown_ordered(&self) {}
 
     fn finish(self: Box<Self>) {

@@ -14,7 +14,7 @@ fn runtime() -> MutexGuard<'static, ()> {
     static STARTED: OnceLock<()> = OnceLock::new();
     static SERIAL: Mutex<()> = Mutex::new(());
     STARTED.get_or_init(|| {
-        let b = crate::Builder::new()
+        let b = crate::config::Builder::new()
             .workers(2)
             .ignore_environment()
             .deadlock_detection(None);
@@ -48,7 +48,7 @@ fn words_hand_over_every_value_and_the_table_drains() {
         // SAFETY: the word is a live, aligned u64.
         assert_eq!(unsafe { cantus_feb_empty(word(i).0) }, OK);
     }
-    let group = crate::TaskGroup::new();
+    let group = crate::par::TaskGroup::new();
     let sums = Arc::new(Mutex::new(Vec::new()));
     let mut threads = Vec::new();
     for i in 0..WORDS {
@@ -104,7 +104,7 @@ fn syncvar_state_bits_follow_qthreads_encoding() {
     let sv = Arc::new(AtomicU64::new(syncvar::EMPTY));
     let w = Word(sv.as_ptr());
     let got = Arc::new(AtomicU64::new(0));
-    let group = crate::TaskGroup::new();
+    let group = crate::par::TaskGroup::new();
     let (keep, out) = (sv.clone(), got.clone());
     group.spawn(move || {
         let mut v = 0;
@@ -138,7 +138,7 @@ fn cantus_sync_blocks_tasks_and_threads_alike() {
         // SAFETY: all-zero bytes are a valid empty variable (header contract).
         unsafe { std::mem::zeroed() },
     );
-    let group = crate::TaskGroup::new();
+    let group = crate::par::TaskGroup::new();
     let total = Arc::new(AtomicU64::new(0));
     let mut threads = Vec::new();
     for k in 0..4 {
@@ -189,7 +189,7 @@ fn locks_sincs_and_barriers_leave_the_table_empty() {
     let counter = Arc::new(AtomicU64::new(0));
     let barrier = Word(qt_barrier_create(PARTIES, 0).cast());
     assert!(!barrier.0.is_null());
-    let group = crate::TaskGroup::new();
+    let group = crate::par::TaskGroup::new();
     let mut threads = Vec::new();
     for k in 0..PARTIES {
         let (key, counter) = (lock_key.clone(), counter.clone());
@@ -200,7 +200,7 @@ fn locks_sincs_and_barriers_leave_the_table_empty() {
                 // A plain read-modify-write, protected by the lock.
                 let v = counter.load(Ordering::Relaxed);
                 if round % 32 == 0 {
-                    crate::yield_now();
+                    crate::query::yield_now();
                 }
                 counter.store(v + 1, Ordering::Relaxed);
                 assert_eq!(qthread_unlock(a), 0);

@@ -99,7 +99,7 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
     if lifecycle::running() {
         return Ok(());
     }
-    let mut b = crate::Builder::new();
+    let mut b = crate::config::Builder::new();
     let sheps = match shepherds {
         Some(n) => Some(n),
         None => qt_env_count(call, "NUM_SHEPHERDS")?,
@@ -110,7 +110,7 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
         b = b.workers(n);
     }
     if let Some(size) = qt_env_count(call, "STACK_SIZE")? {
-        b = b.stack_size(size.max(crate::MIN_STACK_SIZE));
+        b = b.stack_size(size.max(crate::config::MIN_STACK_SIZE));
     }
     let tasklocal = qt_env_count(call, "TASKLOCAL_SIZE")?;
     // Honoured: cantus has the knob.
@@ -257,7 +257,7 @@ fn prepare(
 pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
     qt("qthread_fork", || {
         let f = prepare("qthread_fork", f, ret)?;
-        crate::try_begin(forked("qthread_fork", f, Arg(arg.cast_mut()), ret))
+        crate::par::try_begin(forked("qthread_fork", f, Arg(arg.cast_mut()), ret))
             .map_err(|_| Fail::no_runtime("qthread_fork"))
     })
 }
@@ -272,7 +272,7 @@ pub(crate) fn place(
     let workers = crate::query::workers().unwrap_or(1).max(1);
     let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
     if target.is_none() || target == here {
-        return crate::try_begin(body).map_err(|_| Fail::no_runtime(call));
+        return crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call));
     }
     // Another shepherd: through the shared injector, which idle workers
     // drain first (cantus has no per-worker inbox; see qthread.h).
@@ -422,7 +422,7 @@ pub extern "C" fn qthread_num_workers() -> c_ushort {
 pub extern "C" fn qthread_yield_(_kind: c_int) {
     error::guarded((), || {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
-            crate::yield_now();
+            crate::query::yield_now();
         }
     })
 }

@@ -22,7 +22,7 @@ fn each(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_voi
         let f = func.ok_or_else(|| Fail::null(call, "func"))?;
         require_runtime(call)?;
         let arg = Arg(argptr);
-        crate::coforall(stop.saturating_sub(start), move |k| {
+        crate::par::coforall(stop.saturating_sub(start), move |k| {
             // SAFETY: the caller promises the function may run concurrently
             // with its argument on any worker.
             crate::sched::body_may_go_away(|| unsafe { f(start + k, start + k + 1, arg.get()) })
@@ -42,7 +42,7 @@ fn balance(call: &str, start: usize, stop: usize, func: QtLoopF, argptr: *mut c_
         }
         let parts = crate::query::workers().unwrap_or(1).clamp(1, stop - start);
         let arg = Arg(argptr);
-        crate::coforall(parts, move |i| {
+        crate::par::coforall(parts, move |i| {
             let (lo, hi) = chunk(start, stop, parts, i);
             // SAFETY: the caller promises func may run concurrently with argptr.
             crate::sched::body_may_go_away(|| unsafe { f(lo, hi, arg.get()) })
@@ -237,7 +237,7 @@ pub(crate) unsafe fn reduce<T: Elem>(
         let partial: Vec<AtomicU64> = (0..parts).map(|_| AtomicU64::new(0)).collect();
         let a = Array(array.cast());
         let partial_ref = &partial;
-        crate::coforall(parts, move |i| {
+        crate::par::coforall(parts, move |i| {
             let (lo, hi) = chunk(0, length, parts, i);
             let read = |k: usize| -> T {
                 // SAFETY: k < length; the caller promises `length`

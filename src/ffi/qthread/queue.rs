@@ -6,9 +6,9 @@
 //! join shows in the deadlock report like any read of a variable.
 
 use super::qt;
-use crate::SingleVar;
 use crate::ffi::error::{self, Fail};
 use crate::ffi::lifecycle::require_runtime;
+use crate::sync::SingleVar;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, Mutex};

@@ -202,7 +202,7 @@ fn quicksort<T: Copy + Send>(v: &mut [T], cmp: fn(&T, &T) -> Ordering) {
 /// one first).
 fn both(a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
     if crate::sched::in_runtime() {
-        crate::join(a, b);
+        crate::par::join(a, b);
     } else {
         a();
         b();

@@ -20,7 +20,7 @@ use std::ffi::c_uint;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 
-use crate::SingleVar;
+use crate::sync::SingleVar;
 
 /// `QTHREAD_DEFAULT_TEAM_ID`.
 pub(crate) const DEFAULT_TEAM: u32 = 1;

@@ -371,7 +371,7 @@ pub(crate) fn atomic(
         a,
         b,
     };
-    let [value, failed] = crate::on_pod(locale, call).join()?;
+    let [value, failed] = crate::am::on_pod(locale, call).join()?;
     Ok(if failed == 0 { Ok(value) } else { Err(value) })
 }
 
@@ -387,14 +387,14 @@ pub(crate) fn send_parcel(locale: usize, epoch: u64, key: Key, bytes: &[u8]) -> 
 /// Asks locale 0 for the group word: the new epoch, or `None` if a group
 /// runs.
 pub(crate) fn claim() -> Result<Option<u64>, Error> {
-    let [ok, epoch] = crate::on_pod(0, GroupClaim { unused: 0 }).join()?;
+    let [ok, epoch] = crate::am::on_pod(0, GroupClaim { unused: 0 }).join()?;
     Ok((ok == 1).then_some(epoch))
 }
 
 /// Starts group `epoch` of handler `id` in `locale`'s post; the handle is
 /// its acknowledgement.
-pub(crate) fn begin(locale: usize, epoch: u64, id: u64) -> crate::RemoteHandle<u64> {
-    crate::on_pod(locale, GroupBegin { epoch, id })
+pub(crate) fn begin(locale: usize, epoch: u64, id: u64) -> crate::am::RemoteHandle<u64> {
+    crate::am::on_pod(locale, GroupBegin { epoch, id })
 }
 
 /// Tells `locale` that `who`'s body of group `epoch` ended; the handle is
@@ -404,18 +404,18 @@ pub(crate) fn ended(
     epoch: u64,
     who: usize,
     ended: Ended,
-) -> crate::RemoteHandle<u64> {
+) -> crate::am::RemoteHandle<u64> {
     let call = BodyEnded {
         epoch,
         locale: who as u64,
         done: ended.done,
         panicked: u64::from(ended.panicked),
     };
-    crate::on_pod(locale, call)
+    crate::am::on_pod(locale, call)
 }
 
 /// Ends the group on locale 0: the locale whose body panicked first.
 pub(crate) fn end() -> Result<Option<usize>, Error> {
-    let p = crate::on_pod(0, GroupEnd { unused: 0 }).join()?;
+    let p = crate::am::on_pod(0, GroupEnd { unused: 0 }).join()?;
     Ok((p as usize).checked_sub(1))
 }

@@ -257,11 +257,11 @@ impl MessageMemory {
                 Some(calls::ended(l, epoch, here, ended))
             }
         };
-        let first = tell(0).map(crate::RemoteHandle::join);
+        let first = tell(0).map(crate::am::RemoteHandle::join);
         let rest: Vec<_> = (1..self.locales).filter_map(tell).collect();
         for r in first
             .into_iter()
-            .chain(rest.into_iter().map(crate::RemoteHandle::join))
+            .chain(rest.into_iter().map(crate::am::RemoteHandle::join))
         {
             if let Err(e) = r {
                 eprintln!(
@@ -641,7 +641,7 @@ impl Memory for MessageMemory {
         self.post.begin(epoch, id, self.locales);
         let started = calls
             .into_iter()
-            .map(crate::RemoteHandle::join)
+            .map(crate::am::RemoteHandle::join)
             .find_map(Result::err);
         match started {
             None => Ok(()),
@@ -678,7 +678,7 @@ impl Memory for MessageMemory {
             self.announce_end(epoch, ended);
             return;
         }
-        crate::begin(move || {
+        crate::par::begin(move || {
             if let Some(s) = super::space::installed() {
                 if let Some(m) = s.memory.as_any().downcast_ref::<MessageMemory>() {
                     m.announce_end(epoch, ended);

@@ -208,12 +208,12 @@ impl Post {
             let waited = start.elapsed();
             if waited < YIELD_FOR {
                 // What the poll brought may be tasks of this worker.
-                crate::yield_now();
+                crate::query::yield_now();
                 if waited > SPIN_FOR {
                     std::thread::yield_now();
                 }
             } else if !progressed {
-                crate::sleep(nap);
+                crate::query::sleep(nap);
                 nap = (nap * 2).min(MAX_NAP);
             }
         }

@@ -103,6 +103,12 @@ pub(crate) struct DriverContext<'a> {
 }
 
 impl DriverContext<'_> {
+    /// Workers inside their idle loop now (for tests of the seam).
+    #[cfg(test)]
+    pub(crate) fn idle_workers(&self) -> usize {
+        self.registry.idle.idle()
+    }
+
     /// Runs `f` as a detached task (a handler: it may block on sync
     /// variables). Pushed on the polling worker's own deque, from where
     /// idle workers steal it.
@@ -282,6 +288,3 @@ pub(crate) fn job_waiters(reg: &Registry) -> Vec<(usize, Vec<String>)> {
 pub(crate) fn in_flight(reg: &Registry) -> u64 {
     reg.driver.as_ref().map_or(0, |d| d.in_flight())
 }
-
-#[cfg(all(test, not(loom)))]
-mod tests;

@@ -1,12 +1,14 @@
-//! The seam exercised by a test driver: an in-process queue of handler
-//! calls fed by outside threads. Floods of 10^6 handler calls while the
+//! The scheduler's driver seam (`sched/driver/`) exercised by a test
+//! driver under a whole runtime (hence here, with the composition root:
+//! the tests use the layers above the scheduler): an in-process queue of
+//! handler calls fed by outside threads. Floods of 10^6 handler calls while the
 //! workers are busy, asleep, parked in the driver, and shutting down:
 //! every call runs exactly once and no wake-up is lost (a lost one would
 //! leave a call unrun and the test would time out with a message).
 
-use super::{Driver, DriverContext, DriverWaker};
 use crate::config::{Builder, WaitPolicy};
 use crate::runtime::Runtime;
+use crate::sched::driver::{Driver, DriverContext, DriverWaker};
 use crossbeam_queue::SegQueue;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -70,7 +72,7 @@ impl Driver for QueueDriver {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             n += 1;
         }
-        if n > 0 && cx.registry.idle.idle() == 0 {
+        if n > 0 && cx.idle_workers() == 0 {
             self.busy_polls.fetch_add(1, Ordering::Relaxed);
         }
         n
@@ -255,7 +257,7 @@ fn flood_while_workers_are_busy() {
             while count.load(Ordering::Relaxed) < FLOOD / 2
                 && t0.elapsed() < Duration::from_secs(60)
             {
-                crate::coforall(64, |i| {
+                crate::par::coforall(64, |i| {
                     let mut x = i as u64;
                     for _ in 0..200 {
                         x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
@@ -328,9 +330,9 @@ fn a_worker_parked_in_the_driver_is_woken_by_arrivals() {
         feeder.join().unwrap();
         wait_for(&count, n, "parked");
         // And local work still wakes the worker parked in the driver.
-        let v = crate::SyncVar::new();
+        let v = crate::sync::SyncVar::new();
         rt.block_on(|| {
-            crate::scope(|s| {
+            crate::par::scope(|s| {
                 s.spawn(|| v.write_ef(5u32));
             })
         });
@@ -380,7 +382,7 @@ fn work_in_flight_is_not_a_deadlock() {
         let driver = QueueDriver::new(false);
         // Grace period 300 ms; the reply arrives after 1.2 s.
         let rt = runtime(&driver, WaitPolicy::Hybrid);
-        let answer = Arc::new(crate::SingleVar::<u32>::new());
+        let answer = Arc::new(crate::sync::SingleVar::<u32>::new());
         let producer = Producer::open(&driver);
         let (d, a) = (driver.clone(), answer.clone());
         let waker = DriverWaker::new(rt.registry());
