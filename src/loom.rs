@@ -20,6 +20,21 @@ pub(crate) mod sync {
 #[cfg(not(loom))]
 pub(crate) use std::thread;
 
+/// Runs a loom model (every `loom_tests` module's one way in): at most
+/// `bound` forced preemptions per execution (`None`: exhaustive), as
+/// tokio bounds its models so they finish in CI time, unless
+/// `LOOM_MAX_PREEMPTIONS` sets another bound; with room for 100,000
+/// branches, since spins and lock retries yield to loom's scheduler.
+#[cfg(all(loom, test))]
+pub(crate) fn model(bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = bound;
+    }
+    b.max_branches = 100_000;
+    b.check(f);
+}
+
 /// Exponential backoff for every spin in cantus's locks and waits:
 /// crossbeam's `Backoff` (spin with `spin_loop` hints, doubling, then
 /// `yield_now`; `is_completed` says when blocking is advised).

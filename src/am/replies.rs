@@ -615,12 +615,7 @@ mod loom_tests {
     use crate::loom::thread;
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        if b.preemption_bound.is_none() {
-            b.preemption_bound = Some(3);
-        }
-        b.max_branches = 100_000;
-        b.check(f);
+        crate::loom::model(Some(3), f)
     }
 
     /// A caller that polls and then blocks, a poll that fills the slot:

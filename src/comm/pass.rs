@@ -183,11 +183,7 @@ mod loom_tests {
     }
 
     fn model(f: impl Fn() + Sync + Send + 'static) {
-        let mut b = loom::model::Builder::new();
-        if b.preemption_bound.is_none() {
-            b.preemption_bound = Some(3);
-        }
-        b.check(f);
+        crate::loom::model(Some(3), f)
     }
 
     /// Two threads each publish an item, then run `then` (a way of

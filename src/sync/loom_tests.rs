@@ -13,23 +13,16 @@ use super::{SingleVar, SyncVar};
 use loom::sync::Arc;
 use loom::thread;
 
-/// Explores interleavings with at most `LOOM_MAX_PREEMPTIONS` (default 3)
-/// forced preemptions per execution, as tokio does, so the models finish
-/// in CI time; set it higher for a deeper search.
-fn model(f: impl Fn() + core::marker::Sync + Send + 'static) {
-    model_bounded(3, f)
+/// [`crate::loom::model`] with at most 3 forced preemptions per
+/// execution (tokio's default), so the models finish in CI time.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    crate::loom::model(Some(3), f)
 }
 
-/// `model` with a different default preemption bound.
+/// `model` with another preemption bound.
 #[allow(dead_code)]
-fn model_bounded(bound: usize, f: impl Fn() + core::marker::Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(bound);
-    }
-    // Lock and count spins yield to loom's scheduler; allow them room.
-    b.max_branches = 100_000;
-    b.check(f);
+fn model_bounded(bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    crate::loom::model(Some(bound), f)
 }
 
 #[test]

@@ -12,17 +12,7 @@
 use super::{Steal, Stealer, Worker};
 use loom::thread;
 
-/// Runs a model exhaustively (`None`) or with at most `bound` forced
-/// preemptions per execution; `LOOM_MAX_PREEMPTIONS` overrides either.
-/// Most two-thread models are exhaustive; the larger ones are bounded so
-/// that each finishes within about half a minute.
-fn model(bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = bound;
-    }
-    b.check(f);
-}
+use crate::loom::model;
 
 fn element(k: usize) -> [usize; 2] {
     [k, !k]

@@ -12,16 +12,7 @@
 use super::{Full, loom_pair};
 use loom::thread;
 
-/// Runs a model exhaustively (`None`) or with at most `bound` forced
-/// preemptions per execution; `LOOM_MAX_PREEMPTIONS` overrides either.
-/// The bounds keep each model within about ten seconds.
-fn model(bound: Option<usize>, f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = bound;
-    }
-    b.check(f);
-}
+use crate::loom::model;
 
 fn payload(i: usize, len: usize) -> Vec<u8> {
     (0..len).map(|j| (i * 16 + j + 1) as u8).collect()
