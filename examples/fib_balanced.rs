@@ -2,7 +2,7 @@
 //! workers of every locale by `cantus::balance`, beside the same
 //! recursion written with `cantus::join` (the peer on one locale: both
 //! compute subproblems below the same cut-off whole,
-//! `examples/balance/fib.rs`). Prints both times, their ratio and what
+//! `programs/src/fib.rs`). Prints both times, their ratio and what
 //! the balancing did on each locale, and checks both answers against
 //! fib(n) computed by iteration; exits 1 if either differs.
 //!
@@ -18,10 +18,8 @@
 //! also times the sequential recursion (after the runtime has ended) and
 //! checks it too.
 
-#[path = "balance/fib.rs"]
-mod fib;
-#[path = "balance/report.rs"]
-mod report;
+use cantus_programs::fib;
+use cantus_programs::report;
 
 use fib::Fib;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! LU(n) (seed 001's LU): the blocked LU without pivoting of a diagonally
 //! dominant n x n matrix, each block step's panel solves and trailing
 //! update balanced across the workers of every locale by
-//! `cantus::balance` (`examples/balance/lu.rs`), beside the same block
+//! `cantus::balance` (`programs/src/lu.rs`), beside the same block
 //! jobs run with `cantus::join` on locale 0 and the sequential
 //! blocked LU (after the runtime has ended). Prints the three times, the
 //! error of L*U against A and what the balancing did on each locale
@@ -17,10 +17,8 @@
 //! Every locale runs this same program; only locale 0's `main` goes on
 //! past the runtime's start, so only it prints.
 
-#[path = "balance/lu.rs"]
-mod lu;
-#[path = "balance/report.rs"]
-mod report;
+use cantus_programs::lu;
+use cantus_programs::report;
 
 use std::time::Instant;
 

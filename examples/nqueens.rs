@@ -1,6 +1,6 @@
 //! N-Queens (seed 001's Nq(n): all solutions of the n-queens problem)
 //! balanced across the workers of every locale by `cantus::balance`:
-//! counts the solutions for an n x n board (`examples/balance/nqueens.rs`),
+//! counts the solutions for an n x n board (`programs/src/nqueens.rs`),
 //! prints the time and what the balancing did on each locale, and checks
 //! the count against the published one (n <= 16) or the sequential
 //! search (larger n); exits 1 if they differ.
@@ -16,10 +16,8 @@
 //! times the sequential search (after the runtime has ended) and checks
 //! it too.
 
-#[path = "balance/nqueens.rs"]
-mod nqueens;
-#[path = "balance/report.rs"]
-mod report;
+use cantus_programs::nqueens;
+use cantus_programs::report;
 
 use nqueens::Queens;
 

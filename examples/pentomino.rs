@@ -1,7 +1,7 @@
 //! Pentomino (seed 001's Pen(n) with n = 12: all tilings of a rectangle
 //! by the twelve pentominoes) balanced across the workers of every
 //! locale by `cantus::balance`: counts the tilings
-//! (`examples/balance/pentomino.rs`), prints the time and what the
+//! (`programs/src/pentomino.rs`), prints the time and what the
 //! balancing did on each locale, and checks the count against the
 //! published one; exits 1 if they differ.
 //!
@@ -17,10 +17,8 @@
 //! (`Balance::units`); `--seq` also times the sequential search (after
 //! the runtime has ended) and checks it too.
 
-#[path = "balance/pentomino.rs"]
-mod pentomino;
-#[path = "balance/report.rs"]
-mod report;
+use cantus_programs::pentomino;
+use cantus_programs::report;
 
 use pentomino::{Pentomino, Puzzle};
 

@@ -2,7 +2,7 @@
 //! Unbalanced Tree Search Benchmark", LCPC 2006) balanced across the
 //! workers of every locale by `cantus::balance`: counts the nodes of one
 //! of UTS's sample trees, whose shape is known only as it is explored
-//! (`examples/balance/uts.rs`), prints the time and what the balancing
+//! (`programs/src/uts.rs`), prints the time and what the balancing
 //! did on each locale, and checks the counts against the published ones
 //! (exits 1 if they differ).
 //!
@@ -16,10 +16,8 @@
 //! work (nodes) per step (`Balance::units`); `--seq` also times the
 //! sequential walk (after the runtime has ended) and checks it too.
 
-#[path = "balance/report.rs"]
-mod report;
-#[path = "balance/uts.rs"]
-mod uts;
+use cantus_programs::report;
+use cantus_programs::uts;
 
 use uts::{Tree, Uts};
 

@@ -6,16 +6,11 @@
 
 mod common;
 
-#[path = "../examples/balance/fib.rs"]
-mod fib_program;
-#[path = "../examples/balance/lu.rs"]
-mod lu;
-#[path = "../examples/balance/nqueens.rs"]
-mod nqueens;
-#[path = "../examples/balance/pentomino.rs"]
-mod pentomino;
-#[path = "../examples/balance/uts.rs"]
-mod uts;
+use cantus_programs::fib as fib_program;
+use cantus_programs::lu;
+use cantus_programs::nqueens;
+use cantus_programs::pentomino;
+use cantus_programs::uts;
 
 use cantus::balance::{self, Balance, Splittable};
 use common::held::Held;
@@ -428,7 +423,7 @@ fn a_panicking_piece_fails_the_computation_with_its_message() {
 
 #[test]
 fn every_program_is_right_on_1_to_4_locales() {
-    // The programs of examples/balance/ at sizes a debug build runs in
+    // The programs of programs/ at sizes a debug build runs in
     // about a second, each against its sequential reference or its
     // published count.
     for_locales(

@@ -1,4 +1,4 @@
-//! The balanced programs of `examples/balance/` (Fib, N-Queens,
+//! The balanced programs of `programs/` (the crate `cantus-programs`) (Fib, N-Queens,
 //! Pentomino, UTS, LU) at small sizes, checked two ways against their
 //! sequential references and published counts:
 //!
@@ -13,16 +13,11 @@
 
 mod common;
 
-#[path = "../examples/balance/fib.rs"]
-mod fib;
-#[path = "../examples/balance/lu.rs"]
-mod lu;
-#[path = "../examples/balance/nqueens.rs"]
-mod nqueens;
-#[path = "../examples/balance/pentomino.rs"]
-mod pentomino;
-#[path = "../examples/balance/uts.rs"]
-mod uts;
+use cantus_programs::fib;
+use cantus_programs::lu;
+use cantus_programs::nqueens;
+use cantus_programs::pentomino;
+use cantus_programs::uts;
 
 use cantus::balance::{Balance, Registered, Splittable};
 use common::rt;

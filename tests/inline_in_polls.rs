@@ -17,8 +17,7 @@
 
 mod common;
 
-#[path = "../examples/balance/fib.rs"]
-mod fib_program;
+use cantus_programs::fib as fib_program;
 
 use cantus::balance::{self, Splittable};
 use cantus::chant::{self, Source, Tag, TaskId};

@@ -23,8 +23,7 @@
 mod common;
 
 /// Fib as splittable work (cut-off 2: one call of the recursion a unit).
-#[path = "../examples/balance/fib.rs"]
-mod fib_program;
+use cantus_programs::fib as fib_program;
 
 use cantus::chant::{self, Source, Tag};
 use cantus::{ErrorKind, Remote};

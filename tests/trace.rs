@@ -7,8 +7,7 @@
 
 mod common;
 
-#[path = "../examples/balance/uts.rs"]
-mod uts;
+use cantus_programs::uts;
 
 use common::held::Held;
 use common::is_child;

@@ -21,16 +21,11 @@
 //! requests per locale per idle period, requests per locale, and the
 //! simulated time.
 
-#[path = "../../examples/balance/fib.rs"]
-mod fib;
-#[path = "../../examples/balance/lu.rs"]
-mod lu;
-#[path = "../../examples/balance/nqueens.rs"]
-mod nqueens;
-#[path = "../../examples/balance/pentomino.rs"]
-mod pentomino;
-#[path = "../../examples/balance/uts.rs"]
-mod uts;
+use cantus_programs::fib;
+use cantus_programs::lu;
+use cantus_programs::nqueens;
+use cantus_programs::pentomino;
+use cantus_programs::uts;
 
 use crate::Options;
 use crate::stats::{Samples, child_numbers, figure, note, ratio, section, time, value};

@@ -5,12 +5,10 @@
 //!
 //! Shared by `examples/{uts,nqueens,pentomino,fib_balanced}.rs`.
 
-#![allow(dead_code)]
-
 /// The program's positional argument `index` (1 is the first; options
 /// starting with `--` are not counted), parsed, or `None` if absent;
 /// exits with `usage` if it does not parse, or an option is not `--seq`.
-pub(crate) fn arg<T: std::str::FromStr>(index: usize, usage: &str) -> Option<T> {
+pub fn arg<T: std::str::FromStr>(index: usize, usage: &str) -> Option<T> {
     if std::env::args()
         .skip(1)
         .any(|a| a.starts_with("--") && a != "--seq")
@@ -29,7 +27,7 @@ pub(crate) fn arg<T: std::str::FromStr>(index: usize, usage: &str) -> Option<T> 
 }
 
 /// Whether the program was called with the option `name` (`--seq`).
-pub(crate) fn flag(name: &str) -> bool {
+pub fn flag(name: &str) -> bool {
     std::env::args().skip(1).any(|a| a == name)
 }
 
@@ -37,7 +35,7 @@ pub(crate) fn flag(name: &str) -> bool {
 /// the runtime has shut down, when the program was called with `--seq`:
 /// prints its time and the balanced run's speedup over it, and exits 1
 /// if its answer is not `balanced`.
-pub(crate) fn compare_sequential<R: PartialEq + std::fmt::Debug>(
+pub fn compare_sequential<R: PartialEq + std::fmt::Debug>(
     program: &str,
     balanced: &R,
     balanced_secs: f64,
@@ -62,29 +60,29 @@ pub(crate) fn compare_sequential<R: PartialEq + std::fmt::Debug>(
 }
 
 /// Exits with the runtime's error, naming the program.
-pub(crate) fn fail(program: &str, e: cantus::Error) -> ! {
+pub fn fail(program: &str, e: cantus::Error) -> ! {
     eprintln!("{program}: {e}");
     std::process::exit(2)
 }
 
 /// A balanced run: what it found, how long it took (inside the runtime,
 /// start-up excluded), and on how many locales and workers.
-pub(crate) struct Run<R> {
+pub struct Run<R> {
     /// The result and each locale's counts.
-    pub(crate) outcome: cantus::balance::Outcome<R>,
+    pub outcome: cantus::balance::Outcome<R>,
     /// Seconds from the start of the computation to its end.
-    pub(crate) secs: f64,
+    pub secs: f64,
     /// Locales of the job.
-    pub(crate) locales: usize,
+    pub locales: usize,
     /// Workers of this locale.
-    pub(crate) workers: usize,
+    pub workers: usize,
 }
 
 /// Runs `work` balanced inside `cantus::run` (with the units per step
 /// of the program's second argument, `UNITS`, if given), then `after` in
 /// the same runtime; exits naming `program` if the runtime or the
 /// computation fails, or with `usage` if `UNITS` does not parse.
-pub(crate) fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
+pub fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
     program: &str,
     usage: &str,
     work: W,
@@ -117,7 +115,7 @@ pub(crate) fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
 impl<R> Run<R> {
     /// Prints `program: found in S s on L locale(s) of W worker(s)`, then
     /// each locale's counts.
-    pub(crate) fn print(&self, program: &str, found: &str) {
+    pub fn print(&self, program: &str, found: &str) {
         println!(
             "{program}: {found} in {:.3} s on {} locale(s) of {} worker(s)",
             self.secs, self.locales, self.workers

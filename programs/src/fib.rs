@@ -13,21 +13,19 @@
 //! [`CUTOFF`] with [`fib_seq`] in one piece, so all three do the same
 //! additions.
 //!
-//! Shared by the examples, tests and benchmarks, each of which includes
-//! it with `#[path = "..."] mod fib;` and uses a part of it.
-
-#![allow(dead_code)]
+//! Shared by the examples, tests and benchmarks (the workspace crate
+//! `cantus-programs`), each of which uses a part of it.
 
 use serde::{Deserialize, Serialize};
 
 /// Subproblems below this are computed with [`fib_seq`] in one piece (one
 /// unit of work, or one `join`-free call): fib(11) is 287 calls of the
 /// naive recursion, a fraction of a microsecond.
-pub(crate) const CUTOFF: u32 = 12;
+pub const CUTOFF: u32 = 12;
 
 /// The n-th Fibonacci number by the naive recursion (fib(0) = 0,
 /// fib(1) = 1), on the calling thread: the sequential reference.
-pub(crate) fn fib_seq(n: u32) -> u64 {
+pub fn fib_seq(n: u32) -> u64 {
     if n < 2 {
         n as u64
     } else {
@@ -37,7 +35,7 @@ pub(crate) fn fib_seq(n: u32) -> u64 {
 
 /// The n-th Fibonacci number with a `cantus::join` at every level down
 /// to [`CUTOFF`]; call it from a task.
-pub(crate) fn fib_join(n: u32) -> u64 {
+pub fn fib_join(n: u32) -> u64 {
     if n < CUTOFF {
         return fib_seq(n);
     }
@@ -51,7 +49,7 @@ pub(crate) fn fib_join(n: u32) -> u64 {
 /// its oldest entries, at the bottom, are the largest subproblems; a
 /// split gives away every other entry (`balance::split_stack`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Fib {
+pub struct Fib {
     /// Subproblems below this are computed whole.
     cutoff: u32,
     /// Subproblems (arguments of fib) still to do, the largest first.
@@ -60,13 +58,13 @@ pub(crate) struct Fib {
 
 impl Fib {
     /// The work of computing fib(n), with the cut-off [`CUTOFF`].
-    pub(crate) fn new(n: u32) -> Fib {
+    pub fn new(n: u32) -> Fib {
         Fib::with_cutoff(n, CUTOFF)
     }
 
     /// The same work with subproblems below `cutoff` computed whole
     /// (2 or less: every unit is one call of the naive recursion).
-    pub(crate) fn with_cutoff(n: u32, cutoff: u32) -> Fib {
+    pub fn with_cutoff(n: u32, cutoff: u32) -> Fib {
         Fib {
             cutoff: cutoff.max(2),
             pending: vec![n],

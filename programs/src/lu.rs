@@ -23,10 +23,9 @@
 //! same blocks, so they give the same factors bit for bit
 //! ([`checksum`]); [`check`] measures how far L*U is from A.
 //!
-//! Shared by the examples, tests and benchmarks, each of which includes
-//! it with `#[path = "..."] mod lu;` and uses a part of it.
+//! Shared by the examples, tests and benchmarks (the workspace crate
+//! `cantus-programs`), each of which uses a part of it.
 
-#![allow(dead_code)]
 // The crate's rust-version (1.85) predates `is_multiple_of`, which the
 // bench crate's lints (no rust-version) would have.
 #![allow(clippy::manual_is_multiple_of)]
@@ -35,22 +34,22 @@ use cantus::balance::{Balance, LocaleStats, Splittable};
 use serde::{Deserialize, Serialize};
 
 /// The block size by default: a 64 x 64 block of `f64` is 32 KiB.
-pub(crate) const B: usize = 64;
+pub const B: usize = 64;
 
 /// The kernels' recursions stop at this size (each dimension at most
 /// this, then plain loops).
-pub(crate) const LEAF: usize = 32;
+pub const LEAF: usize = 32;
 
 /// The seed of the matrix the programs factor by default.
-pub(crate) const SEED: u64 = 1;
+pub const SEED: u64 = 1;
 
 /// A dense n x n matrix, row-major.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Matrix {
+pub struct Matrix {
     /// Rows (and columns).
-    pub(crate) n: usize,
+    pub n: usize,
     /// `n * n` entries, row after row.
-    pub(crate) data: Vec<f64>,
+    pub data: Vec<f64>,
 }
 
 /// splitmix64's finalizer (Steele, Lea, Flood, 2014): 64 well-mixed bits
@@ -68,7 +67,7 @@ impl Matrix {
     /// off-diagonal entries sum to less than `n - 1` in magnitude, so the
     /// matrix is strictly diagonally dominant: LU without pivoting exists
     /// and is stable.
-    pub(crate) fn generate(n: usize, seed: u64) -> Matrix {
+    pub fn generate(n: usize, seed: u64) -> Matrix {
         let mut data = Vec::with_capacity(n * n);
         for i in 0..n {
             for j in 0..n {
@@ -86,7 +85,7 @@ impl Matrix {
     }
 
     /// Entry (i, j).
-    pub(crate) fn get(&self, i: usize, j: usize) -> f64 {
+    pub fn get(&self, i: usize, j: usize) -> f64 {
         self.data[i * self.n + j]
     }
 }
@@ -94,7 +93,7 @@ impl Matrix {
 /// FNV-1a over the bits of every entry, row by row: equal for two
 /// factorizations only if (barring a collision) they are equal bit for
 /// bit.
-pub(crate) fn checksum(m: &Matrix) -> u64 {
+pub fn checksum(m: &Matrix) -> u64 {
     let mut h = 0xcbf2_9ce4_8422_2325u64;
     for x in &m.data {
         for byte in x.to_bits().to_le_bytes() {
@@ -109,7 +108,7 @@ pub(crate) fn checksum(m: &Matrix) -> u64 {
 /// largest error relative to the matrix's largest entry (an error
 /// relative to each entry would blow up on entries near zero). About
 /// 1e-16 times a small multiple of n for a diagonally dominant matrix.
-pub(crate) fn check(a: &Matrix, lu: &Matrix) -> f64 {
+pub fn check(a: &Matrix, lu: &Matrix) -> f64 {
     assert_eq!(a.n, lu.n, "check: matrices of different sizes");
     let n = a.n;
     let scale = a.data.iter().fold(0.0f64, |m, x| m.max(x.abs()));
@@ -347,7 +346,7 @@ unsafe fn lu_rec(a: View, m: usize) {
 }
 
 /// Factors the b x b diagonal block `d` in place.
-pub(crate) fn factor_block(d: &mut [f64], b: usize) {
+pub fn factor_block(d: &mut [f64], b: usize) {
     assert_eq!(d.len(), b * b);
     // SAFETY: `d` is a b x b matrix borrowed mutably.
     unsafe { lu_rec(View::of(d, b), b) }
@@ -355,7 +354,7 @@ pub(crate) fn factor_block(d: &mut [f64], b: usize) {
 
 /// A block right of the diagonal: X = L^-1 X, L the unit lower part of
 /// the factored diagonal block `diag`.
-pub(crate) fn solve_row_block(diag: &[f64], x: &mut [f64], b: usize) {
+pub fn solve_row_block(diag: &[f64], x: &mut [f64], b: usize) {
     assert!(diag.len() == b * b && x.len() == b * b);
     // SAFETY: two distinct borrows, so disjoint; b x b each.
     unsafe { solve_lower(View::of_read(diag, b), View::of(x, b), b, b) }
@@ -363,7 +362,7 @@ pub(crate) fn solve_row_block(diag: &[f64], x: &mut [f64], b: usize) {
 
 /// A block below the diagonal: X = X U^-1, U the upper part of the
 /// factored diagonal block `diag`.
-pub(crate) fn solve_col_block(diag: &[f64], x: &mut [f64], b: usize) {
+pub fn solve_col_block(diag: &[f64], x: &mut [f64], b: usize) {
     assert!(diag.len() == b * b && x.len() == b * b);
     // SAFETY: two distinct borrows, so disjoint; b x b each.
     unsafe { solve_upper(View::of_read(diag, b), View::of(x, b), b, b) }
@@ -371,7 +370,7 @@ pub(crate) fn solve_col_block(diag: &[f64], x: &mut [f64], b: usize) {
 
 /// The trailing update of a block: C -= A * B' (A the block left of it in
 /// the column panel, B' the one above it in the row panel).
-pub(crate) fn update_block(c: &mut [f64], a: &[f64], bt: &[f64], b: usize) {
+pub fn update_block(c: &mut [f64], a: &[f64], bt: &[f64], b: usize) {
     assert!(c.len() == b * b && a.len() == b * b && bt.len() == b * b);
     // SAFETY: `c` is borrowed mutably, so disjoint from `a` and `bt`.
     unsafe {
@@ -509,14 +508,14 @@ impl Tiles {
 /// A block of the matrix and where it goes: a job's target (updated in
 /// place, then returned), or one of its inputs.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Block {
+pub struct Block {
     /// Its block row.
-    pub(crate) i: u32,
+    pub i: u32,
     /// Its block column.
-    pub(crate) j: u32,
+    pub j: u32,
     /// b x b entries, row-major.
     #[serde(with = "f64_bytes")]
-    pub(crate) data: Vec<f64>,
+    pub data: Vec<f64>,
 }
 
 /// A vector of `f64` encoded as one string of bytes (each entry's
@@ -528,7 +527,7 @@ mod f64_bytes {
     use serde::{Deserializer, Serializer};
 
     /// Encodes `v` as its bytes.
-    pub(crate) fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
         if cfg!(target_endian = "little") {
             s.serialize_bytes(bytemuck::cast_slice(v))
         } else {
@@ -538,7 +537,7 @@ mod f64_bytes {
     }
 
     /// Decodes what [`serialize`] encoded.
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
         d.deserialize_bytes(Bytes)
     }
 
@@ -575,7 +574,7 @@ mod f64_bytes {
 /// row k right of the diagonal and of column k below it still to solve,
 /// with the factored diagonal block they all need. A unit is one block.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Panel {
+pub struct Panel {
     /// The block size.
     b: u32,
     /// The step: the diagonal block's row and column.
@@ -646,7 +645,7 @@ impl Splittable for Panel {
 /// A_ik A_kj, with the solved panel blocks they need (column k's `left`,
 /// row k's `top`, each once). A unit is one block.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Schur {
+pub struct Schur {
     /// The block size.
     b: u32,
     /// Blocks (i, k) of the column panel that some job needs.
@@ -723,7 +722,7 @@ impl Splittable for Schur {
 cantus::splittable!(Panel, Schur);
 
 /// One step's work for [`lu_pieces`]'s caller to run.
-pub(crate) enum Step {
+pub enum Step {
     /// The panel solves.
     Panel(Panel),
     /// The trailing update.
@@ -735,7 +734,7 @@ pub(crate) enum Step {
 /// work to `run`, which returns the blocks it got back (every job's
 /// block, once) or fails. Returns the factors (L unit lower below the
 /// diagonal, U on and above it).
-pub(crate) fn lu_pieces<E>(
+pub fn lu_pieces<E>(
     n: usize,
     b: usize,
     seed: u64,
@@ -775,11 +774,11 @@ pub(crate) fn lu_pieces<E>(
 /// What the balancing did in an LU: each locale's counts summed over
 /// the computations (two per block step but the last), and how many.
 #[derive(Debug, Default)]
-pub(crate) struct Balanced {
+pub struct Balanced {
     /// Each locale's counts, summed over the computations.
-    pub(crate) locales: Vec<LocaleStats>,
+    pub locales: Vec<LocaleStats>,
     /// Computations run.
-    pub(crate) computations: usize,
+    pub computations: usize,
 }
 
 impl Balanced {
@@ -801,11 +800,7 @@ impl Balanced {
 /// `cantus::balance` (one block per step of a piece, so that requests
 /// are answered between blocks). Call it from a task; every locale takes
 /// part. Returns the factors and what the balancing did.
-pub(crate) fn lu_balanced(
-    n: usize,
-    b: usize,
-    seed: u64,
-) -> Result<(Matrix, Balanced), cantus::Error> {
+pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), cantus::Error> {
     let mut stats = Balanced::default();
     let lu = lu_pieces(n, b, seed, |step| {
         let outcome = match step {
@@ -835,7 +830,7 @@ fn each_job(jobs: &mut [Block], f: &(impl Fn(&mut Block) + Sync)) {
 /// The same blocked LU with each step's block jobs (the same jobs as
 /// [`lu_balanced`]'s) run in parallel by `cantus::join` on this locale's
 /// workers, the inputs read in place. Call it from a task.
-pub(crate) fn lu_join(n: usize, b: usize, seed: u64) -> Matrix {
+pub fn lu_join(n: usize, b: usize, seed: u64) -> Matrix {
     let mut t = Tiles::of(&Matrix::generate(n, seed), b);
     let nb = t.nb;
     for k in 0..nb {
@@ -866,7 +861,7 @@ pub(crate) fn lu_join(n: usize, b: usize, seed: u64) -> Matrix {
 
 /// The same blocked LU on the calling thread, in place (no runtime
 /// needed): the reference.
-pub(crate) fn lu_seq(n: usize, b: usize, seed: u64) -> Matrix {
+pub fn lu_seq(n: usize, b: usize, seed: u64) -> Matrix {
     let mut t = Tiles::of(&Matrix::generate(n, seed), b);
     let nb = t.nb;
     for k in 0..nb {
@@ -893,6 +888,6 @@ pub(crate) fn lu_seq(n: usize, b: usize, seed: u64) -> Matrix {
 }
 
 /// The flops of an LU of order n: 2n^3/3.
-pub(crate) fn flops(n: usize) -> f64 {
+pub fn flops(n: usize) -> f64 {
     2.0 * (n as f64).powi(3) / 3.0
 }

@@ -22,10 +22,8 @@
 //! 6x10, keeping the X pentomino (symmetric itself) in one quarter of the
 //! board counts each tiling once: 2339 ([`Puzzle::Board6x10Distinct`]).
 //!
-//! Shared by the examples, tests and benchmarks, each of which includes
-//! it with `#[path = "..."] mod pentomino;` and uses a part of it.
-
-#![allow(dead_code)]
+//! Shared by the examples, tests and benchmarks (the workspace crate
+//! `cantus-programs`), each of which uses a part of it.
 
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -34,7 +32,7 @@ use std::sync::OnceLock;
 /// place are finished by the recursion in one unit of work (under two
 /// microseconds on average on 6x10), so that a unit is not a single node
 /// of a few nanoseconds.
-pub(crate) const CUTOFF_PIECES: u32 = 6;
+pub const CUTOFF_PIECES: u32 = 6;
 
 /// The twelve pentominoes, each as five (row, column) cells of one of
 /// its orientations, in the order F I L N P T U V W X Y Z.
@@ -63,7 +61,7 @@ const ALL_PIECES: u16 = (1 << PIECES.len()) - 1;
 
 /// The board and what is counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) enum Puzzle {
+pub enum Puzzle {
     /// Every tiling of the 6x10 rectangle (9356).
     Board6x10,
     /// The tilings of 6x10 up to its symmetries (2339): the X pentomino's
@@ -79,7 +77,7 @@ pub(crate) enum Puzzle {
 
 impl Puzzle {
     /// Every puzzle, in the order of [`Puzzle::index`].
-    pub(crate) const ALL: [Puzzle; 5] = [
+    pub const ALL: [Puzzle; 5] = [
         Puzzle::Board6x10,
         Puzzle::Board6x10Distinct,
         Puzzle::Board5x12,
@@ -89,12 +87,12 @@ impl Puzzle {
 
     /// The puzzle named `name`: "6x10", "6x10-distinct", "5x12", "4x15"
     /// or "3x20".
-    pub(crate) fn parse(name: &str) -> Option<Puzzle> {
+    pub fn parse(name: &str) -> Option<Puzzle> {
         Puzzle::ALL.into_iter().find(|p| p.name() == name)
     }
 
     /// The puzzle's name, as [`Puzzle::parse`] reads it.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Puzzle::Board6x10 => "6x10",
             Puzzle::Board6x10Distinct => "6x10-distinct",
@@ -105,7 +103,7 @@ impl Puzzle {
     }
 
     /// The position of the puzzle in [`Puzzle::ALL`].
-    fn index(self) -> usize {
+    pub fn index(self) -> usize {
         self as usize
     }
 
@@ -120,7 +118,7 @@ impl Puzzle {
     }
 
     /// The published number of solutions counted this way.
-    pub(crate) fn known_count(self) -> u64 {
+    pub fn known_count(self) -> u64 {
         match self {
             Puzzle::Board6x10 => 4 * 2339,
             Puzzle::Board6x10Distinct => 2339,
@@ -232,7 +230,7 @@ fn orientations(shape: &[(i32, i32); 5]) -> Vec<[(i32, i32, bool); 5]> {
 
 /// A search state: the cells filled and the pieces placed.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub(crate) struct State {
+pub struct State {
     /// Filled cells (bit i: cell i).
     filled: u64,
     /// Placed pieces (bit i: piece i of F I L N P T U V W X Y Z).
@@ -275,7 +273,7 @@ fn complete(state: State, table: &Placements) -> u64 {
 
 /// The number of solutions of `puzzle`, on the calling thread: the
 /// sequential reference.
-pub(crate) fn pentomino_seq(puzzle: Puzzle) -> u64 {
+pub fn pentomino_seq(puzzle: Puzzle) -> u64 {
     complete(State::EMPTY, puzzle.placements())
 }
 
@@ -287,7 +285,7 @@ pub(crate) fn pentomino_seq(puzzle: Puzzle) -> u64 {
 /// the most work under them; a split gives away every other entry
 /// (`balance::split_stack`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Pentomino {
+pub struct Pentomino {
     /// The board and what is counted.
     puzzle: Puzzle,
     /// States with this many pieces or fewer left are finished in one
@@ -300,13 +298,13 @@ pub(crate) struct Pentomino {
 impl Pentomino {
     /// The work of counting the solutions of `puzzle`, with the default
     /// cut-off ([`CUTOFF_PIECES`]).
-    pub(crate) fn new(puzzle: Puzzle) -> Pentomino {
+    pub fn new(puzzle: Puzzle) -> Pentomino {
         Pentomino::with_cutoff(puzzle, CUTOFF_PIECES)
     }
 
     /// The same work with states of `cutoff_pieces` pieces left or fewer
     /// finished in one unit (0: every unit is one node).
-    pub(crate) fn with_cutoff(puzzle: Puzzle, cutoff_pieces: u32) -> Pentomino {
+    pub fn with_cutoff(puzzle: Puzzle, cutoff_pieces: u32) -> Pentomino {
         Pentomino {
             puzzle,
             cutoff_pieces,

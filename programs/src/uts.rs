@@ -37,10 +37,9 @@
 //!   children (the fork-join peer);
 //! - [`uts_seq`]: the same walk on one thread (the reference).
 //!
-//! Shared by the examples, tests and benchmarks, each of which includes
-//! it with `#[path = "..."] mod uts;` and uses a part of it.
+//! Shared by the examples, tests and benchmarks (the workspace crate
+//! `cantus-programs`), each of which uses a part of it.
 
-#![allow(dead_code)]
 // The crate's rust-version (1.85) predates `is_multiple_of`, which the
 // bench crate's lints (no rust-version) would have.
 #![allow(clippy::manual_is_multiple_of)]
@@ -54,7 +53,7 @@ const MAX_CHILDREN: u32 = 100;
 
 /// A tree's parameters, as the reference's command line gives them.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) enum Params {
+pub enum Params {
     /// `-t 1 -a 3 -b branching -d depth -r root_seed`: geometric, the
     /// same mean number of children at every depth above `depth`.
     Geometric {
@@ -81,18 +80,18 @@ pub(crate) enum Params {
 
 /// What a walk of a tree finds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Counts {
+pub struct Counts {
     /// Nodes in the tree.
-    pub(crate) nodes: u64,
+    pub nodes: u64,
     /// Nodes without children.
-    pub(crate) leaves: u64,
+    pub leaves: u64,
     /// The largest depth of a node (the root's is 0).
-    pub(crate) depth: u32,
+    pub depth: u32,
 }
 
 impl Counts {
     /// Folds `other`, counts of a disjoint part of the tree, into these.
-    pub(crate) fn merge(&mut self, other: Counts) {
+    pub fn merge(&mut self, other: Counts) {
         self.nodes += other.nodes;
         self.leaves += other.leaves;
         self.depth = self.depth.max(other.depth);
@@ -101,7 +100,7 @@ impl Counts {
 
 /// The trees this program knows by name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Tree {
+pub enum Tree {
     /// UTS's sample tree T1: geometric, fixed shape,
     /// `-t 1 -a 3 -d 10 -b 4 -r 19`; 4,130,071 nodes.
     T1,
@@ -128,7 +127,7 @@ pub(crate) enum Tree {
 
 impl Tree {
     /// Every named tree.
-    pub(crate) const ALL: [Tree; 6] = [
+    pub const ALL: [Tree; 6] = [
         Tree::T1,
         Tree::T3,
         Tree::T1L,
@@ -139,12 +138,12 @@ impl Tree {
 
     /// The tree named `name`: "T1", "T3", "T1L", "T3L", "T1-small" or
     /// "T3-small".
-    pub(crate) fn parse(name: &str) -> Option<Tree> {
+    pub fn parse(name: &str) -> Option<Tree> {
         Tree::ALL.into_iter().find(|t| t.name() == name)
     }
 
     /// The tree's name, as [`Tree::parse`] reads it.
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Tree::T1 => "T1",
             Tree::T3 => "T3",
@@ -156,7 +155,7 @@ impl Tree {
     }
 
     /// The tree's parameters.
-    pub(crate) fn params(self) -> Params {
+    pub fn params(self) -> Params {
         match self {
             Tree::T1 => Params::Geometric {
                 branching: 4.0,
@@ -198,7 +197,7 @@ impl Tree {
     /// distribution publishes (nodes) and its reference implementation
     /// prints (leaves, depth); for ours, what this program's sequential
     /// walk found.
-    pub(crate) fn known_counts(self) -> Counts {
+    pub fn known_counts(self) -> Counts {
         let (nodes, leaves, depth) = match self {
             Tree::T1 => (4_130_071, 3_305_118, 10),
             Tree::T3 => (4_112_897, 3_599_034, 1_572),
@@ -220,7 +219,7 @@ type State = [u8; 20];
 
 /// A node waiting to be expanded.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub(crate) struct Node {
+pub struct Node {
     /// Its random state.
     state: State,
     /// Its depth (the root's is 0).
@@ -331,7 +330,7 @@ fn expand(node: &Node, params: &Params, counts: &mut Counts, mut push: impl FnMu
 
 /// Walks the tree on the calling thread: the sequential reference (depth
 /// first, with an explicit stack: T3 is 1,572 levels deep).
-pub(crate) fn uts_seq(tree: Tree) -> Counts {
+pub fn uts_seq(tree: Tree) -> Counts {
     let params = tree.params();
     let mut counts = Counts::default();
     let mut stack = vec![params.root()];
@@ -346,7 +345,7 @@ pub(crate) fn uts_seq(tree: Tree) -> Counts {
 /// level of the tree takes a few frames of the stack of whichever task
 /// runs it, so a deep tree needs large task stacks: T1 (10 levels) runs
 /// on the default ones, T3 (1,572 levels) does not.
-pub(crate) fn uts_join(tree: Tree) -> Counts {
+pub fn uts_join(tree: Tree) -> Counts {
     let params = tree.params();
     subtree_join(&params.root(), &params)
 }
@@ -387,7 +386,7 @@ fn children_join(parent: &Node, first: u32, end: u32, params: &Params) -> Counts
 /// shallowest; a split gives away every other entry
 /// (`balance::split_stack`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Uts {
+pub struct Uts {
     /// The tree.
     params: Params,
     /// Nodes still to expand, the oldest first (encoded as one byte
@@ -408,7 +407,7 @@ mod node_bytes {
     const NODE: usize = 24;
 
     /// Encodes the nodes as their bytes.
-    pub(crate) fn serialize<S: Serializer>(nodes: &[Node], s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(nodes: &[Node], s: S) -> Result<S::Ok, S::Error> {
         let mut bytes = Vec::with_capacity(nodes.len() * NODE);
         for n in nodes {
             bytes.extend_from_slice(&n.state);
@@ -418,7 +417,7 @@ mod node_bytes {
     }
 
     /// Decodes what [`serialize`] encoded.
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Node>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Node>, D::Error> {
         d.deserialize_bytes(Nodes)
     }
 
@@ -448,7 +447,7 @@ mod node_bytes {
 
 impl Uts {
     /// The work of walking `tree` from its root.
-    pub(crate) fn new(tree: Tree) -> Uts {
+    pub fn new(tree: Tree) -> Uts {
         let params = tree.params();
         Uts {
             params,

@@ -12,10 +12,8 @@
 //!
 //! [`known_count`] holds the published counts (OEIS A000170).
 //!
-//! Shared by the examples, tests and benchmarks, each of which includes
-//! it with `#[path = "..."] mod nqueens;` and uses a part of it.
-
-#![allow(dead_code)]
+//! Shared by the examples, tests and benchmarks (the workspace crate
+//! `cantus-programs`), each of which uses a part of it.
 
 use serde::{Deserialize, Serialize};
 
@@ -23,10 +21,10 @@ use serde::{Deserialize, Serialize};
 /// finished by the recursion in one unit of work (about half a
 /// microsecond on average for n = 15), so that a unit is not a single
 /// node of a few nanoseconds.
-pub(crate) const CUTOFF_ROWS: u32 = 8;
+pub const CUTOFF_ROWS: u32 = 8;
 
 /// The largest board: the masks are `u32`.
-pub(crate) const MAX_N: u32 = 32;
+pub const MAX_N: u32 = 32;
 
 /// The number of solutions of n-queens for n = 0..=16 (OEIS A000170).
 const KNOWN: [u64; 17] = [
@@ -34,14 +32,14 @@ const KNOWN: [u64; 17] = [
 ];
 
 /// The published number of solutions for an n x n board, if n <= 16.
-pub(crate) fn known_count(n: u32) -> Option<u64> {
+pub fn known_count(n: u32) -> Option<u64> {
     KNOWN.get(n as usize).copied()
 }
 
 /// Queens placed in the first `row` rows: which columns and diagonals of
 /// the next row they attack.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub(crate) struct Partial {
+pub struct Partial {
     /// Rows filled so far.
     row: u32,
     /// Columns holding a queen.
@@ -103,7 +101,7 @@ fn complete(p: Partial, n: u32, full: u32) -> u64 {
 
 /// The number of solutions of n-queens, on the calling thread: the
 /// sequential reference.
-pub(crate) fn nqueens_seq(n: u32) -> u64 {
+pub fn nqueens_seq(n: u32) -> u64 {
     complete(Partial::EMPTY, n, full_mask(n))
 }
 
@@ -115,7 +113,7 @@ pub(crate) fn nqueens_seq(n: u32) -> u64 {
 /// them; a split gives away every other entry
 /// (`balance::split_stack`).
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Queens {
+pub struct Queens {
     /// The size of the board.
     n: u32,
     /// Placements with this many rows or fewer left are finished in one
@@ -128,13 +126,13 @@ pub(crate) struct Queens {
 impl Queens {
     /// The work of counting the solutions for an n x n board, with the
     /// default cut-off ([`CUTOFF_ROWS`]).
-    pub(crate) fn new(n: u32) -> Queens {
+    pub fn new(n: u32) -> Queens {
         Queens::with_cutoff(n, CUTOFF_ROWS)
     }
 
     /// The same work with placements of `cutoff_rows` rows left or fewer
     /// finished in one unit (0: every unit is one node).
-    pub(crate) fn with_cutoff(n: u32, cutoff_rows: u32) -> Queens {
+    pub fn with_cutoff(n: u32, cutoff_rows: u32) -> Queens {
         full_mask(n);
         Queens {
             n,

@@ -1,0 +1,15 @@
+//! The balanced programs of seed 001 (Tascell over MPI: Fib, LU,
+//! N-Queens, Pentomino) and UTS, written once as splittable work for
+//! `cantus::balance` beside their sequential references, and shared by
+//! cantus's examples (`examples/{fib_balanced,lu,nqueens,pentomino,uts}.rs`),
+//! its tests (`tests/balance*.rs`, `tests/mpi.rs`, `tests/trace.rs`,
+//! `tests/inline_in_polls.rs`) and its benchmarks (`cantus-bench
+//! balance`). `report` holds what the examples print besides their
+//! answers.
+
+pub mod fib;
+pub mod lu;
+pub mod nqueens;
+pub mod pentomino;
+pub mod report;
+pub mod uts;
