@@ -78,6 +78,11 @@ pub use sync::{SingleVar, SyncVar};
 #[cfg(not(loom))]
 pub mod __bench {
     pub use crate::comm::shm::bench::raw_ring_round_trip;
+    /// The scheduler's Chase-Lev deque, measured against crossbeam's
+    /// (`cantus-bench deque`).
+    pub mod deque {
+        pub use crate::sched::deque::{Element, Steal, Stealer, Worker};
+    }
 }
 
 /// Entry points for `cargo fuzz` (`fuzz/`); not part of the API.

@@ -19,10 +19,7 @@
 //! The figures are `deque.<pattern>.<words>w` (cantus's deque) and
 //! `deque.<pattern>.<words>w.crossbeam`, with their ratio.
 
-// The benchmark uses part of the API; `loom` is a cfg of the cantus crate.
-#[allow(unreachable_pub, unexpected_cfgs, dead_code)]
-#[path = "../../src/sched/deque/mod.rs"]
-mod imp;
+use cantus::__bench::deque as imp;
 
 use crate::Options;
 use crate::stats::{Samples, figure, note, ns_per, ratio, section, time};
