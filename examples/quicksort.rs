@@ -8,58 +8,8 @@
 //!
 //! `cargo run --release --example quicksort -- 1048576`
 
-/// splitmix64 (Steele, Lea, Flood: "Fast splittable pseudorandom number
-/// generators", 2014): a fixed seed gives the same input on every run.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-/// Partitions `v` (at least two elements) around the median of its first,
-/// middle and last elements. Returns the pivot's final index `p`: every
-/// element before `p` is `<=` the pivot and every one after is `>=`.
-/// (Sedgewick's scheme: equal keys stop both scans, so runs of equal
-/// keys split evenly.)
-fn partition(v: &mut [u64]) -> usize {
-    let last = v.len() - 1;
-    let mid = v.len() / 2;
-    if v[mid] < v[0] {
-        v.swap(mid, 0);
-    }
-    if v[last] < v[0] {
-        v.swap(last, 0);
-    }
-    if v[last] < v[mid] {
-        v.swap(last, mid);
-    }
-    v.swap(0, mid);
-    let pivot = v[0];
-    let (mut i, mut j) = (1, last);
-    loop {
-        while i <= j && v[i] < pivot {
-            i += 1;
-        }
-        // Stops at index 0 at the latest, which holds the pivot.
-        while v[j] > pivot {
-            j -= 1;
-        }
-        if i >= j {
-            break;
-        }
-        v.swap(i, j);
-        i += 1;
-        j -= 1;
-    }
-    v.swap(0, j);
-    j
-}
+use cantus_programs::random::SplitMix64;
+use cantus_programs::sort::partition;
 
 fn quicksort(v: &mut [u64]) {
     if v.len() <= 1 {

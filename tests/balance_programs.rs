@@ -26,25 +26,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uts::Tree;
 
-/// splitmix64 (Steele, Lea, Flood, 2014): the driver's choices, the
-/// same on every run of a seed.
-struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// The next 64 random bits.
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number from 0 to `n - 1`.
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use cantus_programs::random::SplitMix64;
 
 /// `value` encoded with postcard and decoded again, as a piece of work
 /// or a result crosses between locales.

@@ -5,11 +5,14 @@
 //! its tests (`tests/balance*.rs`, `tests/mpi.rs`, `tests/trace.rs`,
 //! `tests/inline_in_polls.rs`) and its benchmarks (`cantus-bench
 //! balance`). `report` holds what the examples print besides their
-//! answers.
+//! answers; `random` (splitmix64) and `sort` (quicksort's partition)
+//! the small pieces the examples and benchmarks share.
 
 pub mod fib;
 pub mod lu;
 pub mod nqueens;
 pub mod pentomino;
+pub mod random;
 pub mod report;
+pub mod sort;
 pub mod uts;
