@@ -8,6 +8,7 @@ mod common;
 
 use cantus::chant::{self, Message, Policy, Source, Tag, TaskId};
 use cantus::{ErrorKind, Remote};
+use common::calls::Add;
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -105,16 +106,6 @@ impl Remote for Late {
     }
 }
 
-/// Adds (a plain remote call, to see that a locale still serves).
-#[derive(Serialize, Deserialize)]
-struct Add(u64, u64);
-impl Remote for Add {
-    type Output = u64;
-    fn run(self) -> u64 {
-        self.0 + self.1
-    }
-}
-
 /// Reports the locale's polling policy.
 #[derive(Serialize, Deserialize)]
 struct WhichPolicy;
@@ -125,7 +116,7 @@ impl Remote for WhichPolicy {
     }
 }
 
-cantus::remote!(Echo, Burst, PingPeer, Late, Add, WhichPolicy);
+cantus::remote!(Echo, Burst, PingPeer, Late, WhichPolicy);
 
 const POLICIES: [&str; 2] = ["scheduler", "task"];
 

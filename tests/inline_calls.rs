@@ -10,6 +10,7 @@
 mod common;
 
 use cantus::{ErrorKind, Remote, RemotePod, SyncVar};
+use common::calls::Add;
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
@@ -119,17 +120,7 @@ impl Remote for ReadHits {
     }
 }
 
-/// Adds (a task).
-#[derive(Serialize, Deserialize)]
-struct Add(u64, u64);
-impl Remote for Add {
-    type Output = u64;
-    fn run(self) -> u64 {
-        self.0 + self.1
-    }
-}
-
-cantus::remote!(Hit, Bytes, Boom, Misbehave, Open, ReadHits, Add);
+cantus::remote!(Hit, Bytes, Boom, Misbehave, Open, ReadHits);
 
 /// A plain-data inline call.
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]

@@ -6,30 +6,11 @@
 mod common;
 
 use cantus::{ErrorKind, Remote};
+use common::calls::{Add, WhoAmI};
 use common::{CHILD_TIMEOUT, is_child, run_child};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// Which locale runs the call.
-#[derive(Serialize, Deserialize)]
-struct WhoAmI;
-impl Remote for WhoAmI {
-    type Output = (usize, usize, u32);
-    fn run(self) -> (usize, usize, u32) {
-        (cantus::here(), cantus::num_locales(), std::process::id())
-    }
-}
-
-/// Adds on the remote side.
-#[derive(Serialize, Deserialize)]
-struct Add(u64, u64);
-impl Remote for Add {
-    type Output = u64;
-    fn run(self) -> u64 {
-        self.0 + self.1
-    }
-}
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -127,8 +108,6 @@ impl Remote for Garbage {
 }
 
 cantus::remote!(
-    WhoAmI,
-    Add,
     Bump,
     ReadCounter,
     Explode,

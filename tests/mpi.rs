@@ -27,31 +27,12 @@ use cantus_programs::fib as fib_program;
 
 use cantus::chant::{self, Source, Tag};
 use cantus::{ErrorKind, Remote};
+use common::calls::{Add, WhoAmI};
 use common::held::Held;
 use common::{is_child, mpirun};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-
-/// What a locale says about itself.
-#[derive(Serialize, Deserialize)]
-struct WhoAmI;
-impl Remote for WhoAmI {
-    type Output = (usize, usize, u32);
-    fn run(self) -> (usize, usize, u32) {
-        (cantus::here(), cantus::num_locales(), std::process::id())
-    }
-}
-
-/// Adds, as a task.
-#[derive(Serialize, Deserialize)]
-struct Add(u64, u64);
-impl Remote for Add {
-    type Output = u64;
-    fn run(self) -> u64 {
-        self.0 + self.1
-    }
-}
 
 /// Adds, inside the poll.
 #[derive(Serialize, Deserialize)]
@@ -213,7 +194,7 @@ impl Remote for GlobalWork {
 }
 
 cantus::remote!(
-    WhoAmI, Add, AddInline, Bump, Bumps, Digest, Explode, Echo, Die, GlobalWork
+    AddInline, Bump, Bumps, Digest, Explode, Echo, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {

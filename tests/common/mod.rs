@@ -5,6 +5,7 @@
 
 use std::sync::OnceLock;
 
+pub mod calls;
 #[cfg(not(loom))]
 pub mod held;
 
