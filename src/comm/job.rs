@@ -2,7 +2,7 @@
 //! the transport. `runtime.rs` asks [`start`] for a [`Job`] and talks to
 //! it alone (its transport, its memory, how it ends); it names no
 //! transport. Which one is chosen is configuration ([`Launch`], decided
-//! before the rest of the configuration is resolved, `config.rs`):
+//! before the rest of the configuration is resolved, `config/launch.rs`):
 //!
 //! - [`Launch::SharedMemory`]: locales on this machine; locale 0 creates
 //!   the shared region and starts the others as copies of this program
