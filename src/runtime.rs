@@ -240,7 +240,7 @@ impl Runtime {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
             return f();
         }
-        crate::sched::outside::long_wait(|| crate::par::run_as_task(&self.registry, f))
+        crate::sched::outside_wait::long_wait(|| crate::par::run_as_task(&self.registry, f))
     }
 
     /// The registry (tests of the driver seam).
@@ -280,7 +280,7 @@ impl Runtime {
             crate::am::uninstall();
         });
         if !self.threads.is_empty() {
-            let _blocked = crate::sched::outside::long_wait(|| {
+            let _blocked = crate::sched::outside_wait::long_wait(|| {
                 OutsideBlocked::enter(BlockKind::GroupWait, Arc::as_ptr(&self.registry) as usize)
             });
             let mut pause = Duration::from_micros(10);

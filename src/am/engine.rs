@@ -132,7 +132,7 @@ struct ControlState {
     shutdown: bool,
     /// The current deadlock wave and the answers to it (`deadlock.rs`).
     deadlock_wave: u64,
-    deadlock_answers: Vec<crate::sched::stuck::Answer>,
+    deadlock_answers: Vec<crate::sched::deadlock_wave::Answer>,
     /// Waiters sent for a deadlock report, by locale.
     waiters: Vec<(usize, Vec<String>)>,
 }
@@ -929,7 +929,7 @@ impl Dispatch for Engine {
         self.control_frames.load(Ordering::Relaxed)
     }
 
-    fn job_stuck_sample(&self) -> crate::sched::outside::StuckSample {
+    fn job_stuck_sample(&self) -> crate::sched::outside_wait::StuckSample {
         self.deadlock_wave()
     }
 

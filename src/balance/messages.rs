@@ -5,7 +5,7 @@
 //! poll (a piece's loop polls between steps). Work and acknowledgments
 //! run as tasks (a piece runs in the task that received it).
 
-use super::comp::{self, CompId};
+use super::computation::{self, CompId};
 use super::protocol::Tuning;
 use super::stats::LocaleStats;
 use crate::am::Remote;
@@ -22,8 +22,8 @@ pub(crate) struct Header {
 
 /// The computation `header` names here, or a panic that says why not
 /// (a message for a work type this binary does not have).
-fn find(header: &Header) -> Option<std::sync::Arc<dyn comp::Computation>> {
-    match comp::find(header) {
+fn find(header: &Header) -> Option<std::sync::Arc<dyn computation::Computation>> {
+    match computation::find(header) {
         Ok(c) => c,
         Err(e) => panic!("cantus: balance: {e}"),
     }
@@ -137,7 +137,7 @@ impl Remote for Finish {
     type Output = LocaleStats;
     const INLINE: bool = true;
     fn run(self) -> LocaleStats {
-        comp::end(self.header.comp)
+        computation::end(self.header.comp)
             .map(|c| c.finish())
             .unwrap_or_default()
     }

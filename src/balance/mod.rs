@@ -12,12 +12,12 @@
 //! started it.
 //!
 //! The protocol is a state machine without I/O of its own
-//! (`protocol.rs`), driven by remote calls in a job (`comp.rs`,
+//! (`protocol.rs`), driven by remote calls in a job (`computation.rs`,
 //! `messages.rs`) and by an in-process network of many simulated
 //! locales ([`sim`]). `README.md` beside this file states it with its
 //! invariants.
 
-mod comp;
+mod computation;
 mod messages;
 mod protocol;
 pub mod sim;
@@ -122,7 +122,7 @@ impl<W: Registered> Balance<W> {
 
     /// Runs the computation (see [`run`]).
     pub fn run(self) -> Result<Outcome<W::Result>, Error> {
-        let (result, locales) = comp::run_root(self.work, self.tuning)?;
+        let (result, locales) = computation::run_root(self.work, self.tuning)?;
         Ok(Outcome { result, locales })
     }
 }

@@ -1,6 +1,6 @@
 //! The balancing protocol of one locale in one computation, as a state
 //! machine without input or output of its own ("sans I/O"): events go
-//! in, the messages to send come out. The runtime (`comp.rs`) feeds it
+//! in, the messages to send come out. The runtime (`computation.rs`) feeds it
 //! from remote calls under a lock; the simulation (`sim.rs`) feeds it
 //! from an in-process network of 64 to 256 locales. The same code runs
 //! in both. `README.md` beside this file states the protocol and its

@@ -168,7 +168,8 @@ macro_rules! splittable {
 pub struct WorkType {
     pub(crate) name: &'static str,
     pub(crate) id: u64,
-    pub(crate) create: fn(super::comp::Setup) -> std::sync::Arc<dyn super::comp::Computation>,
+    pub(crate) create:
+        fn(super::computation::Setup) -> std::sync::Arc<dyn super::computation::Computation>,
 }
 
 impl WorkType {
@@ -177,7 +178,7 @@ impl WorkType {
         WorkType {
             name: W::NAME,
             id: W::ID,
-            create: super::comp::create::<W>,
+            create: super::computation::create::<W>,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use super::transport::{Arrival, Nets, Transport};
 use crate::sched::driver::{Driver, DriverContext};
-use crate::sched::outside::StuckSample;
+use crate::sched::outside_wait::StuckSample;
 use std::sync::Arc;
 use std::time::Duration;
 

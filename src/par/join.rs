@@ -3,7 +3,7 @@
 //! back and called directly, so an unstolen join costs about a function
 //! call plus a deque push and pop.
 
-use super::job::StackJob;
+use super::stack_job::StackJob;
 use crate::sched::WorkerLocal;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;

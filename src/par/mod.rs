@@ -7,10 +7,10 @@ mod coforall;
 mod completion;
 mod forall;
 mod group;
-pub(crate) mod job;
 mod join;
-mod outside;
+mod outside_call;
 mod scope;
+pub(crate) mod stack_job;
 
 pub use begin::{begin, try_begin};
 pub use cobegin::TaskList;
@@ -20,4 +20,4 @@ pub use group::TaskGroup;
 pub use join::join;
 pub use scope::{Scope, scope};
 
-pub(crate) use outside::{on_worker, run_as_task};
+pub(crate) use outside_call::{on_worker, run_as_task};

@@ -1,14 +1,14 @@
 //! The deadlock check and report. A blocked outside thread samples the
-//! runtime once per grace period (`outside.rs`); when two samples agree
+//! runtime once per grace period (`outside_wait.rs`); when two samples agree
 //! that nothing can make progress, it asks the idle workers to list their
 //! blocked tasks, prints who waits on what and how to silence a false
 //! alarm, then aborts rather than hang. The protocol and its invariant are
 //! in `sleep/README.md`, "Deadlock detection".
 
 use super::block::BlockKind;
-use super::outside::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
+use super::deadlock_wave::{Answer, Look};
+use super::outside_wait::{OUTSIDE_WAKES, OutsideWaiter, StuckSample, outside_waiters};
 use super::registry::Registry;
-use super::stuck::{Answer, Look};
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 ///
 /// In a job of several locales this process alone cannot tell a deadlock
 /// from waiting for another locale: the driver runs one wave of the
-/// job-wide check instead (`Driver::job_stuck_sample`, `stuck.rs`).
+/// job-wide check instead (`Driver::job_stuck_sample`, `deadlock_wave.rs`).
 pub(crate) fn stuck_sample(reg: &Registry) -> StuckSample {
     if super::driver::others_may_send(reg) {
         return super::driver::job_stuck_sample(reg);
@@ -61,7 +61,7 @@ fn local_progress(reg: &Registry) -> u64 {
 }
 
 /// This locale's answer to a wave of the job-wide deadlock check
-/// (`stuck.rs`). `messages` gives the program messages sent and
+/// (`deadlock_wave.rs`). `messages` gives the program messages sent and
 /// received; `unsent` says a frame waits to be sent. The caller holds the
 /// poll token (or is the poll), so no frame is delivered while this
 /// reads.
@@ -70,7 +70,7 @@ pub(crate) fn locale_answer(
     messages: impl FnOnce() -> (u64, u64),
     unsent: bool,
 ) -> Answer {
-    super::stuck::answer(&reg.idle, || {
+    super::deadlock_wave::answer(&reg.idle, || {
         let (sent, received) = messages();
         Look {
             quiet: !unsent && nothing_queued(reg),

@@ -7,24 +7,26 @@
 
 pub(crate) mod block;
 pub(crate) mod deadlock;
+pub(crate) mod deadlock_wave;
 pub(crate) mod deque;
 pub(crate) mod driver;
 pub(crate) mod idle;
 pub(crate) mod no_wait;
-pub(crate) mod outside;
+pub(crate) mod outside_wait;
 pub(crate) mod registry;
 pub(crate) mod sleep;
-pub(crate) mod stuck;
 pub(crate) mod task;
 pub(crate) mod task_storage;
 pub(crate) mod worker;
 
-pub(crate) use outside::{
+pub(crate) use outside_wait::{
     OutsideBlocked, block_outside, check_outside_block_can_end, note_outside_wake,
 };
 pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
-pub(crate) use worker::away::{begin as begin_blocking, body_may_go_away, end as end_blocking};
+pub(crate) use worker::blocking_call::{
+    begin as begin_blocking, body_may_go_away, end as end_blocking,
+};
 
 use block::BlockKind;
 
@@ -175,10 +177,10 @@ pub(crate) fn enabled_workers() -> Option<usize> {
 }
 
 /// The id of the task running on this blocking-call thread, if any
-/// (`worker/away.rs`): between `qt_begin_blocking_action` and its end a
+/// (`worker/blocking_call.rs`): between `qt_begin_blocking_action` and its end a
 /// task keeps its identity for the C ABI.
 pub(crate) fn away_task_id() -> Option<u64> {
-    worker::away::away_task().map(|(id, _)| id)
+    worker::blocking_call::away_task().map(|(id, _)| id)
 }
 
 /// How many tasks wait in the calling worker's own deque (`None` on a

@@ -9,7 +9,7 @@ use super::idle::IdleWatch;
 use super::sleep::Parker;
 use super::sleep::Sleep;
 use super::task::{Queued, Task};
-use super::worker::away::BlockingCalls;
+use super::worker::blocking_call::BlockingCalls;
 use crate::config::Config;
 use crate::error::Error;
 use crossbeam_deque::Injector;
@@ -110,7 +110,7 @@ pub(crate) struct Registry {
     /// by spinning gives the core away instead.
     pub(crate) progress_thread: bool,
     pub(crate) page: usize,
-    /// Blocking-call threads (`worker/away.rs`).
+    /// Blocking-call threads (`worker/blocking_call.rs`).
     pub(crate) blocking: BlockingCalls,
 }
 

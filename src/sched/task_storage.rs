@@ -9,7 +9,7 @@
 //! its word with it across the switch (`suspend_current`), as it does
 //! its id. A task that makes no request costs two stores and a branch.
 //! The word's lowest bit marks a task whose body may leave its worker
-//! for a blocking call (`worker/away.rs`); while it is away, the
+//! for a blocking call (`worker/blocking_call.rs`); while it is away, the
 //! blocking-call thread holds the word (and the task reaches its storage
 //! there), and it goes home with the task.
 //! Tasks that a waiting `join` or scope runs inline belong to the task
@@ -79,7 +79,7 @@ impl Drop for Bytes {
 }
 
 /// The mark a task word carries in its lowest bit: the task's body may
-/// leave its worker in a blocking action (`worker/away.rs`). The storage
+/// leave its worker in a blocking action (`worker/blocking_call.rs`). The storage
 /// is a `Box` (aligned to 8), so the bit is free.
 const MAY_GO_AWAY: usize = 1;
 
@@ -109,12 +109,12 @@ pub(crate) fn with_may_go_away(word: *mut TaskStorage, on: bool) -> *mut TaskSto
 
 /// The running task's storage word: its worker's, or, while the task is
 /// away in a blocking call, the blocking-call thread's copy
-/// (`worker/away.rs`). `None` outside a task.
+/// (`worker/blocking_call.rs`). `None` outside a task.
 fn word() -> Option<&'static Cell<*mut TaskStorage>> {
     match WorkerLocal::current() {
         Some(l) if l.in_task() => Some(&l.storage),
         Some(_) => None,
-        None => super::worker::away::away_task().map(|(_, w)| w),
+        None => super::worker::blocking_call::away_task().map(|(_, w)| w),
     }
 }
 

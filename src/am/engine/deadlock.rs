@@ -1,7 +1,7 @@
 //! The job-wide deadlock check, the engine's side: locale 0 runs waves of
 //! `DeadlockProbe`s (beside termination's waves, with their own wave
 //! numbers), every locale answers from inside a poll with its state and
-//! counters (`sched/stuck.rs`), and once two waves agree on a deadlock,
+//! counters (`sched/deadlock_wave.rs`), and once two waves agree on a deadlock,
 //! locale 0 asks every locale for its waiters. `sched/sleep/README.md`,
 //! "Deadlock detection across locales", states the protocol; the wire
 //! format is in `am/README.md`.
@@ -10,9 +10,9 @@ use super::Engine;
 use crate::am::wire::{self, Control, Header};
 use crate::comm::transport::Network;
 use crate::sched::Registry;
+use crate::sched::deadlock_wave::{Answer, LocaleState, judge};
 use crate::sched::driver::{DriverContext, poll_with};
-use crate::sched::outside::StuckSample;
-use crate::sched::stuck::{Answer, LocaleState, judge};
+use crate::sched::outside_wait::StuckSample;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -75,7 +75,7 @@ impl Engine {
     /// Locale 0, from a blocked outside thread: one deadlock wave. `None`
     /// if some locale is busy or did not answer within the grace period,
     /// or a message is in flight; else the totals that the next wave must
-    /// repeat (`stuck::judge`).
+    /// repeat (`deadlock_wave::judge`).
     pub(super) fn deadlock_wave(&self) -> StuckSample {
         if self.here != 0 {
             return None;

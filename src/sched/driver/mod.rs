@@ -6,7 +6,7 @@
 //! tasking layer; tokio's park/driver split is the model for parking in
 //! the driver).
 
-use super::outside::StuckSample;
+use super::outside_wait::StuckSample;
 use super::registry::Registry;
 use super::task::Task;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -61,7 +61,7 @@ pub(crate) trait Driver: Send + Sync + 'static {
         false
     }
 
-    /// One wave of the job-wide deadlock check (`sched/stuck.rs`), run by
+    /// One wave of the job-wide deadlock check (`sched/deadlock_wave.rs`), run by
     /// a blocked outside thread of this process: `Some` verdict when no
     /// process of the job is busy, one is stuck and no message is in
     /// flight; two equal `Some` verdicts of consecutive waves are a
@@ -144,7 +144,7 @@ impl DriverContext<'_> {
         &self,
         messages: impl FnOnce() -> (u64, u64),
         unsent: bool,
-    ) -> super::stuck::Answer {
+    ) -> super::deadlock_wave::Answer {
         super::deadlock::locale_answer(self.registry, messages, unsent)
     }
 }

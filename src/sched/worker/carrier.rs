@@ -70,7 +70,7 @@ impl WorkerLocal {
             let s = &mut slots[slot as usize];
             let carrier = match s.carrier.take() {
                 Some(c) => c,
-                // Back from a blocking call (`away.rs`).
+                // Back from a blocking call (`blocking_call.rs`).
                 None => self.registry.blocking.take_home(self.index, slot),
             };
             (carrier, s.guard)

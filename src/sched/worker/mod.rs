@@ -1,7 +1,7 @@
 //! Worker threads: a worker's private state, the task operations a
 //! running task calls (spawn, block, yield, sleep), and the worker loop.
 //! By role: `carrier.rs` (carriers and their stacks), `steal.rs` (finding
-//! work), `idle.rs` (spinning and sleeping when there is none).
+//! work), `idle_loop.rs` (spinning and sleeping when there is none).
 //!
 //! A worker runs tasks on *carriers*: coroutines on pooled task stacks. A
 //! carrier runs tasks one after another, as plain calls, until one blocks;
@@ -10,9 +10,9 @@
 //! first runs. A blocked task keeps its carrier (its stack) and is resumed
 //! by its own worker only: see `sched/README.md` for why.
 
-pub(crate) mod away;
+pub(crate) mod blocking_call;
 mod carrier;
-mod idle;
+mod idle_loop;
 mod steal;
 
 use super::deque::Worker;
@@ -48,10 +48,10 @@ pub(crate) enum Suspend {
     Yielded,
     /// Its task sleeps until the instant.
     Sleep(Instant),
-    /// Its task leaves for a blocking-call thread (`away.rs`), carrying
+    /// Its task leaves for a blocking-call thread (`blocking_call.rs`), carrying
     /// its `errno`.
     Offload(i32),
-    /// On a blocking-call thread: its task goes home (`away.rs`).
+    /// On a blocking-call thread: its task goes home (`blocking_call.rs`).
     Home,
 }
 

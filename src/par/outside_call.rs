@@ -2,7 +2,7 @@
 //! `block_on`/`run`, and `join`/`forall` called from `main`. The caller
 //! pushes a job on its own stack as a root task and waits for it.
 
-use super::job::StackJob;
+use super::stack_job::StackJob;
 use crate::sched::Registry;
 use crate::sched::block::BlockKind;
 

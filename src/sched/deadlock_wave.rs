@@ -6,7 +6,7 @@
 //! be false. The loom model below checks the counters' orderings.
 
 use super::idle::IdleWatch;
-use super::outside::StuckSample;
+use super::outside_wait::StuckSample;
 
 /// What a locale is doing, as one wave sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
