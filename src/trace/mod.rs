@@ -10,7 +10,7 @@
 //! process. When tracing is off, every recording call is one relaxed
 //! load of a static and a branch.
 //!
-//! Merging (`merge.rs`): at the end of a traced run, locale 0 reads every
+//! Merging (`merge/`): at the end of a traced run, locale 0 reads every
 //! locale's file and writes one Chrome trace-event JSON file (which
 //! Perfetto and `chrome://tracing` open), and prints each worker's
 //! utilisation. `cantus-trace` (the workspace's `trace/` crate) merges
