@@ -11,7 +11,7 @@
 //! Arguments and results travel encoded with postcard (serde). A call to
 //! the caller's own locale runs as a local task, without encoding.
 //! `wire.rs` is the frame format (`README.md` beside this file),
-//! `engine.rs` the per-locale engine, `handlers.rs` the table.
+//! `engine.rs` and `engine/` the per-locale engine, `handlers.rs` the table.
 
 pub mod chant;
 #[cfg(not(loom))]

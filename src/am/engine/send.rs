@@ -1,0 +1,347 @@
+//! The engine's sending side: stamping headers, frames and fragments,
+//! waiting for room by polling (the engine rules of `comm/shm/README.md`),
+//! sends from inside a poll through the outbox, and the polls a sender
+//! or a waiting caller makes itself.
+
+use super::*;
+
+impl Engine {
+    // ---- sending ----
+
+    /// Sends one frame, polling while there is no room (seed 003: a sender
+    /// that waits without polling can deadlock with a peer doing the same).
+    pub(super) fn send(
+        &self,
+        dest: usize,
+        net: Network,
+        header: Header,
+        payload: &[u8],
+    ) -> Result<(), Error> {
+        self.send_parts(dest, net, header, &[payload])
+    }
+
+    /// [`send`](Self::send) with the payload in pieces (sent as one frame,
+    /// without copying them together). A payload of any size up to
+    /// [`MAX_PAYLOAD`] goes: one too large for the transport travels in
+    /// fragments.
+    pub(crate) fn send_parts(
+        &self,
+        dest: usize,
+        net: Network,
+        header: Header,
+        payload: &[&[u8]],
+    ) -> Result<(), Error> {
+        // A remote call declared inline must not send (a send may wait
+        // for room): this panics inside one.
+        crate::sched::no_wait::check_send(dest);
+        let len: usize = payload.iter().map(|p| p.len()).sum();
+        let max = self.max_message.load(Ordering::Relaxed);
+        if len > max {
+            return Err(Error::new(
+                ErrorKind::Message,
+                format!(
+                    "cantus: a {len}-byte payload for locale {dest} is larger than the \
+                     {max} bytes one message between locales can carry"
+                ),
+            ));
+        }
+        let h = self.stamp(dest, header, len).encode(len);
+        // The frame's parts: on the stack for the usual one or two pieces
+        // of payload (no allocation per message), else in a vector.
+        const ON_STACK: usize = 4;
+        if payload.len() < ON_STACK {
+            let mut parts: [&[u8]; ON_STACK] = [&[]; ON_STACK];
+            parts[0] = &h;
+            parts[1..=payload.len()].copy_from_slice(payload);
+            return self.send_frame(dest, net, &parts[..=payload.len()]);
+        }
+        let mut parts = Vec::with_capacity(payload.len() + 1);
+        parts.push(&h[..]);
+        parts.extend_from_slice(payload);
+        self.send_frame(dest, net, &parts)
+    }
+
+    /// Counts a program message (not a control frame) about to be sent to
+    /// `dest` with `len` payload bytes, and with tracing on gives it its
+    /// trace sequence number and records it. Every program message is
+    /// stamped exactly once, by whoever encodes its header.
+    pub(super) fn stamp(&self, dest: usize, mut header: Header, len: usize) -> Header {
+        if header.kind != Kind::Control {
+            crate::am::count_message_sent();
+            if crate::trace::on() {
+                header.trace = self.trace_seq[dest].fetch_add(1, Ordering::Relaxed) as u16;
+                crate::trace::record(
+                    crate::trace::kind::MSG_SEND,
+                    header.kind as u16,
+                    dest as u32,
+                    u64::from(header.trace),
+                    len as u64,
+                );
+            }
+        }
+        header
+    }
+
+    /// Sends the frame made of `parts` (header first), polling while there
+    /// is no room; one larger than the transport's frames, in fragments.
+    pub(super) fn send_frame(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<(), Error> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.transport.max_frame() {
+            return self.send_fragments(dest, net, parts, len);
+        }
+        self.send_until_taken(dest, net, parts)
+    }
+
+    /// Offers a frame until the transport takes it, polling (and, after a
+    /// while, yielding) while there is no room.
+    pub(super) fn send_until_taken(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<(), Error> {
+        let mut tries = 0u32;
+        loop {
+            match self.offer(dest, net, parts) {
+                Ok(()) => return Ok(()),
+                Err(SendError::Failed(e)) => return Err(e),
+                Err(SendError::Full) => self.wait_for_room(net, &mut tries),
+            }
+        }
+    }
+
+    /// One step of waiting to send on `net`: polls (seed 003), and after
+    /// 16 tries also lets other tasks or threads run.
+    pub(super) fn wait_for_room(&self, net: Network, tries: &mut u32) {
+        *tries += 1;
+        self.poll_while_blocked(net);
+        if *tries > 16 {
+            back_off();
+        }
+    }
+
+    /// Sends the `len`-byte frame made of `parts` as a stream of
+    /// fragments (`fragment.rs`): holds the stream lock for `dest` and
+    /// `net` throughout, so no other stream interleaves on that ring.
+    pub(super) fn send_fragments(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+        len: usize,
+    ) -> Result<(), Error> {
+        if dest >= self.locales {
+            // As the transport would say for a whole frame.
+            return self.send_until_taken(dest, net, parts);
+        }
+        let mut tries = 0u32;
+        let _stream = loop {
+            match self.streams.try_lock(dest, net) {
+                Some(g) => break g,
+                None => self.wait_for_room(net, &mut tries),
+            }
+        };
+        let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        let piece = self.transport.max_frame() - HEADER_LEN - FRAGMENT_PREFIX;
+        let total = (len as u64).to_le_bytes();
+        let mut at = 0;
+        while at < len {
+            let n = piece.min(len - at);
+            let h = Header::fragment(stream, at as u64).encode(FRAGMENT_PREFIX + n);
+            let mut frame: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
+            frame.push(&h);
+            frame.push(&total);
+            crate::am::fragment::slices(parts, at, n, &mut frame);
+            self.send_until_taken(dest, net, &frame)?;
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// Offers the frame made of `parts` to the transport once. A frame it
+    /// takes counts as a program message (termination detection) unless
+    /// its kind byte says control, as the receiver counts it; each
+    /// fragment of a stream counts, as a frame of its own.
+    pub(super) fn offer(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<(), SendError> {
+        self.transport.try_send(dest, net, parts)?;
+        if !counted(parts) {
+            // Release: pairs with the Acquire load in `sent`.
+            self.control_sent.fetch_add(1, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Program messages sent (termination detection's counter): every
+    /// frame the transport took but control frames. Control first: a
+    /// control frame is counted here only after the transport counted it
+    /// (Acquire, pairing with the Release increment in `offer`), so a
+    /// read between the two can only count one frame too many, which
+    /// delays termination by a wave and never ends a job early.
+    pub(crate) fn sent(&self) -> u64 {
+        let control = self.control_sent.load(Ordering::Acquire);
+        self.transport.frames_taken() - control
+    }
+
+    /// Polls on behalf of a sender that found no room: replies only when
+    /// it is sending a reply (handling requests then would only make more
+    /// replies to send). Chant's `TaskPolls` waiters call it with
+    /// `Network::Request` (both networks).
+    pub(crate) fn poll_while_blocked(&self, sending: Network) {
+        self.poll_nets(match sending {
+            Network::Request => Nets::Both,
+            Network::Reply => Nets::Replies,
+        });
+    }
+
+    /// One step of a task's wait by spinning: a `spin_loop` hint, or, if
+    /// the transport moves frames on a thread of its own (MPI), the core
+    /// given away, so that thread can run (it may share the core).
+    pub(crate) fn pause(&self) {
+        if self.progress_thread {
+            std::thread::yield_now();
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+
+    /// Whether a poll would find something: a frame in the transport, or
+    /// one in the outbox (a few loads, no lock).
+    pub(crate) fn ready(&self) -> bool {
+        self.transport.ready() || self.sends_waiting()
+    }
+
+    /// Polls the transport now, under the driver's poll token if it is
+    /// free (from a task waiting for a reply: its worker would not poll
+    /// while the task spins). Returns how many frames it handled.
+    pub(crate) fn poll_now(&self) -> usize {
+        self.poll_nets(Nets::Both)
+    }
+
+    /// One poll of `nets` under the driver's poll token (0 if another
+    /// thread holds it, or the runtime is gone).
+    pub(super) fn poll_nets(&self, nets: Nets) -> usize {
+        let Some(weak) = self.registry.get() else {
+            return 0;
+        };
+        let poll =
+            |reg: &Registry| poll_with(reg, |cx| poll_transport(&*self.transport, self, nets, cx));
+        // A worker of this engine's runtime (a waiting caller's task, a
+        // sender with no room) borrows the registry its worker holds: no
+        // reference count to take and drop on every poll of a wait loop.
+        match crate::sched::WorkerLocal::current() {
+            Some(l) if std::ptr::eq(Arc::as_ptr(&l.registry), weak.as_ptr()) => poll(&l.registry),
+            _ => weak.upgrade().map_or(0, |reg| poll(&reg)),
+        }
+    }
+
+    /// Sends a request for handler `id` with encoded arguments; returns
+    /// the token of the reply slot its reply will fill (`None` if no
+    /// reply is wanted).
+    pub(crate) fn request(
+        &self,
+        dest: usize,
+        id: u64,
+        args: &[u8],
+        wants_reply: bool,
+    ) -> Result<Option<u64>, Error> {
+        // Before a reply slot is taken: a panic here leaves nothing behind.
+        crate::sched::no_wait::check_send(dest);
+        let token = if wants_reply {
+            let token = self.replies.issue();
+            // Release: pairs with the Acquire load in `in_flight`.
+            self.pending_count.fetch_add(1, Ordering::Release);
+            Some(token)
+        } else {
+            None
+        };
+        let header = Header::request(id, token.unwrap_or(0));
+        if let Err(e) = self.send(dest, Network::Request, header, args) {
+            if let Some(t) = token {
+                self.replies.cancel(t);
+                self.pending_count.fetch_sub(1, Ordering::Release);
+            }
+            return Err(e);
+        }
+        Ok(token)
+    }
+
+    /// Sends `frame` as it is, without checking it (for tests that play a
+    /// faulty peer). Counted as a program message, as the receiver
+    /// counts whatever non-control frame it gets.
+    pub(crate) fn send_raw(&self, dest: usize, net: Network, frame: &[u8]) -> Result<(), Error> {
+        self.send_until_taken(dest, net, &[frame])
+    }
+
+    /// Sends `frame` now if there is room, else leaves it for the next
+    /// poll: for frames sent from inside a poll, which must not wait. They
+    /// are short (control frames, rejections): a payload longer than one
+    /// frame carries is cut, with a note saying so.
+    pub(super) fn send_from_poll(&self, dest: usize, net: Network, header: Header, payload: &[u8]) {
+        let max = self.max_payload();
+        let payload = if payload.len() > max {
+            eprintln!(
+                "cantus: locale {}: a {}-byte {:?} frame for locale {dest}, sent from a poll, \
+                 was cut to {max} bytes",
+                self.here,
+                payload.len(),
+                header.kind
+            );
+            &payload[..max]
+        } else {
+            payload
+        };
+        let mut frame = header.encode(payload.len()).to_vec();
+        frame.extend_from_slice(payload);
+        {
+            let mut outbox = self.outbox.lock().unwrap();
+            outbox.push_back((dest, net, frame));
+            self.outbox_len.store(outbox.len(), Ordering::Release);
+        }
+        self.flush_outbox();
+    }
+
+    pub(super) fn flush_outbox(&self) {
+        // Acquire: pairs with the Release stores under the lock. A frame
+        // queued by another thread that this load misses is flushed by
+        // that thread's own call, or by the next poll.
+        if self.outbox_len.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let mut outbox = self.outbox.lock().unwrap();
+        while let Some((dest, net, frame)) = outbox.front() {
+            match self.offer(*dest, *net, &[frame]) {
+                Ok(()) => {}
+                Err(SendError::Full) => return,
+                Err(SendError::Failed(e)) => eprintln!("cantus: locale {}: {e}", self.here),
+            }
+            outbox.pop_front();
+            // Release: after the send (and the `sent` count) it reports.
+            self.outbox_len.store(outbox.len(), Ordering::Release);
+        }
+    }
+}
+
+/// Whether the frame made of `parts` counts as a program message: every
+/// kind but control frames (the receiver counts the same way).
+pub(super) fn counted(parts: &[&[u8]]) -> bool {
+    parts.iter().find(|p| !p.is_empty()).and_then(|p| p.first()) != Some(&(Kind::Control as u8))
+}
+
+/// Lets other tasks (or threads) run while a send waits for room.
+pub(super) fn back_off() {
+    if WorkerLocal::current().is_some_and(|l| l.in_task()) {
+        crate::query::yield_now();
+    } else {
+        std::thread::yield_now();
+    }
+}
