@@ -600,11 +600,15 @@ fn jobs_leave_nothing_in_dev_shm() {
     }
 }
 
+/// What cantus has in /dev/shm: names of its own (other programs, an MPI
+/// job's segments say, may come and go meanwhile), less trace parts'
+/// directories, which traced tests running beside this one own.
 fn shm_entries() -> Vec<String> {
     std::fs::read_dir("/dev/shm")
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("cantus") && !n.starts_with("cantus-trace-"))
                 .collect()
         })
         .unwrap_or_default()

@@ -11,7 +11,10 @@
 //! Arguments and results travel encoded with postcard (serde). A call to
 //! the caller's own locale runs as a local task, without encoding.
 //! `wire.rs` is the frame format (`README.md` beside this file),
-//! `engine.rs` and `engine/` the per-locale engine, `handlers.rs` the table.
+//! `engine.rs` and `engine/` the per-locale engine, `handlers.rs` the table,
+//! `handle.rs` a call's handle and how `join` waits, `spmd.rs` SPMD groups
+//! and `coforall_locales`, `macros.rs` the registering macros; this file
+//! the engine's installation and the calls themselves (`on`, `begin_on`).
 
 pub mod chant;
 #[cfg(not(loom))]
@@ -19,12 +22,19 @@ pub(crate) mod clock;
 pub(crate) mod encode;
 pub(crate) mod engine;
 pub(crate) mod fragment;
+pub(crate) mod handle;
 pub(crate) mod handlers;
+mod macros;
 pub(crate) mod replies;
 pub(crate) mod serve;
+mod spmd;
 pub(crate) mod wire;
 
+pub use handle::RemoteHandle;
+use handle::{Pending, Ticket};
 pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
+pub use spmd::coforall_locales;
+pub(crate) use spmd::{SpmdHooks, run_handler, set_spmd_hooks, spmd_group};
 
 use crate::error::{Error, ErrorKind, Locales};
 use crate::sched::block::{Purpose, WaitPurpose};
@@ -36,157 +46,6 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use wire::Status;
-
-/// Registers remote calls: `cantus::remote!(Square, Histogram);`. Each type
-/// must implement [`Remote`]. Use it once per type, at module level; every
-/// locale runs the same binary, so the registration is the same
-/// everywhere.
-#[macro_export]
-macro_rules! remote {
-    ($($t:ty),+ $(,)?) => {
-        $(
-            impl $crate::Registered for $t {
-                const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
-            }
-            $crate::__private::inventory::submit! {
-                $crate::Handler::of::<$t>()
-            }
-        )+
-    };
-}
-
-/// Registers plain-data remote calls (types implementing [`RemotePod`]):
-/// `cantus::remote_pod!(Bump, Read);`. Run them with [`on_pod`] or
-/// [`begin_on_pod`].
-#[macro_export]
-macro_rules! remote_pod {
-    ($($t:ty),+ $(,)?) => {
-        $(
-            impl $crate::RegisteredPod for $t {
-                const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
-            }
-            $crate::__private::inventory::submit! {
-                $crate::Handler::of_pod::<$t>()
-            }
-        )+
-    };
-}
-
-/// A plain function as a remote call: `remote_fn!` turns
-/// `fn name(args) -> R { body }` into a registered call type `name`
-/// whose fields are the arguments, so `cantus::on(locale, name(a, b))`
-/// runs the body there (and `name(a, b).run()` runs it here). The
-/// arguments and the result must be serde types (`Serialize +
-/// DeserializeOwned + Send + 'static`), and the calling crate needs
-/// `serde` (with `derive`) among its dependencies.
-///
-/// The call type is `Clone` (so that [`pgas::spmd`](crate::pgas::spmd)
-/// can send a copy to every locale), so the arguments must be `Clone`
-/// too; for an argument that is not, write the call type by hand and
-/// implement [`Remote`] for it.
-///
-/// ```
-/// cantus::remote_fn! {
-///     /// Multiplies where it runs.
-///     fn mul(a: u64, b: u64) -> u64 {
-///         a * b
-///     }
-/// }
-///
-/// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
-/// assert_eq!(rt.block_on(|| cantus::on(cantus::here(), mul(6, 7)).join()).unwrap(), 42);
-/// ```
-///
-/// Such a call is also an SPMD body: `pgas::spmd(step(3))` runs
-/// `step(3)` on every locale at once (the example is in
-/// [`pgas::spmd`](crate::pgas::spmd)).
-///
-/// An argument that cannot travel is a compile-time error that says so
-/// (``` `Rc<u64>` cannot be an argument or the result of a remote call```):
-///
-/// ```compile_fail
-/// cantus::remote_fn! {
-///     fn shared(x: std::rc::Rc<u64>) -> u64 {
-///         *x
-///     }
-/// }
-/// ```
-#[macro_export]
-macro_rules! remote_fn {
-    ($(#[$meta:meta])* $vis:vis fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block) => {
-        // Names an argument or result that cannot travel, with what to do
-        // (first, so that the compiler reports it first).
-        const _: fn() = || {
-            fn travels<T: $crate::__private::RemoteData>() {}
-            $(travels::<$ty>();)*
-            $(travels::<$ret>();)?
-        };
-
-        $(#[$meta])*
-        #[allow(non_camel_case_types)]
-        #[derive(Clone, ::serde::Serialize, ::serde::Deserialize)]
-        $vis struct $name($(pub $ty),*);
-
-        impl $crate::Remote for $name {
-            type Output = $crate::__remote_output!($($ret)?);
-            fn run(self) -> Self::Output {
-                let $name($($arg),*) = self;
-                $body
-            }
-        }
-
-        $crate::remote!($name);
-    };
-}
-
-/// The output type of a `remote_fn!` (`()` when none is written).
-#[doc(hidden)]
-#[macro_export]
-macro_rules! __remote_output {
-    () => {
-        ()
-    };
-    ($ret:ty) => {
-        $ret
-    };
-}
-
-/// How `pgas` learns which remote calls are SPMD bodies: `pgas` uses
-/// this layer, so this layer reaches it only through these hooks,
-/// installed once per process (`pgas::attach`, from `runtime.rs`).
-pub(crate) struct SpmdHooks {
-    /// Before [`coforall_locales`] (or `pgas::spmd`) starts handler `id`
-    /// on every locale: begins an SPMD group, or says why not (one runs
-    /// already; no runtime).
-    pub(crate) begin: fn(u64) -> Result<(), Error>,
-    /// Once every body of the group `begin` began has ended: ends it, and
-    /// returns the locale whose body panicked first, if one did.
-    pub(crate) end: fn() -> Option<usize>,
-    /// Handler `id` is about to run as a task here: whether it is this
-    /// locale's body of the running group (then `leave` follows).
-    pub(crate) enter: fn(u64) -> bool,
-    /// The body `enter` accepted ended; `panicked`: by a panic.
-    pub(crate) leave: fn(bool),
-}
-
-static SPMD_HOOKS: OnceLock<SpmdHooks> = OnceLock::new();
-
-/// Installs the SPMD hooks (the first call wins; later ones are the same).
-pub(crate) fn set_spmd_hooks(hooks: SpmdHooks) {
-    let _ = SPMD_HOOKS.set(hooks);
-}
-
-/// Runs handler `id`'s body `f` as the handler task does, catching a
-/// panic; the SPMD hooks learn when it starts and ends if it is an SPMD
-/// body.
-pub(crate) fn run_handler<T>(id: u64, f: impl FnOnce() -> T) -> std::thread::Result<T> {
-    let hooks = SPMD_HOOKS.get().filter(|h| (h.enter)(id));
-    let r = panic::catch_unwind(AssertUnwindSafe(f));
-    if let Some(h) = hooks {
-        (h.leave)(r.is_err());
-    }
-    r
-}
 
 /// The engine of this process's locale, while a multi-locale runtime runs.
 static ENGINE: RwLock<Option<Arc<Engine>>> = RwLock::new(None);
@@ -332,139 +191,6 @@ pub fn num_locales() -> usize {
     with_engine(|e| e.map_or(1, |e| e.locales()))
 }
 
-/// A remote call's result, to come: [`join`](RemoteHandle::join) waits
-/// for it (blocking only the calling task).
-#[must_use = "a remote call's handle must be joined (or use begin_on)"]
-pub struct RemoteHandle<T> {
-    inner: Pending<T>,
-    locale: usize,
-    name: &'static str,
-    /// How the result travels: postcard for `Remote` calls, plain bytes
-    /// for `RemotePod` calls.
-    decode: fn(&[u8]) -> Result<T, String>,
-}
-
-enum Pending<T> {
-    /// Running as a task of this locale.
-    Local(Arc<SyncVar<Result<T, Error>>>),
-    /// Sent; the reply will fill the slot of this ticket.
-    Remote(Ticket, PhantomData<fn() -> T>),
-    /// The request could not be sent.
-    Failed(Error),
-}
-
-/// A call's claim on its reply slot (`replies.rs`); dropped unanswered,
-/// it gives the slot up, and the poll that takes the reply frees it.
-struct Ticket {
-    engine: Arc<Engine>,
-    token: u64,
-    /// The reply was taken and the slot freed: nothing to give up.
-    answered: bool,
-}
-
-impl Ticket {
-    /// Waits for the reply of call `name` to `locale`, then reads it with
-    /// `f` and frees the slot.
-    fn take<R>(
-        mut self,
-        name: &'static str,
-        locale: usize,
-        f: impl FnOnce(Status, &[u8]) -> R,
-    ) -> R {
-        await_reply(&self.engine, self.token, name, locale);
-        let r = self.engine.replies.take(self.token, f);
-        self.answered = true;
-        r
-    }
-}
-
-impl Drop for Ticket {
-    fn drop(&mut self) {
-        if !self.answered {
-            let _ = self.engine.replies.abandon(self.token);
-        }
-    }
-}
-
-impl<T: Send + 'static> RemoteHandle<T> {
-    /// Waits for the call to finish and returns its result; a panic in
-    /// the call, or a locale that refused it, is an `Err` saying which
-    /// call, where, and why.
-    pub fn join(self) -> Result<T, Error> {
-        let decode = self.decode;
-        let (name, locale) = (self.name, self.locale);
-        match self.inner {
-            Pending::Local(slot) => {
-                let _named = (!slot.is_full()).then(|| {
-                    WaitPurpose::name(
-                        slot.wait_addr(),
-                        Purpose {
-                            describe: |name, locale| {
-                                format!(
-                                    "waiting for remote call {name}, running here on locale \
-                                     {locale}"
-                                )
-                            },
-                            name,
-                            n: locale,
-                        },
-                    )
-                });
-                slot.read_fe()
-            }
-            Pending::Failed(e) => Err(e),
-            Pending::Remote(ticket, _) => ticket.take(name, locale, |status, payload| match status {
-                Status::Done => decode(payload).map_err(|e| {
-                    Error::new(
-                        ErrorKind::Locale,
-                        format!(
-                            "cantus: the result of {name} from locale {locale} could not be decoded: {e}"
-                        ),
-                    )
-                }),
-                _ => Err(call_failed(name, locale, status, payload)),
-            }),
-        }
-    }
-
-    /// Waits for the reply of a raw call ([`on_raw`]) and hands its
-    /// payload, in place in the reply slot, to `read`; failures as
-    /// [`join`](Self::join).
-    pub(crate) fn join_with<R>(self, read: impl FnOnce(&[u8]) -> R) -> Result<R, Error> {
-        let (name, locale) = (self.name, self.locale);
-        match self.inner {
-            Pending::Remote(ticket, _) => {
-                ticket.take(name, locale, |status, payload| match status {
-                    Status::Done => Ok(read(payload)),
-                    _ => Err(call_failed(name, locale, status, payload)),
-                })
-            }
-            Pending::Failed(e) => Err(e),
-            Pending::Local(_) => unreachable!("raw calls are never run as local tasks"),
-        }
-    }
-}
-
-/// The error of call `name` to `locale` whose reply came with `status`
-/// (not `Done`) and `payload` (the reason, UTF-8).
-fn call_failed(name: &str, locale: usize, status: Status, payload: &[u8]) -> Error {
-    let text = String::from_utf8_lossy(payload);
-    match status {
-        Status::Panicked => Error::new(
-            ErrorKind::RemotePanic,
-            format!("cantus: remote call {name} panicked on locale {locale}: {text}"),
-        ),
-        Status::Rejected => Error::new(
-            ErrorKind::RemoteRejected,
-            format!("cantus: locale {locale} refused remote call {name}: {text}"),
-        ),
-        Status::Lost | Status::Done => Error::new(
-            ErrorKind::Locale,
-            format!("cantus: remote call {name} ran on locale {locale}, but {text}"),
-        ),
-    }
-}
-
 /// Sends a raw call: `args` as they are, to the handler `id` (named
 /// `name`, registered with [`Handler::raw`]) on another locale; its reply
 /// is read in place with [`RemoteHandle::join_with`]. For the crate's own
@@ -539,35 +265,6 @@ pub(crate) fn expect_arrivals(on: bool) {
 /// a job of several locales.
 pub(crate) fn frame_payload() -> Option<usize> {
     with_engine(|e| e.map(|e| e.max_payload()))
-}
-
-/// Polls while a reply is on its way, before blocking: a task that spins
-/// keeps its worker from polling, so the waiter polls itself (Chant's
-/// "the thread polls" policy, seed 004, section 4.2), under the driver's
-/// poll token; a reply its own poll delivers is taken without any wake-up.
-/// After `REPLY_POLLS` polls it blocks on the slot, and the workers' own
-/// polling delivers the reply and wakes it.
-fn await_reply(e: &Engine, token: u64, name: &'static str, locale: usize) {
-    const REPLY_POLLS: u32 = 4096;
-    for _ in 0..REPLY_POLLS {
-        if e.replies.is_full(token) {
-            return;
-        }
-        // `ready` first: loads only, where a poll takes the poll token.
-        if !e.ready() || e.poll_now() == 0 {
-            e.pause();
-        }
-    }
-    e.replies.wait(
-        token,
-        Some(Purpose {
-            describe: |name, locale| {
-                format!("waiting for the reply of remote call {name} from locale {locale}")
-            },
-            name,
-            n: locale,
-        }),
-    );
 }
 
 /// How to start a job of several locales, for messages.
@@ -770,64 +467,4 @@ pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Erro
             Ok(())
         }
     }
-}
-
-/// Runs `make(l)` on every locale `l` at once and returns the results in
-/// locale order; the first failure (a panic there) is returned as the
-/// error once all have finished.
-///
-/// The calls are an SPMD group, as with [`pgas::spmd`](crate::pgas::spmd):
-/// they may call collectives, and if one panics, the error returned is
-/// its own (not that of a locale whose collective it left waiting). A
-/// `coforall_locales` started while a group runs (from inside a body, or
-/// beside it) runs plain calls, which may not call collectives.
-///
-/// Panics if no runtime runs.
-#[track_caller]
-pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<R::Output>, Error> {
-    if engine().is_none() {
-        require_runtime("coforall_locales", 0);
-    }
-    let calls: Vec<R> = (0..num_locales()).map(make).collect();
-    let began = SPMD_HOOKS.get().is_some_and(|h| (h.begin)(R::ID).is_ok());
-    run_calls(calls, began)
-}
-
-/// Runs an SPMD group: `calls[l]` on every locale `l`; an error, and
-/// nothing run, if no group could begin (`pgas::spmd`).
-pub(crate) fn spmd_group<R: Registered>(calls: Vec<R>) -> Result<Vec<R::Output>, Error> {
-    let hooks = SPMD_HOOKS
-        .get()
-        .ok_or_else(|| Error::no_runtime("pgas::spmd"))?;
-    (hooks.begin)(R::ID)?;
-    run_calls(calls, true)
-}
-
-/// Starts `calls[l]` on locale `l`, joins them all, and (if `group`:
-/// they are an SPMD group that began) ends the group. The error returned
-/// is the body's that panicked first in a group, else the first in
-/// locale order.
-fn run_calls<R: Registered>(calls: Vec<R>, group: bool) -> Result<Vec<R::Output>, Error> {
-    /// Ends the group even if starting or joining a call panics.
-    struct End(Option<&'static SpmdHooks>);
-    impl Drop for End {
-        fn drop(&mut self) {
-            if let Some(h) = self.0 {
-                (h.end)();
-            }
-        }
-    }
-    let mut end = End(if group { SPMD_HOOKS.get() } else { None });
-    let handles: Vec<_> = calls
-        .into_iter()
-        .enumerate()
-        .map(|(l, call)| on(l, call))
-        .collect();
-    let mut results: Vec<Result<R::Output, Error>> =
-        handles.into_iter().map(RemoteHandle::join).collect();
-    let first_panic = end.0.take().and_then(|h| (h.end)());
-    if let Some(l) = first_panic.filter(|&l| results.get(l).is_some_and(Result::is_err)) {
-        return Err(results.swap_remove(l).err().expect("checked above"));
-    }
-    results.into_iter().collect()
 }
