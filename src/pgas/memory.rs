@@ -237,8 +237,8 @@ pub(crate) unsafe fn zero_part(segment: NonNull<u8>, block: &Block) {
 /// it starts sleeping.
 const SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(20);
 /// The first and the longest sleep of a waiter that stopped spinning.
-const MIN_PAUSE: std::time::Duration = std::time::Duration::from_micros(5);
-const MAX_PAUSE: std::time::Duration = std::time::Duration::from_micros(200);
+pub(crate) const MIN_PAUSE: std::time::Duration = std::time::Duration::from_micros(5);
+pub(crate) const MAX_PAUSE: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Waits until `done`: spins for [`SPIN_FOR`], calling `progress` between
 /// looks (a waiter that needs frames to arrive polls for them: it keeps

@@ -62,8 +62,8 @@ pub const MPIRUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(90)
 /// root where need be, oversubscribing) with `extra` mpirun arguments and
 /// `env` on every rank (the ranks see `CANTUS_CHILD=1`); returns
 /// (success, stdout, stderr). mpirun ends the job after 80 s
-/// (`--timeout`); the whole process group is killed if it runs past
-/// [`MPIRUN_LIMIT`].
+/// (`--timeout`); past [`MPIRUN_LIMIT`] it is killed, with the whole
+/// process group, and the test panics.
 pub fn mpirun(
     test: &str,
     ranks: usize,
@@ -72,8 +72,6 @@ pub fn mpirun(
 ) -> (bool, String, String) {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    use std::sync::atomic::Ordering;
-    use std::time::{Duration, Instant};
     let exe = std::env::current_exe().unwrap();
     let mut cmd = std::process::Command::new("mpirun");
     cmd.args([
@@ -99,35 +97,23 @@ pub fn mpirun(
     let child = cmd
         .spawn()
         .expect("mpirun (Open MPI) must be installed for the mpi tests");
-    let pgid = child.id() as i32;
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let watchdog = {
-        let done = done.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + MPIRUN_LIMIT;
-            while Instant::now() < deadline {
-                if done.load(Ordering::Acquire) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            // SAFETY: signals the process group this test started.
-            unsafe { libc::kill(-pgid, libc::SIGKILL) };
-            true
-        })
-    };
-    let out = child.wait_with_output().expect("wait for mpirun");
-    done.store(true, Ordering::Release);
-    let killed = watchdog.join().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    );
-    assert!(
-        !killed,
-        "{test} under mpirun -n {ranks} still ran after {MPIRUN_LIMIT:?}; killed. stderr:\n{stderr}"
-    );
-    (out.status.success(), stdout, stderr)
+    let group = child.id() as i32;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_with_output(
+            child,
+            MPIRUN_LIMIT,
+            &format!("{test} under mpirun -n {ranks}"),
+        )
+    }));
+    let (status, stdout, stderr) = outcome.unwrap_or_else(|p| {
+        // Killed for running too long: the ranks it left go too. (Only
+        // then: a group whose processes all ended may name another.)
+        // SAFETY: signals the process group this test started, which its
+        // ranks keep alive while any runs.
+        unsafe { libc::kill(-group, libc::SIGKILL) };
+        std::panic::resume_unwind(p)
+    });
+    (status.success(), stdout, stderr)
 }
 
 /// Waits for `child` at most `limit`, collecting its stderr; kills it and

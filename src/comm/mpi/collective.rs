@@ -76,7 +76,6 @@ pub(super) struct Active {
 /// The job's collectives, for `pgas` (`Job::collectives`).
 pub(super) struct MpiCollectives {
     pub(super) shared: Arc<Shared>,
-    pub(super) locales: usize,
     /// The inline mode's lock (`None` in `thread` mode, where the MPI
     /// thread moves collectives on).
     pub(super) inline: Option<Arc<super::inline::Inline>>,
@@ -85,7 +84,7 @@ pub(super) struct MpiCollectives {
 impl MpiCollectives {
     fn queue(&self, kind: Kind, buf: Vec<u8>) -> Arc<Pending> {
         assert!(
-            buf.len() <= i32::MAX as usize / self.locales.max(1),
+            buf.len() <= i32::MAX as usize / self.shared.locales.max(1),
             "cantus: a collective's part of {} bytes is beyond what one MPI call moves",
             buf.len()
         );

@@ -66,9 +66,9 @@ impl Inline {
     /// a whole pass where frames or credit wait to be sent (the lock's
     /// rule: nothing queued is stranded). Never waits for the lock.
     pub(super) fn progress_collectives(&self) -> bool {
-        let s = self.shared.clone();
-        self.pass_with(move |p| {
-            if s.outgoing_len.load(Ordering::Relaxed) > 0 || s.owing.load(Ordering::Relaxed) {
+        let s = &*self.shared;
+        self.pass_with(|p| {
+            if s.sends_waiting() {
                 p.pass()
             } else {
                 p.collectives()
@@ -99,9 +99,7 @@ impl Inline {
             || {
                 failed.borrow().is_none()
                     && !ended.get()
-                    && (s.outgoing_len.load(Ordering::Relaxed) > 0
-                        || s.owing.load(Ordering::Relaxed)
-                        || s.collectives.has_queued())
+                    && (s.sends_waiting() || s.collectives.has_queued())
             },
         );
         if let Some(e) = failed.into_inner() {

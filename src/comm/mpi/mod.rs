@@ -456,15 +456,11 @@ impl Job for MpiJob {
 
     fn collectives(&self) -> Option<Arc<dyn crate::comm::collective::Collectives>> {
         // Only where MPI carries the job's traffic (it is not polled where
-        // the node is the whole job) and there is a job to gather.
-        let spans_nodes = self
-            .routing
-            .as_ref()
-            .is_none_or(|r| r.node().1.len() < self.shared.locales);
-        (spans_nodes && self.shared.locales > 1).then(|| {
+        // the node is the whole job, which then has memory every locale
+        // maps) and there is a job to gather.
+        (self.shared_memory().is_none() && self.shared.locales > 1).then(|| {
             Arc::new(collective::MpiCollectives {
                 shared: self.shared.clone(),
-                locales: self.shared.locales,
                 inline: self.inline.clone(),
             }) as Arc<dyn crate::comm::collective::Collectives>
         })

@@ -250,6 +250,13 @@ impl Shared {
         self.node.get().is_some_and(|node| (node.ready)())
     }
 
+    /// Whether frames or credit wait to be sent by a pass.
+    pub(super) fn sends_waiting(&self) -> bool {
+        // Relaxed: a hint for whoever holds the pass lock (the lock's
+        // second look, `comm/pass.rs`, orders what it then takes).
+        self.outgoing_len.load(Ordering::Relaxed) > 0 || self.owing.load(Ordering::Relaxed)
+    }
+
     /// Whether frames wait to be handed on.
     pub(super) fn has_arrivals(&self) -> bool {
         self.arrived_frames

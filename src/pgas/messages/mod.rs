@@ -210,16 +210,15 @@ impl MessageMemory {
     /// own): recorded in the post, so that waits that can no longer
     /// complete end; on locale 0 the first panic also poisons the group.
     fn note_ended(&self, epoch: u64, locale: usize, ended: Ended) {
-        let current = self.post.ended(epoch, locale, ended);
-        if current && ended.panicked {
-            // Release: pairs with the Acquire in `native`. The body's next
-            // collective comes after this notice was handled (a group
-            // begins once every body's end was acknowledged everywhere);
-            // the pair keeps that order visible through the messages
-            // between.
-            self.native_off.store(true, Ordering::Release);
+        if !(self.post.ended(epoch, locale, ended) && ended.panicked) {
+            return;
         }
-        if current && self.here == 0 && ended.panicked {
+        // Release: pairs with the Acquire in `native`. The body's next
+        // collective comes after this notice was handled (a group begins
+        // once every body's end was acknowledged everywhere); the pair
+        // keeps that order visible through the messages between.
+        self.native_off.store(true, Ordering::Release);
+        if self.here == 0 {
             // Release: pairs with `finish_group`'s Acquire load. Only the
             // first panic poisons: the notices of follow-on panics come
             // after the first one's was acknowledged (`body_ended`).

@@ -11,7 +11,7 @@
 //! phase the step within the collective. A parcel of another epoch is
 //! left over from a group that ended early, and is dropped.
 
-use super::super::memory::{body_gone, wait_until};
+use super::super::memory::{MAX_PAUSE, MIN_PAUSE, body_gone, wait_until};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -168,17 +168,15 @@ impl Post {
 /// keep it from arriving).
 const SPIN_FOR: Duration = Duration::from_micros(50);
 const YIELD_FOR: Duration = Duration::from_millis(10);
-const MIN_NAP: Duration = Duration::from_micros(5);
-const MAX_NAP: Duration = Duration::from_micros(200);
 
 impl Post {
     /// Waits in collective `seq` until `ready` gives its result (a
     /// collective the transport makes, `native.rs`), polling the
     /// transport and letting the locale's other tasks (after [`SPIN_FOR`],
     /// other threads) run between looks: for [`YIELD_FOR`] without a
-    /// pause, then napping 5-200 us where a
-    /// poll brought nothing (a long wait is the other locales' work, not
-    /// latency). Panics, naming the locale, if a body ended such that the
+    /// pause, then napping as a tree step's wait does (`wait_until`'s
+    /// 5-200 us) where a poll brought nothing (a long wait is the other
+    /// locales' work, not latency). Panics, naming the locale, if a body ended such that the
     /// collective can never complete (`here` is this locale).
     pub(crate) fn wait_for<T>(
         &self,
@@ -189,7 +187,7 @@ impl Post {
     ) -> T {
         let start = Instant::now();
         let mut seen = None;
-        let mut nap = MIN_NAP;
+        let mut nap = MIN_PAUSE;
         loop {
             if let Some(v) = ready() {
                 return v;
@@ -214,7 +212,7 @@ impl Post {
                 }
             } else if !progressed {
                 crate::query::sleep(nap);
-                nap = (nap * 2).min(MAX_NAP);
+                nap = (nap * 2).min(MAX_PAUSE);
             }
         }
     }
