@@ -28,7 +28,7 @@ fn timed_sort(rt: &cantus::Runtime, data: &mut [u64]) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
-fn start(builder: cantus::Builder) -> cantus::Runtime {
+fn start(builder: cantus::config::Builder) -> cantus::Runtime {
     builder.build().unwrap_or_else(|e| {
         eprintln!("quicksort: {e}");
         std::process::exit(2);

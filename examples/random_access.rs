@@ -231,7 +231,7 @@ fn run(shape: Shape, aggregate: bool, rounds_before: u64) -> f64 {
             done < want,
             "{done} updates applied, more than the {want} sent"
         );
-        cantus::yield_now();
+        cantus::task::yield_now();
     }
     start.elapsed().as_secs_f64()
 }

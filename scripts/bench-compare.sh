@@ -10,7 +10,7 @@
 # cantus-bench's (default: `micro` and `apps`), each run with `--quick`
 # unless FULL=1. Prints, per figure, the median of each build over the
 # rounds and the working tree's over the base's (above 1: the working
-# tree is slower or larger). Every change to sched/, sync/ or am/ runs
+# tree is slower or larger). Every change to sched/, sync/ or remote/ runs
 # it against the revision before (BENCHMARKS.md, "Comparing two builds").
 #
 # The revision is checked out as a worktree in target/compare/ and built

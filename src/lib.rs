@@ -7,7 +7,7 @@
 //! ([`begin`], [`join`], [`cobegin!`], [`coforall`], [`scope`],
 //! [`TaskList`], [`TaskGroup`]), loops ([`forall`]), full/empty
 //! synchronization ([`SyncVar`], [`SingleVar`]), task control
-//! ([`yield_now`], [`sleep`]) and queries ([`query`]). Between locales:
+//! ([`task`]: yield, sleep, blocking calls) and queries ([`query`]). Between locales:
 //! remote calls ([`on`], [`begin_on`], [`coforall_locales`]), Chant's
 //! messages between tasks ([`chant`]), a global address space ([`pgas`])
 //! and work stealing across locales ([`balance`]). A C ABI ([`ffi`],
@@ -32,45 +32,48 @@
 // Under loom only the modelled protocols matter; the rest compiles unused.
 #![cfg_attr(loom, allow(dead_code, unused_imports))]
 
-mod am;
 #[cfg(not(loom))]
 pub mod balance;
 mod comm;
-mod config;
+pub mod config;
 mod error;
 #[doc(hidden)]
 #[cfg(not(loom))]
 pub mod ffi;
 mod fiber;
 mod loom;
+mod moved;
 mod par;
 #[cfg(not(loom))]
 pub mod pgas;
 pub mod query;
+pub mod remote;
 mod runtime;
 mod sched;
 mod sync;
+pub mod task;
 mod test_harness;
 pub mod trace;
 
-pub use am::chant::{self, TaskId};
-pub use am::{
-    Handler, Registered, RegisteredPod, Remote, RemoteHandle, RemotePod, begin_on, begin_on_pod,
-    coforall_locales, here, num_locales, on, on_pod,
-};
-pub use config::{
-    Builder, DEFAULT_DEADLOCK_MS, DEFAULT_HEAP_BYTES, DEFAULT_MAX_THREADS, DEFAULT_RING_BYTES,
-    DEFAULT_SPIN, DEFAULT_STACK_SIZE, DEFAULT_TRACE_EVENTS, MAX_STACK_SIZE, MIN_STACK_SIZE,
-    WaitPolicy,
-};
+// The everyday names, at the root (as rayon keeps `join` and `scope`
+// there): tasks and loops, sync variables, the runtime, remote calls.
+// The rest lives in its module: `config`, `task`, `query`, `remote`,
+// `chant`, `pgas`, `balance`, `trace`.
 pub use error::{Error, ErrorKind};
 pub use par::{
-    DEFAULT_GRAIN, Forall, Schedule, Scope, TaskGroup, TaskList, begin, coforall, forall,
-    forall_chunks_mut, forall_mut, join, scope, try_begin,
+    Forall, Schedule, Scope, TaskGroup, TaskList, begin, coforall, forall, forall_chunks_mut,
+    forall_mut, join, scope, try_begin,
 };
-pub use query::{blocking, sleep, yield_now};
-pub use runtime::{OutsideActivity, Runtime, run};
+pub use remote::chant;
+pub use remote::{Remote, begin_on, coforall_locales, here, num_locales, on};
+pub use runtime::{Runtime, run};
 pub use sync::{SingleVar, SyncVar};
+
+// Names that lived at the root before the API was grouped by concept
+// (README, "Moved"): hidden, deprecated where Rust allows it.
+#[allow(deprecated)]
+#[doc(hidden)]
+pub use moved::*;
 
 /// The README's examples, compiled and run as doctests.
 /// Peers for `cantus-bench`; not part of the API.
@@ -91,12 +94,12 @@ pub mod __bench {
 pub mod __fuzz {
     /// Decodes one active-message frame (and checks it re-encodes).
     pub fn am_frame(bytes: &[u8]) {
-        crate::am::wire::fuzz_frame(bytes)
+        crate::remote::wire::fuzz_frame(bytes)
     }
 
     /// Feeds arbitrary fragments to a locale's reassembly.
     pub fn am_fragments(bytes: &[u8]) {
-        crate::am::fragment::fuzz_fragments(bytes)
+        crate::remote::fragment::fuzz_fragments(bytes)
     }
 
     /// Reads a shared-memory ring whose indices and data are `bytes`.
@@ -108,9 +111,9 @@ pub mod __fuzz {
 /// Hooks for tests that play a faulty peer; not part of the API.
 #[doc(hidden)]
 pub mod __test {
-    pub use crate::am::{limit_message_bytes, send_raw_frame};
     #[cfg(all(feature = "mpi", not(loom)))]
     pub use crate::comm::mpi::{finalize_mpi_for_test, init_mpi_for_test};
+    pub use crate::remote::{limit_message_bytes, send_raw_frame};
 
     /// Which memory this locale's global address space uses once it has
     /// one: `"shared"` or `"messages"` (`CANTUS_PGAS`).
@@ -146,7 +149,7 @@ pub mod __test {
 /// Re-exports for the expansion of [`remote!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::am::handlers::RemoteData;
+    pub use crate::remote::handlers::{Handler, RemoteData};
     pub use inventory;
 }
 

@@ -1,6 +1,5 @@
 //! Starting, using and stopping a runtime.
 
-use crate::am::engine::Engine;
 #[cfg(not(loom))]
 use crate::comm::driver::CommDriver;
 #[cfg(not(loom))]
@@ -8,6 +7,7 @@ use crate::comm::job::Job;
 use crate::config::{Builder, Config, Launch};
 use crate::error::{Error, ErrorKind};
 use crate::fiber::guard;
+use crate::remote::engine::Engine;
 use crate::sched::block::BlockKind;
 use crate::sched::deque::Worker;
 use crate::sched::worker::{pin_to, worker_main};
@@ -81,7 +81,7 @@ impl Runtime {
         // The recorder asks the scheduler for the running task's id.
         crate::trace::set_task_ids(crate::query::current_task_id);
         // Settings of layers above the scheduler, validated with the rest.
-        crate::am::chant::configure(config.chant_task_polls);
+        crate::remote::chant::configure(config.chant_task_polls);
         // Before any remote call can run: SPMD bodies are told apart.
         #[cfg(not(loom))]
         crate::pgas::attach();
@@ -109,7 +109,7 @@ impl Runtime {
 
     #[cfg(not(loom))]
     fn start_locale(mut config: Config) -> Result<Runtime, Error> {
-        let table = crate::am::handlers::table()?;
+        let table = crate::remote::handlers::table()?;
         // Every locale of a traced job writes into one parts directory,
         // named by a random number: locale 0's (a locale it starts is
         // handed it; over MPI, rank 0's is broadcast as the job starts).
@@ -144,11 +144,13 @@ impl Runtime {
         };
         engine.attach(&rt.registry);
         transport.attach_poller(crate::sched::driver::DriverPoller::new(&rt.registry));
-        crate::am::count_messages(rt.registry.config.stats || rt.registry.config.trace.is_some());
-        crate::am::install(engine.clone());
+        crate::remote::count_messages(
+            rt.registry.config.stats || rt.registry.config.trace.is_some(),
+        );
+        crate::remote::install(engine.clone());
         if here == 0 {
             if let Err(e) = engine.await_hellos() {
-                crate::am::uninstall();
+                crate::remote::uninstall();
                 rt.stop();
                 job.abandon(&e);
                 return Err(e);
@@ -156,7 +158,7 @@ impl Runtime {
             // Locales on other machines have other clocks: put their traces
             // on locale 0's.
             if rt.registry.config.trace.is_some() && job.clocks_may_differ() {
-                crate::am::clock::align_trace_clocks();
+                crate::remote::clock::align_trace_clocks();
             }
             rt.job = Some(Joined { engine, job });
             Ok(rt)
@@ -168,7 +170,7 @@ impl Runtime {
             }
             engine.await_shutdown();
             rt.stop();
-            crate::am::uninstall();
+            crate::remote::uninstall();
             job.finish();
             std::process::exit(0);
         }
@@ -269,7 +271,7 @@ impl Runtime {
             WorkerLocal::current().is_none(),
             "cantus: a runtime cannot be shut down from one of its own tasks"
         );
-        let here = crate::am::here();
+        let here = crate::remote::here();
         #[cfg_attr(loom, allow(unused_variables))]
         let job = self.job.take().inspect(|j| {
             // Every locale's work, and every message between them, is done
@@ -277,7 +279,7 @@ impl Runtime {
             j.engine.terminate(&self.registry);
             #[cfg(not(loom))]
             j.job.shutdown_ordered();
-            crate::am::uninstall();
+            crate::remote::uninstall();
         });
         if !self.threads.is_empty() {
             let _blocked = crate::sched::outside_wait::long_wait(|| {
@@ -299,7 +301,7 @@ impl Runtime {
         #[cfg(not(loom))]
         crate::trace::stop();
         Registry::uninstall();
-        crate::am::chant::at_shutdown(here);
+        crate::remote::chant::at_shutdown(here);
         #[cfg(not(loom))]
         crate::pgas::uninstall();
         // Last of the job: the others end (locale 0 waits for them; over
@@ -353,28 +355,4 @@ where
     let r = rt.block_on(main);
     rt.shutdown();
     Ok(r)
-}
-
-/// Declares, for as long as it lives, that the calling outside thread is
-/// busy and may still wake blocked tasks, so the deadlock detector must not
-/// fire while every worker is idle. Hold one in an OS thread that will fill
-/// sync variables that tasks wait on, when it does not block in cantus
-/// itself.
-pub struct OutsideActivity {
-    registry: Arc<Registry>,
-}
-
-impl OutsideActivity {
-    /// Starts declaring activity; `None` if no runtime is running.
-    pub fn begin() -> Option<OutsideActivity> {
-        let registry = Registry::current()?;
-        registry.outside.active.fetch_add(1, Ordering::SeqCst);
-        Some(OutsideActivity { registry })
-    }
-}
-
-impl Drop for OutsideActivity {
-    fn drop(&mut self) {
-        self.registry.outside.active.fetch_sub(1, Ordering::SeqCst);
-    }
 }

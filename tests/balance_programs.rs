@@ -19,7 +19,7 @@ use cantus_programs::nqueens;
 use cantus_programs::pentomino;
 use cantus_programs::uts;
 
-use cantus::balance::{Balance, Registered, Splittable};
+use cantus::balance::{Balance, RegisteredWork, Splittable};
 use common::rt;
 use pentomino::Puzzle;
 use serde::Serialize;
@@ -108,7 +108,7 @@ fn check_driven<W: Splittable>(
 
 /// Balances `make()` on the shared 2-worker runtime, with the default
 /// step and with one unit per step; both must give `expected`.
-fn check_balanced<W: Registered>(what: &str, make: impl Fn() -> W, expected: W::Result)
+fn check_balanced<W: RegisteredWork>(what: &str, make: impl Fn() -> W, expected: W::Result)
 where
     W::Result: PartialEq + std::fmt::Debug,
 {

@@ -1,4 +1,4 @@
-//! Blocking calls (`cantus::blocking`, Qthreads' qt_begin/end_blocking_action):
+//! Blocking calls (`cantus::task::blocking`, Qthreads' qt_begin/end_blocking_action):
 //! a task in a system call leaves its worker for a blocking-call thread,
 //! so on one worker the task that will end the call can still run.
 
@@ -44,7 +44,7 @@ fn a_task_in_a_system_call_does_not_hold_its_only_worker() {
     let got = std::sync::Mutex::new(None);
     rt().block_on(|| {
         cantus::scope(|s| {
-            s.spawn(|| *got.lock().unwrap() = cantus::blocking(|| read_within_10s(&r)));
+            s.spawn(|| *got.lock().unwrap() = cantus::task::blocking(|| read_within_10s(&r)));
             // The writer runs on the same (only) worker, while the reader
             // waits in poll(2) on a blocking-call thread.
             s.spawn(|| {
@@ -70,7 +70,7 @@ fn blocking_calls_of_many_tasks_overlap_on_one_worker() {
         cantus::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
-                    cantus::blocking(|| {
+                    cantus::task::blocking(|| {
                         let now = inflight.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
                         std::thread::sleep(Duration::from_millis(50));
@@ -97,7 +97,7 @@ fn a_task_comes_home_to_its_worker_with_its_identity() {
                     cantus::query::current_worker(),
                 );
                 // Away, the call runs as an outside thread does.
-                let away = cantus::blocking(|| {
+                let away = cantus::task::blocking(|| {
                     (
                         cantus::query::current_task_id(),
                         cantus::query::current_worker(),
@@ -122,7 +122,7 @@ fn a_task_comes_home_to_its_worker_with_its_identity() {
 #[test]
 fn nested_blocking_calls_come_home_once() {
     let v = rt().block_on(|| {
-        let inner = cantus::blocking(|| cantus::blocking(|| 20) + 1);
+        let inner = cantus::task::blocking(|| cantus::task::blocking(|| 20) + 1);
         assert!(cantus::query::current_worker().is_some(), "home again");
         inner * 2
     });
@@ -132,9 +132,9 @@ fn nested_blocking_calls_come_home_once() {
 #[test]
 fn a_panic_in_a_blocking_call_continues_in_the_task() {
     let r = rt().block_on(|| {
-        let caught = std::panic::catch_unwind(|| cantus::blocking(|| panic!("in the call")));
+        let caught = std::panic::catch_unwind(|| cantus::task::blocking(|| panic!("in the call")));
         // The task is home and works as before.
-        cantus::yield_now();
+        cantus::task::yield_now();
         (caught.is_err(), cantus::query::current_worker())
     });
     assert_eq!(r, (true, Some(0)));
@@ -143,7 +143,7 @@ fn a_panic_in_a_blocking_call_continues_in_the_task() {
 #[test]
 fn an_outside_thread_makes_its_blocking_call_in_place() {
     rt();
-    let name = cantus::blocking(|| std::thread::current().name().map(str::to_owned));
+    let name = cantus::task::blocking(|| std::thread::current().name().map(str::to_owned));
     assert_eq!(
         name,
         std::thread::current().name().map(str::to_owned),
@@ -167,7 +167,7 @@ fn a_blocking_call_keeps_the_deadlock_detector_quiet() {
         let got = rt.block_on(|| {
             cantus::scope(|s| {
                 s.spawn(|| {
-                    cantus::blocking(|| std::thread::sleep(Duration::from_millis(600)));
+                    cantus::task::blocking(|| std::thread::sleep(Duration::from_millis(600)));
                     v.write_ef(7u32);
                 });
                 v.read_fe()

@@ -101,7 +101,7 @@ struct Late {
 impl Remote for Late {
     type Output = ();
     fn run(self) {
-        cantus::sleep(Duration::from_millis(self.after_ms));
+        cantus::task::sleep(Duration::from_millis(self.after_ms));
         chant::send(self.boss, 1, b"late").unwrap();
     }
 }
@@ -175,7 +175,10 @@ fn echoes() -> Vec<TaskId> {
 
 /// Starts `per_locale` agents on every locale (`make(locale, index)`) and
 /// returns their ids by index, from their hellos.
-fn agents<R: cantus::Registered>(per_locale: usize, make: impl Fn(usize, u32) -> R) -> Vec<TaskId> {
+fn agents<R: cantus::remote::RegisteredCall>(
+    per_locale: usize,
+    make: impl Fn(usize, u32) -> R,
+) -> Vec<TaskId> {
     let n = cantus::num_locales();
     let total = n * per_locale;
     for i in 0..total {
@@ -280,7 +283,7 @@ fn receives_pick_by_source_and_tag_from_queued_messages() {
             }
             // Nothing is left: a probe with any source finds nothing.
             let probe = chant::irecv(Source::Any, Tag::Any);
-            cantus::sleep(Duration::from_millis(20));
+            cantus::task::sleep(Duration::from_millis(20));
             assert!(!probe.test(), "a message was left over");
         },
     );
@@ -305,7 +308,7 @@ fn irecv_test_try_take_and_wait() {
                 Ok(m) => break m,
                 Err(back) => h = back,
             }
-            cantus::yield_now();
+            cantus::task::yield_now();
         };
         assert_eq!((m.source(), m.tag(), m.bytes()), (echo, 6, &b"six"[..]));
         // Two receives posted, answered in post order.
@@ -321,7 +324,7 @@ fn irecv_test_try_take_and_wait() {
         chant::send(echo, 8, b"taken").unwrap();
         chant::send(echo, 8, b"later").unwrap();
         while !dropped.test() {
-            cantus::yield_now();
+            cantus::task::yield_now();
         }
         drop(dropped);
         assert_eq!(chant::recv(Source::Any, Tag::Is(8)).bytes(), b"taken");
@@ -362,7 +365,7 @@ fn a_task_blocked_in_recv_does_not_block_its_worker() {
                     chant::send(me, 4, m.bytes()).unwrap();
                 });
                 let w = *waiter.read();
-                cantus::sleep(Duration::from_millis(5));
+                cantus::task::sleep(Duration::from_millis(5));
                 chant::send(w, 3, b"wake").unwrap();
                 assert_eq!(chant::recv(Source::Task(w), Tag::Is(4)).bytes(), b"wake");
             });

@@ -128,7 +128,7 @@ fn slow_but_live_programs_are_not_called_deadlocked() {
         rt.block_on(|| {
             cantus::scope(|s| {
                 s.spawn(|| {
-                    cantus::sleep(std::time::Duration::from_millis(600));
+                    cantus::task::sleep(std::time::Duration::from_millis(600));
                     v.write_ef(1);
                 });
                 assert_eq!(v.read_fe(), 1);
@@ -231,7 +231,7 @@ fn deadlock_report_lists_waiters_and_names_the_remedy() {
     );
     assert_eq!(status.signal(), Some(libc::SIGABRT), "{stderr}");
     assert!(stderr.contains("cantus: deadlock"), "{stderr}");
-    assert!(stderr.contains("cantus::OutsideActivity"), "{stderr}");
+    assert!(stderr.contains("cantus::task::OutsideActivity"), "{stderr}");
     assert!(stderr.contains("cantus_outside_activity_begin"), "{stderr}");
     assert!(stderr.contains("CANTUS_DEADLOCK_MS=0"), "{stderr}");
     // Who waits on what: the task reading the variable, with its id and
@@ -254,7 +254,7 @@ fn declared_outside_activity_is_not_a_deadlock() {
     if is_child() {
         let rt = cantus::Runtime::new().unwrap();
         let v = std::sync::Arc::new(cantus::SyncVar::<u32>::new());
-        let busy = cantus::OutsideActivity::begin().expect("a runtime runs");
+        let busy = cantus::task::OutsideActivity::begin().expect("a runtime runs");
         let filler = {
             let v = v.clone();
             std::thread::spawn(move || {

@@ -24,7 +24,7 @@ fn value(i: usize) -> u64 {
 fn every_index_runs_once_for_every_schedule_and_length() {
     for s in SCHEDULES {
         for n in LENGTHS {
-            for grain in [1, 64, cantus::DEFAULT_GRAIN] {
+            for grain in [1, 64, cantus::config::DEFAULT_GRAIN] {
                 let hits: Vec<AtomicUsize> = (0..n).map(|_| AtomicUsize::new(0)).collect();
                 rt().block_on(|| {
                     forall(0..n).schedule(s).grain(grain).for_each(|i| {

@@ -82,11 +82,11 @@ impl Remote for Misbehave {
             Misuse::ReadEmpty => GATE.read_fe(),
             Misuse::CallOut => cantus::on(0, Add(1, 1)).join().unwrap(),
             Misuse::Sleep => {
-                cantus::sleep(Duration::from_millis(1));
+                cantus::task::sleep(Duration::from_millis(1));
                 0
             }
             Misuse::Yield => {
-                cantus::yield_now();
+                cantus::task::yield_now();
                 0
             }
             Misuse::SpawnWaiter => {
@@ -165,14 +165,14 @@ fn inline_calls_answer_like_any_call() {
             for l in 0..3 {
                 let (n, at) = cantus::on(l, Hit(1)).join().unwrap();
                 assert_eq!((n, at), (1, l), "an inline call runs on locale {l}");
-                assert_eq!(cantus::on_pod(l, Twice(21)).join().unwrap(), 42);
+                assert_eq!(cantus::remote::on_pod(l, Twice(21)).join().unwrap(), 42);
             }
             // Detached, then counted by a call behind them on the same
             // ring (a locale takes its requests in order).
             for _ in 0..1000 {
                 cantus::begin_on(1, Hit(1)).unwrap();
             }
-            cantus::begin_on_pod(2, Twice(1)).unwrap();
+            cantus::remote::begin_on_pod(2, Twice(1)).unwrap();
             assert_eq!(cantus::on(1, Hit(0)).join().unwrap().0, 1001);
             // Results larger than a frame (half of the default 64 KiB
             // ring) leave from a task, in fragments.
@@ -231,8 +231,8 @@ fn an_inline_call_that_would_wait_fails_naming_what_it_tried() {
                 for (misuse, what) in [
                     (Misuse::ReadEmpty, "waited in SyncVar::read_fe"),
                     (Misuse::CallOut, "send to locale 0"),
-                    (Misuse::Sleep, "waited in cantus::sleep"),
-                    (Misuse::Yield, "waited in cantus::yield_now"),
+                    (Misuse::Sleep, "waited in cantus::task::sleep"),
+                    (Misuse::Yield, "waited in cantus::task::yield_now"),
                 ] {
                     let e = cantus::on(1, Misbehave(misuse)).join().unwrap_err();
                     assert_eq!(e.kind(), ErrorKind::RemotePanic, "{misuse:?}");
@@ -259,7 +259,7 @@ fn an_inline_call_that_would_wait_fails_naming_what_it_tried() {
                         std::time::Instant::now() < deadline,
                         "the spawned task never ran"
                     );
-                    cantus::sleep(Duration::from_millis(1));
+                    cantus::task::sleep(Duration::from_millis(1));
                 }
             });
             rt.shutdown();

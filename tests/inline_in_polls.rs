@@ -222,7 +222,7 @@ impl Remote for Hold {
     type Output = ();
     fn run(self) {
         while !STOP.load(Ordering::Acquire) {
-            cantus::sleep(std::time::Duration::from_micros(200));
+            cantus::task::sleep(std::time::Duration::from_micros(200));
         }
     }
 }
@@ -312,7 +312,7 @@ impl Remote for InBarrier {
         } else {
             // Once locale 1's body waits in the barrier.
             while cantus::on(1, Waiter).join().unwrap().is_none() {
-                cantus::yield_now();
+                cantus::task::yield_now();
             }
             seen = probes(self.mine, self.zero, self.to, 1000);
         }
@@ -377,7 +377,7 @@ fn scenario(
         if let Some(t) = cantus::on(1, ReceiverId).join().unwrap() {
             break t;
         }
-        cantus::yield_now();
+        cantus::task::yield_now();
     };
     let (mut drivers, end) = start();
     // The receiver, waiting on its message's variable, polls too before
@@ -406,7 +406,7 @@ fn every_poll(shared: bool) {
         let run = cantus::on(1, RunSpin);
         let spinner = loop {
             match cantus::on(1, Spinner).join().unwrap() {
-                0 => cantus::yield_now(),
+                0 => cantus::task::yield_now(),
                 id => break id,
             }
         };
@@ -422,7 +422,7 @@ fn every_poll(shared: bool) {
         let call = cantus::on(1, Caller);
         let waiter = loop {
             match cantus::on(1, Waiter).join().unwrap() {
-                None => cantus::yield_now(),
+                None => cantus::task::yield_now(),
                 w => break w,
             }
         };
@@ -448,7 +448,7 @@ fn every_poll(shared: bool) {
         if let Some(t) = cantus::on(1, ReceiverId).join().unwrap() {
             break t;
         }
-        cantus::yield_now();
+        cantus::task::yield_now();
     };
     let seen = pgas::spmd(InBarrier {
         mine: arrays[1],
@@ -597,11 +597,11 @@ fn what_an_inline_call_may_not_do_is_refused() {
                 if let Some(t) = cantus::on(1, ReceiverId).join().unwrap() {
                     break t;
                 }
-                cantus::yield_now();
+                cantus::task::yield_now();
             };
             let run = cantus::on(1, RunSpin);
             while cantus::on(1, Spinner).join().unwrap() == 0 {
-                cantus::yield_now();
+                cantus::task::yield_now();
             }
             // In the piece's poll: no id, and no send.
             assert_eq!(cantus::on(1, SendItself(to, false)).join().unwrap(), None);

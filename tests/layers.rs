@@ -145,7 +145,7 @@ fn the_check_finds_a_planted_upward_import_and_a_root_re_export() {
         "use crate::sched::WorkerLocal;",
         "use crate::par::begin;",
         "crate::remote!(Ping);",
-        "$crate::am::on($l, $x)",
+        "$crate::remote::on($l, $x)",
         "/// See [`crate::runtime::Runtime`].",
     ] {
         assert!(check_line(&table, "par", ok).is_empty(), "{ok}");

@@ -126,7 +126,7 @@ struct Axpy {
     x: f64,
     y: f64,
 }
-impl cantus::RemotePod for Axpy {
+impl cantus::remote::RemotePod for Axpy {
     type Output = [u64; 2];
     fn run(self) -> [u64; 2] {
         [(self.a * self.x + self.y) as u64, cantus::here() as u64]
@@ -137,7 +137,7 @@ impl cantus::RemotePod for Axpy {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct PodBump(u64);
-impl cantus::RemotePod for PodBump {
+impl cantus::remote::RemotePod for PodBump {
     type Output = ();
     fn run(self) {
         COUNTER.fetch_add(self.0, Ordering::Relaxed);
@@ -161,7 +161,7 @@ struct CallBackLater(u64);
 impl Remote for CallBackLater {
     type Output = ();
     fn run(self) {
-        cantus::sleep(Duration::from_millis(self.0));
+        cantus::task::sleep(Duration::from_millis(self.0));
         cantus::on(0, OpenLocalGate(self.0)).join().unwrap();
     }
 }
@@ -226,13 +226,13 @@ fn every_locale_answers_remote_calls() {
                         x: 20.0,
                         y: l as f64,
                     };
-                    let got = cantus::on_pod(l, call).join().unwrap();
+                    let got = cantus::remote::on_pod(l, call).join().unwrap();
                     assert_eq!(
                         got,
                         [40 + l as u64, l as u64],
                         "a plain-data call runs on locale {l}"
                     );
-                    cantus::begin_on_pod(l, PodBump(0)).unwrap();
+                    cantus::remote::begin_on_pod(l, PodBump(0)).unwrap();
                 }
                 who.iter().map(|w| w.2).collect::<Vec<_>>()
             });
@@ -289,7 +289,7 @@ fn detached_calls_all_run_before_the_job_ends() {
                         Instant::now() < deadline,
                         "locale {l} ran {seen} of 100 bumps"
                     );
-                    cantus::sleep(Duration::from_millis(1));
+                    cantus::task::sleep(Duration::from_millis(1));
                 }
             }
         });
@@ -449,9 +449,9 @@ fn a_remote_call_with_no_runtime_says_to_start_one() {
         };
         says_no_runtime("on", &|| drop(cantus::on(1, Add(1, 1))));
         says_no_runtime("begin_on", &|| drop(cantus::begin_on(1, Bump(1))));
-        says_no_runtime("on_pod", &|| drop(cantus::on_pod(1, PodBump(1))));
+        says_no_runtime("on_pod", &|| drop(cantus::remote::on_pod(1, PodBump(1))));
         says_no_runtime("begin_on_pod", &|| {
-            drop(cantus::begin_on_pod(1, PodBump(1)))
+            drop(cantus::remote::begin_on_pod(1, PodBump(1)))
         });
         says_no_runtime("coforall_locales", &|| {
             drop(cantus::coforall_locales(|_| WhoAmI))
@@ -741,7 +741,7 @@ fn deadlock_everywhere(locales: usize) {
         }
         // Let the handlers block before we do (not needed for the
         // report; it makes it list them).
-        cantus::sleep(Duration::from_millis(50));
+        cantus::task::sleep(Duration::from_millis(50));
         eprintln!("blocking at {}", epoch_ms());
         NEVER.read_fe()
     });

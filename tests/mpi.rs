@@ -323,7 +323,7 @@ fn calls_everywhere() {
                     Instant::now() < deadline,
                     "locale {l}'s bumps never all arrived"
                 );
-                cantus::sleep(Duration::from_millis(1));
+                cantus::task::sleep(Duration::from_millis(1));
             }
         }
         // Arguments and results larger than a frame travel in pieces.
@@ -685,7 +685,7 @@ fn a_locale_whose_workers_never_poll_still_answers_inline() {
                 if spinning as usize == workers {
                     break;
                 }
-                cantus::sleep(Duration::from_millis(5));
+                cantus::task::sleep(Duration::from_millis(5));
             }
             let spinning = cantus::on(1, Release).join().unwrap();
             assert!(spinning > 0, "answered while the workers spun");
@@ -845,7 +845,7 @@ fn a_rank_killed_by_sigkill_ends_the_job() {
             // Locale 1 is gone: the job ends under us (mpirun stops it).
             loop {
                 let _ = cantus::on(2, Add(1, 1)).join();
-                cantus::sleep(Duration::from_millis(10));
+                cantus::task::sleep(Duration::from_millis(10));
             }
         });
     });
@@ -864,7 +864,7 @@ fn a_rank_that_exits_early_ends_the_job() {
         rt.block_on(|| {
             cantus::begin_on(1, Die(Some(3))).unwrap();
             loop {
-                cantus::sleep(Duration::from_millis(10));
+                cantus::task::sleep(Duration::from_millis(10));
             }
         });
     });

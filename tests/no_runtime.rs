@@ -42,8 +42,8 @@ fn sync_variables_work_between_plain_threads() {
         v.write_ef(i);
     }
     assert_eq!(t.join().unwrap(), 999 * 1000 / 2);
-    cantus::sleep(std::time::Duration::from_millis(1));
-    cantus::yield_now();
+    cantus::task::sleep(std::time::Duration::from_millis(1));
+    cantus::task::yield_now();
 }
 
 /// Runs `f`, which must panic, and returns where the panic was raised

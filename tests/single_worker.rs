@@ -23,7 +23,7 @@ fn yield_lets_a_task_on_the_same_worker_run() {
                 // by the deadline, so a regression fails instead of hanging).
                 while !flag.load(Ordering::Acquire) && Instant::now() < deadline {
                     spins.fetch_add(1, Ordering::Relaxed);
-                    cantus::yield_now();
+                    cantus::task::yield_now();
                 }
                 saw_flag.store(flag.load(Ordering::Acquire), Ordering::Relaxed);
             });
@@ -43,7 +43,7 @@ fn a_sleeping_task_does_not_hold_the_worker() {
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
-                cantus::sleep(Duration::from_millis(50));
+                cantus::task::sleep(Duration::from_millis(50));
                 order.lock().unwrap().push(("sleeper", start.elapsed()));
             });
             s.spawn(|| order.lock().unwrap().push(("other", start.elapsed())));

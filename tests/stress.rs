@@ -104,7 +104,7 @@ fn millions_of_tasks_in_bounded_memory() {
                     })
                 });
                 while cantus::query::snapshot().unwrap().blocked < 9_000 {
-                    cantus::sleep(std::time::Duration::from_millis(1));
+                    cantus::task::sleep(std::time::Duration::from_millis(1));
                 }
                 gate.write(1);
             })

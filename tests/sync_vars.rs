@@ -50,7 +50,7 @@ fn wait_blocked(n: u64, what: &str) {
             Instant::now() < deadline,
             "{what}: only {blocked} of {n} tasks blocked after {DEADLINE:?}"
         );
-        cantus::yield_now();
+        cantus::task::yield_now();
     }
 }
 

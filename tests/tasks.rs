@@ -280,11 +280,11 @@ fn sleeping_task_lets_others_run_and_wakes_on_time() {
     rt().block_on(|| {
         cantus::scope(|s| {
             s.spawn(|| {
-                cantus::sleep(Duration::from_millis(30));
+                cantus::task::sleep(Duration::from_millis(30));
                 *woke.lock().unwrap() = start.elapsed();
             });
             s.spawn(|| {
-                cantus::sleep(Duration::from_millis(10));
+                cantus::task::sleep(Duration::from_millis(10));
             });
         })
     });
@@ -324,7 +324,7 @@ fn queries_inside_and_outside_tasks() {
                 if seen >= 16 {
                     break;
                 }
-                cantus::sleep(Duration::from_millis(1));
+                cantus::task::sleep(Duration::from_millis(1));
             }
             gate.write_ef(());
             seen
@@ -365,7 +365,7 @@ fn stop_flag_seen_across_tasks() {
                 s.spawn(|| {
                     spinning.fetch_add(1, Ordering::AcqRel);
                     while !stop.load(Ordering::Acquire) && Instant::now() < deadline {
-                        cantus::yield_now();
+                        cantus::task::yield_now();
                     }
                     if stop.load(Ordering::Acquire) {
                         saw_stop.fetch_add(1, Ordering::AcqRel);
@@ -374,7 +374,7 @@ fn stop_flag_seen_across_tasks() {
             }
             s.spawn(|| {
                 while spinning.load(Ordering::Acquire) < 2 && Instant::now() < deadline {
-                    cantus::yield_now();
+                    cantus::task::yield_now();
                 }
                 setter_saw.store(spinning.load(Ordering::Acquire), Ordering::Release);
                 stop.store(true, Ordering::Release);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// Far below the child's kill timeout: a refusal is immediate.
 const AT_ONCE: Duration = Duration::from_secs(5);
 
-fn small() -> cantus::Builder {
+fn small() -> cantus::config::Builder {
     Runtime::builder()
         .workers(1)
         .ignore_environment()

@@ -192,7 +192,7 @@ fn quiet(rt: &cantus::Runtime, reps: usize) {
             let (a, b) = rt.block_on(|| {
                 let (c0, c1) = (cpu_seconds(), cantus::on(1, CpuSeconds).join().unwrap());
                 let t = Instant::now();
-                cantus::sleep(Duration::from_secs(2));
+                cantus::task::sleep(Duration::from_secs(2));
                 let wall = t.elapsed().as_secs_f64();
                 let (d0, d1) = (cpu_seconds(), cantus::on(1, CpuSeconds).join().unwrap());
                 ((d0 - c0) / wall * 100.0, (d1 - c1) / wall * 100.0)
@@ -202,7 +202,7 @@ fn quiet(rt: &cantus::Runtime, reps: usize) {
             let mut times = rt.block_on(|| {
                 let busy = cantus::on(1, Compute { ms: 1000 });
                 // Let the compute loops start on locale 1's workers.
-                cantus::sleep(Duration::from_millis(50));
+                cantus::task::sleep(Duration::from_millis(50));
                 let mut times = Vec::new();
                 let t = Instant::now();
                 while t.elapsed() < Duration::from_millis(800) {
@@ -228,7 +228,7 @@ fn quiet(rt: &cantus::Runtime, reps: usize) {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct PodPing(u64);
-impl cantus::RemotePod for PodPing {
+impl cantus::remote::RemotePod for PodPing {
     type Output = u64;
     fn run(self) -> u64 {
         self.0 + 1
@@ -239,7 +239,7 @@ impl cantus::RemotePod for PodPing {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct PodPingInline(u64);
-impl cantus::RemotePod for PodPingInline {
+impl cantus::remote::RemotePod for PodPingInline {
     type Output = u64;
     const INLINE: bool = true;
     fn run(self) -> u64 {
@@ -387,7 +387,7 @@ fn round_trip(rounds: u64) -> f64 {
 /// Microseconds per `on_pod(1, PodPing).join()`.
 fn round_trip_pod(rounds: u64) -> f64 {
     round_trips(rounds, |v| {
-        cantus::on_pod(1, PodPing(v)).join().expect("ping")
+        cantus::remote::on_pod(1, PodPing(v)).join().expect("ping")
     })
 }
 
@@ -401,7 +401,9 @@ fn round_trip_inline(rounds: u64) -> f64 {
 /// Microseconds per `on_pod(1, PodPingInline).join()`.
 fn round_trip_pod_inline(rounds: u64) -> f64 {
     round_trips(rounds, |v| {
-        cantus::on_pod(1, PodPingInline(v)).join().expect("ping")
+        cantus::remote::on_pod(1, PodPingInline(v))
+            .join()
+            .expect("ping")
     })
 }
 
@@ -431,7 +433,7 @@ fn streamed(rounds: u64) -> f64 {
         cantus::begin_on(1, Tick).expect("tick");
     }
     while cantus::on(1, Arrived).join().expect("count") < before + rounds {
-        cantus::yield_now();
+        cantus::task::yield_now();
     }
     us_per(start.elapsed(), rounds)
 }
@@ -582,7 +584,7 @@ fn chant_one_way(size: usize, rounds: u64) -> Duration {
 fn call_arg(
     size: usize,
     rounds: u64,
-    on: impl Fn(Vec<u8>) -> cantus::RemoteHandle<u64>,
+    on: impl Fn(Vec<u8>) -> cantus::remote::RemoteHandle<u64>,
 ) -> Duration {
     let arg: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let call = || {

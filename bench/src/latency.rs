@@ -70,9 +70,9 @@ pub(crate) fn run(reps: usize, quick: bool) {
         "block_on_latency: {reps} blocks of {calls} calls of fib({FIB_N}) per policy, {workers} workers"
     ));
     for policy in [
-        cantus::WaitPolicy::Hybrid,
-        cantus::WaitPolicy::Active,
-        cantus::WaitPolicy::Passive,
+        cantus::config::WaitPolicy::Hybrid,
+        cantus::config::WaitPolicy::Active,
+        cantus::config::WaitPolicy::Passive,
     ] {
         let name = format!("block_on_latency.{}", policy_name(policy));
         let (mut ours, mut theirs) = (Samples::new(), Samples::new());
@@ -108,10 +108,10 @@ fn single(v: f64) -> Samples {
     s
 }
 
-fn policy_name(p: cantus::WaitPolicy) -> &'static str {
+fn policy_name(p: cantus::config::WaitPolicy) -> &'static str {
     match p {
-        cantus::WaitPolicy::Active => "active",
-        cantus::WaitPolicy::Passive => "passive",
+        cantus::config::WaitPolicy::Active => "active",
+        cantus::config::WaitPolicy::Passive => "passive",
         _ => "hybrid",
     }
 }

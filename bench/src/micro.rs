@@ -213,7 +213,7 @@ fn task_ops(reps: usize, div: u64) {
             let ds = ns_per(d, joins);
             let (d, ()) = time(|| {
                 for _ in 0..yields {
-                    cantus::yield_now();
+                    cantus::task::yield_now();
                 }
             });
             let dy = ns_per(d, yields);
@@ -231,7 +231,7 @@ fn task_ops(reps: usize, div: u64) {
     figure("yield", &yield_s, "ns");
 }
 
-/// A blocking call's round trip from a task (`cantus::blocking` of an
+/// A blocking call's round trip from a task (`cantus::task::blocking` of an
 /// empty call: leave the worker for a blocking-call thread and come home)
 /// against the thread-per-call baseline (spawn an OS thread for the call
 /// and join it), one repetition of each in turn.
@@ -242,7 +242,7 @@ fn blocking(reps: usize, calls: u64) {
         let da = rt.block_on(|| {
             let (d, ()) = time(|| {
                 for _ in 0..calls {
-                    cantus::blocking(|| black_box(()));
+                    cantus::task::blocking(|| black_box(()));
                 }
             });
             ns_per(d, calls)

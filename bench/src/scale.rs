@@ -588,7 +588,7 @@ fn lcals(sweep: &mut Sweep, kernel: Kernel) {
     }
     let serial_s = sweep.serial(&bench, US_PER_TRIAL, &serial);
     let args = kernel.peer_args(n, trials);
-    let grain = cantus::DEFAULT_GRAIN;
+    let grain = cantus::config::DEFAULT_GRAIN;
     for w in sweep.counts.clone() {
         sweep.progress(&format!("{bench}: {w} workers, {} reps", sweep.reps));
         let (mut c, mut r, mut o) = (Vec::new(), Vec::new(), Vec::new());

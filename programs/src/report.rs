@@ -82,7 +82,7 @@ pub struct Run<R> {
 /// of the program's second argument, `UNITS`, if given), then `after` in
 /// the same runtime; exits naming `program` if the runtime or the
 /// computation fails, or with `usage` if `UNITS` does not parse.
-pub fn run_balanced<W: cantus::balance::Registered, T: Send + 'static>(
+pub fn run_balanced<W: cantus::balance::RegisteredWork, T: Send + 'static>(
     program: &str,
     usage: &str,
     work: W,

@@ -6,7 +6,7 @@
 use super::messages::{self, Header};
 use super::protocol::{Protocol, Send, Tuning};
 use super::stats::LocaleStats;
-use super::work::{Registered, Splittable};
+use super::work::{RegisteredWork, Splittable};
 use crate::error::{Error, ErrorKind};
 use crate::sync::SyncVar;
 use serde::{Deserialize, Serialize};
@@ -97,8 +97,8 @@ pub(crate) fn find(header: &Header) -> Result<Option<Arc<dyn Computation>>, Stri
         })?;
         let c = (kind.create)(Setup {
             header: *header,
-            here: crate::am::here(),
-            locales: crate::am::num_locales(),
+            here: crate::remote::here(),
+            locales: crate::remote::num_locales(),
         });
         t.running.insert(header.comp, c.clone());
         c
@@ -116,7 +116,7 @@ pub(crate) fn end(comp: CompId) -> Option<Arc<dyn Computation>> {
 
 /// Makes the state of `W`'s computation on this locale (the table's
 /// constructor for its work type).
-pub(crate) fn create<W: Registered>(setup: Setup) -> Arc<dyn Computation> {
+pub(crate) fn create<W: RegisteredWork>(setup: Setup) -> Arc<dyn Computation> {
     Comp::<W>::new(setup)
 }
 
@@ -143,7 +143,7 @@ pub(crate) struct Comp<W: Splittable> {
 /// The most units a step adapts to.
 const MAX_UNITS: u32 = 1 << 20;
 
-impl<W: Registered> Comp<W> {
+impl<W: RegisteredWork> Comp<W> {
     pub(crate) fn new(setup: Setup) -> Arc<Comp<W>> {
         let h = setup.header;
         let comp = Arc::new(Comp {
@@ -166,7 +166,7 @@ impl<W: Registered> Comp<W> {
         if setup.locales > 1 {
             // Requests may come at any moment until the end: a messaging
             // thread must not sleep through one (lowered in `finish`).
-            crate::am::expect_arrivals(true);
+            crate::remote::expect_arrivals(true);
         }
         comp
     }
@@ -253,7 +253,7 @@ impl<W: Registered> Comp<W> {
                 }
                 // A worker busy in a long piece may be the only poller
                 // of its locale: requests are seen between steps.
-                crate::am::poll_once();
+                crate::remote::poll_once();
             }
             if self.wanted.load(Ordering::Relaxed) && !self.answer(&mut work) {
                 failed = true;
@@ -357,7 +357,7 @@ impl<W: Registered> Comp<W> {
                     | u64::from(self.setup.header.comp.seq),
                 0,
             );
-            if let Err(e) = crate::am::begin_on(thief, msg) {
+            if let Err(e) = crate::remote::begin_on(thief, msg) {
                 // The thief is gone (and the job ends): the piece is no
                 // longer in flight.
                 self.fail(format!("work for locale {thief} could not be sent: {e}"));
@@ -372,7 +372,7 @@ impl<W: Registered> Comp<W> {
 /// failure it carries.
 type Outgoing<R> = Vec<(Send, Option<(R, Option<String>)>)>;
 
-fn send_all<W: Registered>(
+fn send_all<W: RegisteredWork>(
     header: Header,
     here: usize,
     outgoing: Outgoing<W::Result>,
@@ -380,7 +380,7 @@ fn send_all<W: Registered>(
 ) {
     for (s, carried) in outgoing {
         let r = match s {
-            Send::Steal { to, lifeline } => crate::am::begin_on(
+            Send::Steal { to, lifeline } => crate::remote::begin_on(
                 to,
                 messages::Steal {
                     header,
@@ -388,14 +388,14 @@ fn send_all<W: Registered>(
                     lifeline,
                 },
             ),
-            Send::Nothing { to } => crate::am::begin_on(
+            Send::Nothing { to } => crate::remote::begin_on(
                 to,
                 messages::Nothing {
                     header,
                     victim: here as u32,
                 },
             ),
-            Send::Ack { to } => crate::am::begin_on(
+            Send::Ack { to } => crate::remote::begin_on(
                 to,
                 messages::Ack {
                     header,
@@ -414,7 +414,7 @@ fn send_all<W: Registered>(
                     });
                     Vec::new()
                 });
-                crate::am::begin_on(
+                crate::remote::begin_on(
                     to,
                     messages::Ack {
                         header,
@@ -446,7 +446,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<W: Registered> Computation for Comp<W> {
+impl<W: RegisteredWork> Computation for Comp<W> {
     fn on_steal(&self, thief: usize, lifeline: bool) {
         self.event(|p| p.on_steal(thief, lifeline), true);
     }
@@ -500,7 +500,7 @@ impl<W: Registered> Computation for Comp<W> {
 
     fn finish(&self) -> LocaleStats {
         if self.setup.locales > 1 {
-            crate::am::expect_arrivals(false);
+            crate::remote::expect_arrivals(false);
         }
         let mut s = lock(&self.protocol).finish(now());
         self.wanted.store(false, Ordering::Relaxed);
@@ -513,7 +513,7 @@ impl<W: Registered> Computation for Comp<W> {
 /// Starts a computation of `work` rooted here, runs its first piece in
 /// the calling task, waits until it is over on every locale, and
 /// returns the merged result and every locale's counts.
-pub(crate) fn run_root<W: Registered>(
+pub(crate) fn run_root<W: RegisteredWork>(
     work: W,
     tuning: Tuning,
 ) -> Result<(W::Result, Vec<LocaleStats>), Error> {
@@ -521,8 +521,8 @@ pub(crate) fn run_root<W: Registered>(
         return Err(Error::no_runtime("balance::run"));
     }
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    let here = crate::am::here();
-    let locales = crate::am::num_locales();
+    let here = crate::remote::here();
+    let locales = crate::remote::num_locales();
     let header = Header {
         comp: CompId {
             root: here as u32,
@@ -540,7 +540,7 @@ pub(crate) fn run_root<W: Registered>(
         .running
         .insert(header.comp, comp.clone() as Arc<dyn Computation>);
     for l in (0..locales).filter(|&l| l != here) {
-        crate::am::begin_on(l, messages::Start { header }).map_err(|e| {
+        crate::remote::begin_on(l, messages::Start { header }).map_err(|e| {
             Error::new(
                 ErrorKind::Locale,
                 format!("cantus: balance::run could not start on locale {l}: {e}"),
@@ -553,7 +553,7 @@ pub(crate) fn run_root<W: Registered>(
     // (and end the computation there).
     let handles: Vec<_> = (0..locales)
         .filter(|&l| l != here)
-        .map(|l| (l, crate::am::on(l, messages::Finish { header })))
+        .map(|l| (l, crate::remote::on(l, messages::Finish { header })))
         .collect();
     end(header.comp);
     let mut stats = vec![LocaleStats::default(); locales];

@@ -8,7 +8,7 @@
 use super::computation::{self, CompId};
 use super::protocol::Tuning;
 use super::stats::LocaleStats;
-use crate::am::Remote;
+use crate::remote::Remote;
 use serde::{Deserialize, Serialize};
 
 /// What every message carries: which computation, of which work type

@@ -26,7 +26,13 @@ mod work;
 
 pub use protocol::Tuning;
 pub use stats::{LocaleStats, Spread, Table};
-pub use work::{Registered, Splittable, WorkType, split_stack};
+pub use work::{RegisteredWork, Splittable, WorkType, split_stack};
+
+/// The old name of [`RegisteredWork`] (a remote call's is
+/// [`RegisteredCall`](crate::remote::RegisteredCall)); kept so that code
+/// written against it still compiles.
+#[doc(hidden)]
+pub use work::RegisteredWork as Registered;
 
 use crate::error::Error;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,7 +59,7 @@ pub(crate) fn steal_counts() -> (u64, u64) {
 /// workers only.
 ///
 /// An error if no runtime runs, or a locale could not be reached.
-pub fn run<W: Registered>(work: W) -> Result<W::Result, Error> {
+pub fn run<W: RegisteredWork>(work: W) -> Result<W::Result, Error> {
     Balance::new(work).run().map(|o| o.result)
 }
 
@@ -81,7 +87,7 @@ impl<R> Outcome<R> {
     }
 }
 
-impl<W: Registered> Balance<W> {
+impl<W: RegisteredWork> Balance<W> {
     /// A computation of `work` with the default tuning.
     pub fn new(work: W) -> Balance<W> {
         Balance {

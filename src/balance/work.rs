@@ -1,5 +1,5 @@
 //! Splittable work: what a balanced computation is made of, and the
-//! link-time table of work types (as `am/handlers.rs` keeps the table of
+//! link-time table of work types (as `remote/handlers.rs` keeps the table of
 //! remote calls), so that a locale that receives stolen work of a type
 //! knows how to run it.
 
@@ -137,11 +137,11 @@ pub fn split_stack<T>(stack: &mut Vec<T>) -> Option<Vec<T>> {
     label = "not registered",
     note = "register it with `cantus::splittable!({Self})` at module level"
 )]
-pub trait Registered: Splittable {
+pub trait RegisteredWork: Splittable {
     /// The module where the type was registered, and the type as written.
     const NAME: &'static str;
     /// FNV-1a of the name.
-    const ID: u64 = crate::am::handlers::id_of(Self::NAME);
+    const ID: u64 = crate::remote::handlers::id_of(Self::NAME);
 }
 
 /// Registers splittable work types: `cantus::splittable!(Fib, Queens);`.
@@ -152,7 +152,7 @@ pub trait Registered: Splittable {
 macro_rules! splittable {
     ($($t:ty),+ $(,)?) => {
         $(
-            impl $crate::balance::Registered for $t {
+            impl $crate::balance::RegisteredWork for $t {
                 const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
             }
             $crate::__private::inventory::submit! {
@@ -174,7 +174,7 @@ pub struct WorkType {
 
 impl WorkType {
     /// The entry of `W`.
-    pub const fn of<W: Registered>() -> WorkType {
+    pub const fn of<W: RegisteredWork>() -> WorkType {
         WorkType {
             name: W::NAME,
             id: W::ID,

@@ -6,7 +6,7 @@
 //!
 //! A collective is started by one task per locale, in the same order on
 //! every locale (the SPMD rule), and completes on its own: the task polls
-//! [`Pending::take`] while it makes progress (`am::poll_once`), so no
+//! [`Pending::take`] while it makes progress (`remote::poll_once`), so no
 //! thread waits inside the transport.
 
 use std::sync::atomic::{AtomicBool, Ordering};

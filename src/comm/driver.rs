@@ -1,6 +1,6 @@
 //! The transport as the scheduler's driver: whichever worker polls the
 //! driver polls the transport, and hands each frame to the layer that
-//! knows what frames mean (the active-message engine, `am/`), through
+//! knows what frames mean (the active-message engine, `remote/`), through
 //! [`Dispatch`]. The last idle worker sleeps in the transport's `park`.
 
 use super::transport::{Arrival, Nets, Transport};

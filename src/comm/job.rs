@@ -55,7 +55,7 @@ pub(crate) trait Job: Send + Sync {
     fn shutdown_ordered(&self);
 
     /// Every locale's work is done and no message is in flight
-    /// (termination was detected, `am/`): releases the job. Locale 0
+    /// (termination was detected, `remote/`): releases the job. Locale 0
     /// waits for the others to end; over MPI, every locale completes its
     /// sends and finalizes MPI.
     fn finish(self: Box<Self>);

@@ -4,7 +4,7 @@
 //! [`Transport::max_frame`]) from one locale to another, on one of two
 //! networks, in order per (source, destination, network). It knows
 //! nothing of handlers, replies or tasks: the active-message layer above
-//! (`am/`) gives frames their meaning, and [`CommDriver`](super::driver)
+//! (`remote/`) gives frames their meaning, and [`CommDriver`](super::driver)
 //! plugs the transport into the scheduler's driver seam
 //! (`sched/driver/README.md`), so whichever worker polls the driver polls
 //! the transport.

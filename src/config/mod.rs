@@ -1,14 +1,17 @@
-//! Runtime configuration: the [`Builder`], its defaults, and the
-//! `CANTUS_*` environment variables that override it. A file per role:
-//!
-//! - `mod.rs`: the settings' defaults and limits, the variables' names,
-//!   and [`Config`], the validated result;
-//! - `builder.rs`: [`Builder`] and its setters;
-//! - `env.rs`: resolving a builder against the environment, and the
-//!   parsing and messages of every setting;
-//! - `launch.rs`: how this process joins a job (MPI launchers' variables,
-//!   `CANTUS_TRANSPORT`, a locale started by locale 0);
-//! - `cpus.rs`: the CPUs a process and a rank of a node may use.
+//! Settings: the [`Builder`] a runtime is made from
+//! (`Runtime::builder()`), how idle workers wait ([`WaitPolicy`]), and
+//! every setting's default ([`DEFAULT_SPIN`], [`DEFAULT_STACK_SIZE`],
+//! [`DEFAULT_GRAIN`], ...). Each setting is also read from a `CANTUS_*`
+//! environment variable, which wins over the builder (README,
+//! "Configuration").
+
+// A file per role: `mod.rs` the settings' defaults and limits, the
+// variables' names, and `Config`, the validated result; `builder.rs`
+// the Builder and its setters; `env.rs` resolving a builder against the
+// environment, one function per setting, with the parsing and messages;
+// `launch.rs` how this process joins a job (MPI launchers' variables,
+// `CANTUS_TRANSPORT`, a locale started by locale 0); `cpus.rs` the CPUs
+// a process and a rank of a node may use.
 
 mod builder;
 mod cpus;
@@ -54,6 +57,13 @@ pub const DEFAULT_MAX_THREADS: usize = 255;
 /// How long every worker must sit idle, with tasks blocked and an outside
 /// thread waiting, before a deadlock is reported.
 pub const DEFAULT_DEADLOCK_MS: u64 = 1_000;
+
+/// The most iterations an adaptive loop ([`forall`](crate::forall))
+/// runs between looks at whether a worker is hungry (its first steps are
+/// shorter); also the smallest piece it splits off: a loop shorter than
+/// twice the grain is never split. Override per loop with
+/// [`Forall::grain`](crate::Forall::grain).
+pub const DEFAULT_GRAIN: usize = 1024;
 
 /// Default events per lane of a trace (8 MiB of 32-byte events).
 pub const DEFAULT_TRACE_EVENTS: usize = 1 << 18;

@@ -32,7 +32,7 @@ pub struct CantusCounts {
 pub extern "C" fn cantus_yield() -> Code {
     boundary("cantus_yield", || {
         require_runtime("cantus_yield")?;
-        crate::query::yield_now();
+        crate::task::yield_now();
         Ok(OK)
     })
 }
@@ -42,7 +42,7 @@ pub extern "C" fn cantus_yield() -> Code {
 pub extern "C" fn cantus_sleep_ns(ns: u64) -> Code {
     boundary("cantus_sleep_ns", || {
         require_runtime("cantus_sleep_ns")?;
-        crate::query::sleep(Duration::from_nanos(ns));
+        crate::task::sleep(Duration::from_nanos(ns));
         Ok(OK)
     })
 }

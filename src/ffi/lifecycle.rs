@@ -166,7 +166,7 @@ pub extern "C" fn cantus_is_running() -> Code {
 
 thread_local! {
     /// Activity declarations of this outside thread, innermost last.
-    static ACTIVITY: std::cell::RefCell<Vec<crate::runtime::OutsideActivity>> =
+    static ACTIVITY: std::cell::RefCell<Vec<crate::task::OutsideActivity>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -183,7 +183,7 @@ pub extern "C" fn cantus_outside_activity_begin() -> Code {
             ));
         }
         require_runtime(CALL)?;
-        let a = crate::runtime::OutsideActivity::begin().ok_or_else(|| Fail::no_runtime(CALL))?;
+        let a = crate::task::OutsideActivity::begin().ok_or_else(|| Fail::no_runtime(CALL))?;
         ACTIVITY.with(|v| v.borrow_mut().push(a));
         Ok(OK)
     })

@@ -11,6 +11,7 @@
 //! finishes late is split again on demand.
 
 use super::join::join;
+use crate::config::DEFAULT_GRAIN;
 use crate::sched::WorkerLocal;
 use crate::sched::registry::Registry;
 use std::cell::UnsafeCell;
@@ -31,12 +32,6 @@ pub enum Schedule {
     /// (the default).
     Adaptive,
 }
-
-/// The most iterations an adaptive loop runs between looks at whether a
-/// worker is hungry (its first steps are shorter); also the smallest
-/// piece it splits off: a loop shorter than twice the grain is never
-/// split. Override per loop with [`Forall::grain`].
-pub const DEFAULT_GRAIN: usize = 1024;
 
 /// A data-parallel loop over `range`; see [`forall`].
 #[derive(Clone, Debug)]

@@ -15,7 +15,7 @@ pub(crate) mod stack_job;
 pub use begin::{begin, try_begin};
 pub use cobegin::TaskList;
 pub use coforall::coforall;
-pub use forall::{DEFAULT_GRAIN, Forall, Schedule, forall, forall_chunks_mut, forall_mut};
+pub use forall::{Forall, Schedule, forall, forall_chunks_mut, forall_mut};
 pub use group::TaskGroup;
 pub use join::join;
 pub use scope::{Scope, scope};

@@ -33,7 +33,7 @@ impl<T: Pod> BlockArray<T> {
     ///
     /// As [`alloc`](super::alloc).
     pub fn new(n: usize) -> Result<BlockArray<T>, Error> {
-        let (here, locales) = (crate::am::here(), crate::am::num_locales());
+        let (here, locales) = (crate::remote::here(), crate::remote::num_locales());
         let block = n.div_ceil(locales);
         Ok(BlockArray {
             array: alloc_for("pgas::BlockArray::new", block)?,

@@ -98,10 +98,10 @@ pub(crate) fn mismatch(call: &str, m: Mismatch) -> Error {
 }
 
 /// Lets the active-message layer tell SPMD bodies apart from other remote
-/// calls (`am::SpmdHooks`); called once per runtime, before any remote call
+/// calls (`remote::SpmdHooks`); called once per runtime, before any remote call
 /// runs.
 pub(crate) fn attach() {
-    crate::am::set_spmd_hooks(crate::am::SpmdHooks {
+    crate::remote::set_spmd_hooks(crate::remote::SpmdHooks {
         begin: begin_group,
         end: end_group,
         enter: enter_body,

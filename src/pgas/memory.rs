@@ -121,7 +121,7 @@ impl AtomicOp {
 /// one-sided half (`put`, `get`, `atomic`) is called from any task or
 /// thread; the collective half only from this locale's SPMD body (one
 /// collective at a time, checked by the caller); the group half from the
-/// hooks the active-message layer calls (`am::SpmdHooks`).
+/// hooks the active-message layer calls (`remote::SpmdHooks`).
 pub(crate) trait Memory: Send + Sync + 'static {
     /// This locale.
     fn here(&self) -> usize;
@@ -258,7 +258,7 @@ pub(crate) fn wait_until(mut done: impl FnMut() -> bool, progress: impl Fn() -> 
             let mut pause = MIN_PAUSE;
             while !done() {
                 if !progress() {
-                    crate::query::sleep(pause);
+                    crate::task::sleep(pause);
                     pause = (pause * 2).min(MAX_PAUSE);
                 }
             }

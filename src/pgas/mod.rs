@@ -100,8 +100,8 @@ pub(crate) use space::{
     install, installed_collectives, installed_memory, mapped_locales, uninstall,
 };
 
-use crate::am::Registered;
 use crate::error::Error;
+use crate::remote::RegisteredCall;
 
 /// Runs `work` on every locale at once, as one task each (a clone per
 /// locale, sent as a remote call), and returns the results in locale
@@ -141,9 +141,9 @@ use crate::error::Error;
 /// [`ErrorKind::Locale`](crate::ErrorKind::Locale) if an SPMD group
 /// already runs (`spmd` inside a body, or beside another), and nothing
 /// runs; [`ErrorKind::NoRuntime`](crate::ErrorKind::NoRuntime).
-pub fn spmd<W: Registered + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
-    let calls = (0..crate::am::num_locales())
+pub fn spmd<W: RegisteredCall + Clone>(work: W) -> Result<Vec<W::Output>, Error> {
+    let calls = (0..crate::remote::num_locales())
         .map(|_| work.clone())
         .collect();
-    crate::am::spmd_group(calls)
+    crate::remote::spmd_group(calls)
 }

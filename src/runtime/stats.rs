@@ -58,7 +58,7 @@ pub(crate) fn stats_report(r: &Registry) -> String {
         r.driver_slot.handled.load(Ordering::Relaxed)
     );
     if r.config.locales > 1 {
-        let (sent, received) = crate::am::message_counts();
+        let (sent, received) = crate::remote::message_counts();
         let _ = writeln!(
             s,
             "  locale {}: messages to other locales {sent}, from them {received}",

@@ -48,7 +48,7 @@ impl BlockKind {
 /// waits that block register (after their spinning and polling): a lock
 /// and a push where a futex and a context switch follow anyway, and no
 /// allocation (the text is made only when a report asks: a blocked
-/// round trip allocates nothing, `tests/am_allocations.rs`).
+/// round trip allocates nothing, `tests/remote_call_allocations.rs`).
 static PURPOSES: std::sync::Mutex<Vec<(usize, Purpose)>> = std::sync::Mutex::new(Vec::new());
 
 /// What a wait is for: `describe(name, n)` says it, when a report asks.

@@ -134,7 +134,7 @@ fn push_listed(msg: &mut String, lines: &[String]) {
 }
 
 const REMEDY: &str = "If another OS thread will still fill or empty one of these variables, \
-     declare it: hold a cantus::OutsideActivity in that thread while it works \
+     declare it: hold a cantus::task::OutsideActivity in that thread while it works \
      (C: cantus_outside_activity_begin()/cantus_outside_activity_end()), or turn \
      detection off with CANTUS_DEADLOCK_MS=0 (or raise it).";
 
@@ -153,7 +153,7 @@ pub(crate) fn waiter_lines(reg: &Registry) -> Vec<String> {
 }
 
 const JOB_REMEDY: &str = "If an OS thread of some locale will still fill or empty one of these \
-     variables or send a message, declare it: hold a cantus::OutsideActivity in that thread \
+     variables or send a message, declare it: hold a cantus::task::OutsideActivity in that thread \
      while it works (C: cantus_outside_activity_begin()/cantus_outside_activity_end()), or turn \
      detection off with CANTUS_DEADLOCK_MS=0 (or raise it).";
 

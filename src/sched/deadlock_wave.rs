@@ -1,7 +1,7 @@
 //! The job-wide deadlock check's arithmetic: what one locale answers to a
 //! deadlock wave (busy, stuck or quiescent; the program messages it sent
 //! and received; a progress count) and the verdict on a wave. Locale 0
-//! runs the waves (`am/engine/deadlock.rs`); `sleep/README.md`, "Deadlock
+//! runs the waves (`remote/engine/deadlock.rs`); `sleep/README.md`, "Deadlock
 //! detection across locales", states the protocol and why no report can
 //! be false. The loom model below checks the counters' orderings.
 

@@ -51,7 +51,7 @@ pub(crate) struct FileHeader {
     pub(crate) start_ns: u64,
     /// Added to this file's times to put them on locale 0's clock (0 on
     /// one machine, where every process reads the same clock; measured
-    /// by locale 0 over MPI: `am/clock.rs`).
+    /// by locale 0 over MPI: `remote/clock.rs`).
     pub(crate) clock_offset_ns: AtomicI64,
     /// Lanes claimed so far.
     pub(crate) lanes_used: AtomicU32,

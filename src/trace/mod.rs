@@ -38,6 +38,10 @@ pub(crate) fn on() -> bool {
 /// (little-endian, as every machine cantus runs on). As recorded, `t` is
 /// in the clock's ticks (the time-stamp counter on x86-64); a merged [`merge::Part`] has it in
 /// nanoseconds.
+///
+/// The file format's internals, public for [`merge::Part`]'s readers
+/// (the `cantus-trace` tool), hidden from the docs.
+#[doc(hidden)]
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Event {
@@ -56,6 +60,7 @@ pub struct Event {
 }
 
 /// Event kinds and what their fields mean.
+#[doc(hidden)]
 pub mod kind {
     /// A task starts or resumes running: `a` its id, `small` how it came
     /// to this worker ([`super::how`]), `b` the worker it was stolen from
@@ -103,6 +108,7 @@ pub mod kind {
 }
 
 /// How a task came to run on its worker (`TASK_BEGIN`'s `small`).
+#[doc(hidden)]
 pub mod how {
     /// From the worker's own deque.
     pub const OWN: u16 = 0;
@@ -118,6 +124,7 @@ pub mod how {
 }
 
 /// Why a task stopped running (`TASK_END`'s `small`).
+#[doc(hidden)]
 pub mod why {
     /// It returned.
     pub const DONE: u16 = 0;
@@ -132,6 +139,7 @@ pub mod why {
 }
 
 /// What a task is (`LABEL`'s `small`).
+#[doc(hidden)]
 pub mod task_kind {
     /// `begin`, a scope's `spawn`.
     pub const BEGIN: u16 = 1;
@@ -370,7 +378,7 @@ pub fn is_recording() -> bool {
     on()
 }
 
-/// Sets this locale's offset to locale 0's clock (`am/clock.rs`).
+/// Sets this locale's offset to locale 0's clock (`remote/clock.rs`).
 pub(crate) fn set_clock_offset(offset_ns: i64, error_ns: u64) {
     lane::set_clock_offset(offset_ns, error_ns);
 }

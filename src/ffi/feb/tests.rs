@@ -200,7 +200,7 @@ fn locks_sincs_and_barriers_leave_the_table_empty() {
                 // A plain read-modify-write, protected by the lock.
                 let v = counter.load(Ordering::Relaxed);
                 if round % 32 == 0 {
-                    crate::query::yield_now();
+                    crate::task::yield_now();
                 }
                 counter.store(v + 1, Ordering::Relaxed);
                 assert_eq!(qthread_unlock(a), 0);

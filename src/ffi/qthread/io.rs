@@ -1,6 +1,6 @@
 //! `<qthread/io.h>`: `qt_begin_blocking_action` / `qt_end_blocking_action`
 //! around a system call that blocks, over the scheduler's blocking calls
-//! (`src/sched/worker/blocking_call.rs`, `cantus::blocking` in Rust): a task forked
+//! (`src/sched/worker/blocking_call.rs`, `cantus::task::blocking` in Rust): a task forked
 //! through the C ABI moves to a blocking-call thread until the end, so
 //! its worker runs other tasks meanwhile; anything else makes the call
 //! in place. Either way the call counts as outside activity for the

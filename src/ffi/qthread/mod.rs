@@ -422,7 +422,7 @@ pub extern "C" fn qthread_num_workers() -> c_ushort {
 pub extern "C" fn qthread_yield_(_kind: c_int) {
     error::guarded((), || {
         if WorkerLocal::current().is_some_and(|l| l.in_task()) {
-            crate::query::yield_now();
+            crate::task::yield_now();
         }
     })
 }

@@ -1,6 +1,6 @@
 //! The message memory's remote calls, every one declared inline (it runs
 //! inside the poll of the locale that receives it, never waits, never
-//! sends: `am/README.md`, "Serving a request", rule 1), and what sends
+//! sends: `remote/README.md`, "Serving a request", rule 1), and what sends
 //! them. They are registered in every program that links cantus, whether
 //! or not it uses this memory, so every locale's handler table is the
 //! same.
@@ -23,11 +23,11 @@
 
 use super::MessageMemory;
 use super::post::{Ended, Key};
-use crate::am::handlers::{Outcome, id_of, panic_message};
-use crate::am::{Handler, RemotePod};
 use crate::error::{Error, ErrorKind};
 use crate::pgas::memory::AtomicOp;
 use crate::pgas::space::if_installed;
+use crate::remote::handlers::{Outcome, id_of, panic_message};
+use crate::remote::{Handler, RemotePod};
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
@@ -279,7 +279,7 @@ crate::remote_pod!(AtomicCall, GroupClaim, GroupBegin, BodyEnded, GroupEnd);
 /// The largest argument or result that travels in one frame; sends
 /// larger ones in pieces of this (less their header).
 fn frame_payload() -> Result<usize, Error> {
-    crate::am::frame_payload().ok_or_else(|| {
+    crate::remote::frame_payload().ok_or_else(|| {
         Error::new(
             ErrorKind::Locale,
             "cantus::pgas: no job of several locales runs (global memory of another locale \
@@ -297,7 +297,7 @@ pub(crate) fn put(locale: usize, offset: usize, src: &[u8]) -> Result<(), Error>
         let data = &src[at..(at + piece).min(src.len())];
         let head = ((offset + at) as u64).to_le_bytes();
         with_args(&[&head, data], |args| {
-            crate::am::on_raw(locale, id_of(PUT), PUT, args)
+            crate::remote::on_raw(locale, id_of(PUT), PUT, args)
         })
     };
     if src.len() <= piece {
@@ -327,7 +327,7 @@ pub(crate) fn get(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Er
             (
                 at,
                 n,
-                crate::am::on_raw(locale, id_of(GET), GET, args.as_flattened()),
+                crate::remote::on_raw(locale, id_of(GET), GET, args.as_flattened()),
             )
         })
         .collect();
@@ -371,7 +371,7 @@ pub(crate) fn atomic(
         a,
         b,
     };
-    let [value, failed] = crate::am::on_pod(locale, call).join()?;
+    let [value, failed] = crate::remote::on_pod(locale, call).join()?;
     Ok(if failed == 0 { Ok(value) } else { Err(value) })
 }
 
@@ -380,21 +380,21 @@ pub(crate) fn send_parcel(locale: usize, epoch: u64, key: Key, bytes: &[u8]) -> 
     let kind = u64::from(key.phase) | u64::from(key.from) << 32;
     let head = [epoch, key.seq, kind].map(u64::to_le_bytes);
     with_args(&[head.as_flattened(), bytes], |args| {
-        crate::am::begin_on_raw(locale, id_of(PARCEL), args)
+        crate::remote::begin_on_raw(locale, id_of(PARCEL), args)
     })
 }
 
 /// Asks locale 0 for the group word: the new epoch, or `None` if a group
 /// runs.
 pub(crate) fn claim() -> Result<Option<u64>, Error> {
-    let [ok, epoch] = crate::am::on_pod(0, GroupClaim { unused: 0 }).join()?;
+    let [ok, epoch] = crate::remote::on_pod(0, GroupClaim { unused: 0 }).join()?;
     Ok((ok == 1).then_some(epoch))
 }
 
 /// Starts group `epoch` of handler `id` in `locale`'s post; the handle is
 /// its acknowledgement.
-pub(crate) fn begin(locale: usize, epoch: u64, id: u64) -> crate::am::RemoteHandle<u64> {
-    crate::am::on_pod(locale, GroupBegin { epoch, id })
+pub(crate) fn begin(locale: usize, epoch: u64, id: u64) -> crate::remote::RemoteHandle<u64> {
+    crate::remote::on_pod(locale, GroupBegin { epoch, id })
 }
 
 /// Tells `locale` that `who`'s body of group `epoch` ended; the handle is
@@ -404,18 +404,18 @@ pub(crate) fn ended(
     epoch: u64,
     who: usize,
     ended: Ended,
-) -> crate::am::RemoteHandle<u64> {
+) -> crate::remote::RemoteHandle<u64> {
     let call = BodyEnded {
         epoch,
         locale: who as u64,
         done: ended.done,
         panicked: u64::from(ended.panicked),
     };
-    crate::am::on_pod(locale, call)
+    crate::remote::on_pod(locale, call)
 }
 
 /// Ends the group on locale 0: the locale whose body panicked first.
 pub(crate) fn end() -> Result<Option<usize>, Error> {
-    let p = crate::am::on_pod(0, GroupEnd { unused: 0 }).join()?;
+    let p = crate::remote::on_pod(0, GroupEnd { unused: 0 }).join()?;
     Ok((p as usize).checked_sub(1))
 }

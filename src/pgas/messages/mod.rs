@@ -256,11 +256,11 @@ impl MessageMemory {
                 Some(calls::ended(l, epoch, here, ended))
             }
         };
-        let first = tell(0).map(crate::am::RemoteHandle::join);
+        let first = tell(0).map(crate::remote::RemoteHandle::join);
         let rest: Vec<_> = (1..self.locales).filter_map(tell).collect();
         for r in first
             .into_iter()
-            .chain(rest.into_iter().map(crate::am::RemoteHandle::join))
+            .chain(rest.into_iter().map(crate::remote::RemoteHandle::join))
         {
             if let Err(e) = r {
                 eprintln!(
@@ -301,7 +301,7 @@ impl Step<'_> {
     fn take(&self, phase: u32, from: usize) -> Vec<u8> {
         self.m
             .post
-            .take(self.key(phase, from), self.m.here, crate::am::poll_once)
+            .take(self.key(phase, from), self.m.here, crate::remote::poll_once)
     }
 
     fn send(&self, to: usize, phase: u32, bytes: &[u8]) {
@@ -640,7 +640,7 @@ impl Memory for MessageMemory {
         self.post.begin(epoch, id, self.locales);
         let started = calls
             .into_iter()
-            .map(crate::am::RemoteHandle::join)
+            .map(crate::remote::RemoteHandle::join)
             .find_map(Result::err);
         match started {
             None => Ok(()),

@@ -42,7 +42,7 @@ impl MessageMemory {
                 looks.set(looks.get().wrapping_add(1));
                 let moved = coll.progress();
                 if looks.get() % POLL_EVERY == 0 {
-                    crate::am::poll_once() | moved
+                    crate::remote::poll_once() | moved
                 } else {
                     moved
                 }

@@ -206,12 +206,12 @@ impl Post {
             let waited = start.elapsed();
             if waited < YIELD_FOR {
                 // What the poll brought may be tasks of this worker.
-                crate::query::yield_now();
+                crate::task::yield_now();
                 if waited > SPIN_FOR {
                     std::thread::yield_now();
                 }
             } else if !progressed {
-                crate::query::sleep(nap);
+                crate::task::sleep(nap);
                 nap = (nap * 2).min(MAX_PAUSE);
             }
         }

@@ -209,7 +209,7 @@ impl Engine {
         cx: &DriverContext<'_>,
     ) {
         if matches!(h.kind, Kind::Request | Kind::Reply | Kind::Message) {
-            crate::am::count_message_received();
+            crate::remote::count_message_received();
             if crate::trace::on() {
                 crate::trace::record(
                     crate::trace::kind::MSG_RECV,
@@ -226,7 +226,7 @@ impl Engine {
             Kind::Control => self.deliver_control(src, h, body.as_slice(), cx),
             Kind::Message => {
                 let tag = u32::from_le_bytes(tag.try_into().expect("a message has its tag"));
-                crate::am::chant::deliver_remote(src, self.here, h, tag, body);
+                crate::remote::chant::deliver_remote(src, self.here, h, tag, body);
             }
             Kind::Fragment => {
                 // Only a reassembled frame can get here: its sender cut a

@@ -67,7 +67,7 @@ impl Engine {
     /// stamped exactly once, by whoever encodes its header.
     pub(super) fn stamp(&self, dest: usize, mut header: Header, len: usize) -> Header {
         if header.kind != Kind::Control {
-            crate::am::count_message_sent();
+            crate::remote::count_message_sent();
             if crate::trace::on() {
                 header.trace = self.trace_seq[dest].fetch_add(1, Ordering::Relaxed) as u16;
                 crate::trace::record(
@@ -156,7 +156,7 @@ impl Engine {
             let mut frame: Vec<&[u8]> = Vec::with_capacity(parts.len() + 2);
             frame.push(&h);
             frame.push(&total);
-            crate::am::fragment::slices(parts, at, n, &mut frame);
+            crate::remote::fragment::slices(parts, at, n, &mut frame);
             self.send_until_taken(dest, net, &frame)?;
             at += n;
         }
@@ -340,7 +340,7 @@ pub(super) fn counted(parts: &[&[u8]]) -> bool {
 /// Lets other tasks (or threads) run while a send waits for room.
 pub(super) fn back_off() {
     if WorkerLocal::current().is_some_and(|l| l.in_task()) {
-        crate::query::yield_now();
+        crate::task::yield_now();
     } else {
         std::thread::yield_now();
     }

@@ -14,7 +14,7 @@
 //! poller makes new records and the thieves keep theirs until their
 //! pools are full, then free them: such a locale still allocates a
 //! record per stolen call (measured only for one worker per locale,
-//! `tests/am_allocations.rs`).
+//! `tests/remote_call_allocations.rs`).
 
 use super::engine::Body;
 use super::handlers::Handler;
@@ -120,7 +120,7 @@ impl Served {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::am::handlers::Outcome;
+    use crate::remote::handlers::Outcome;
 
     static H: Handler = Handler {
         name: "test::H",

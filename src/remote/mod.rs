@@ -1,20 +1,30 @@
-//! Remote service requests (active messages): run a registered call on
-//! another locale, as a task there, and get its result or its panic back.
+//! Remote calls (active messages): run a registered call on another
+//! locale, as a task there, and get its result or its panic back.
 //!
-//! - [`Remote`] is a call; [`remote!`](crate::remote) registers it.
+//! - [`Remote`] is a call (a serde type whose fields are its arguments);
+//!   [`remote!`](crate::remote!) registers it, [`remote_fn!`](crate::remote_fn)
+//!   makes a plain function one.
 //! - [`on`] runs it on a locale and returns a [`RemoteHandle`];
 //!   [`begin_on`] runs it detached; [`coforall_locales`] runs one call per
 //!   locale and waits for all.
+//! - [`RemotePod`], [`on_pod`] and [`begin_on_pod`]: calls of plain data
+//!   (`bytemuck::Pod`), which travel as their bytes.
 //! - [`here`] and [`num_locales`] say where a task runs.
 //! - [`chant`]: tasks that talk, by global id and tag (send, recv, irecv).
 //!
+//! The everyday names ([`on`], [`begin_on`], [`Remote`],
+//! [`coforall_locales`], [`here`], [`num_locales`], [`chant`]) are also
+//! at the crate's root.
+//!
 //! Arguments and results travel encoded with postcard (serde). A call to
 //! the caller's own locale runs as a local task, without encoding.
-//! `wire.rs` is the frame format (`README.md` beside this file),
-//! `engine.rs` and `engine/` the per-locale engine, `handlers.rs` the table,
-//! `handle.rs` a call's handle and how `join` waits, `spmd.rs` SPMD groups
-//! and `coforall_locales`, `macros.rs` the registering macros; this file
-//! the engine's installation and the calls themselves (`on`, `begin_on`).
+
+// A file per role: `wire.rs` the frame format (`README.md` beside this
+// file), `engine.rs` and `engine/` the per-locale engine, `handlers.rs`
+// the table, `handle.rs` a call's handle and how `join` waits, `spmd.rs`
+// SPMD groups and `coforall_locales`, `macros.rs` the registering
+// macros; this file the engine's installation and the calls themselves
+// (`on`, `begin_on`).
 
 pub mod chant;
 #[cfg(not(loom))]
@@ -32,7 +42,8 @@ pub(crate) mod wire;
 
 pub use handle::RemoteHandle;
 use handle::{Pending, Ticket};
-pub use handlers::{Handler, Registered, RegisteredPod, Remote, RemotePod};
+pub(crate) use handlers::Handler;
+pub use handlers::{RegisteredCall, RegisteredPodCall, Remote, RemotePod};
 pub use spmd::coforall_locales;
 pub(crate) use spmd::{SpmdHooks, run_handler, set_spmd_hooks, spmd_group};
 
@@ -393,7 +404,7 @@ fn decode_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Result<T, String> {
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
+pub fn on<R: RegisteredCall>(locale: usize, call: R) -> RemoteHandle<R::Output> {
     let who = (locale, R::ID, R::NAME);
     match engine_for("on", locale) {
         Some(e) => {
@@ -415,7 +426,7 @@ pub fn on<R: Registered>(locale: usize, call: R) -> RemoteHandle<R::Output> {
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Output> {
+pub fn on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> RemoteHandle<R::Output> {
     let who = (locale, R::ID, R::NAME);
     match engine_for("on_pod", locale) {
         Some(e) => send_request(
@@ -436,7 +447,7 @@ pub fn on_pod<R: RegisteredPod>(locale: usize, call: R) -> RemoteHandle<R::Outpu
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
+pub fn begin_on<R: RegisteredCall>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
         Some(e) => {
             let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err))?;
@@ -455,7 +466,7 @@ pub fn begin_on<R: Registered>(locale: usize, call: R) -> Result<(), Error> {
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub fn begin_on_pod<R: RegisteredPod>(locale: usize, call: R) -> Result<(), Error> {
+pub fn begin_on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on_pod", locale) {
         Some(e) => e
             .request(locale, R::ID, bytemuck::bytes_of(&call), false)

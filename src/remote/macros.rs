@@ -10,11 +10,11 @@
 macro_rules! remote {
     ($($t:ty),+ $(,)?) => {
         $(
-            impl $crate::Registered for $t {
+            impl $crate::remote::RegisteredCall for $t {
                 const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
             }
             $crate::__private::inventory::submit! {
-                $crate::Handler::of::<$t>()
+                $crate::__private::Handler::of::<$t>()
             }
         )+
     };
@@ -27,11 +27,11 @@ macro_rules! remote {
 macro_rules! remote_pod {
     ($($t:ty),+ $(,)?) => {
         $(
-            impl $crate::RegisteredPod for $t {
+            impl $crate::remote::RegisteredPodCall for $t {
                 const NAME: &'static str = concat!(module_path!(), "::", stringify!($t));
             }
             $crate::__private::inventory::submit! {
-                $crate::Handler::of_pod::<$t>()
+                $crate::__private::Handler::of_pod::<$t>()
             }
         )+
     };

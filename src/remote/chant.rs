@@ -432,7 +432,7 @@ impl RecvHandle {
                             break m;
                         }
                     }
-                    crate::query::yield_now();
+                    crate::task::yield_now();
                 },
             },
         };

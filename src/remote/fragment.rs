@@ -370,7 +370,7 @@ pub(crate) fn fuzz_fragments(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::am::wire::Status;
+    use crate::remote::wire::Status;
 
     /// Cuts `frame` into fragments of at most `piece` bytes, as the
     /// engine's sender does.

@@ -18,7 +18,9 @@ impl Engine {
         match h.control_op() {
             Control::Hello => {
                 let result = match postcard::from_bytes::<Vec<String>>(payload) {
-                    Ok(names) => crate::am::handlers::check_same(&self.table.names(), &names, src),
+                    Ok(names) => {
+                        crate::remote::handlers::check_same(&self.table.names(), &names, src)
+                    }
                     Err(e) => Err(Error::new(
                         ErrorKind::Locale,
                         format!("cantus: locale {src} sent an undecodable hello: {e}"),

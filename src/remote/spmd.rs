@@ -53,7 +53,9 @@ pub(crate) fn run_handler<T>(id: u64, f: impl FnOnce() -> T) -> std::thread::Res
 ///
 /// Panics if no runtime runs.
 #[track_caller]
-pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<R::Output>, Error> {
+pub fn coforall_locales<R: RegisteredCall>(
+    make: impl Fn(usize) -> R,
+) -> Result<Vec<R::Output>, Error> {
     if engine().is_none() {
         require_runtime("coforall_locales", 0);
     }
@@ -64,7 +66,7 @@ pub fn coforall_locales<R: Registered>(make: impl Fn(usize) -> R) -> Result<Vec<
 
 /// Runs an SPMD group: `calls[l]` on every locale `l`; an error, and
 /// nothing run, if no group could begin (`pgas::spmd`).
-pub(crate) fn spmd_group<R: Registered>(calls: Vec<R>) -> Result<Vec<R::Output>, Error> {
+pub(crate) fn spmd_group<R: RegisteredCall>(calls: Vec<R>) -> Result<Vec<R::Output>, Error> {
     let hooks = SPMD_HOOKS
         .get()
         .ok_or_else(|| Error::no_runtime("pgas::spmd"))?;
@@ -76,7 +78,7 @@ pub(crate) fn spmd_group<R: Registered>(calls: Vec<R>) -> Result<Vec<R::Output>,
 /// they are an SPMD group that began) ends the group. The error returned
 /// is the body's that panicked first in a group, else the first in
 /// locale order.
-fn run_calls<R: Registered>(calls: Vec<R>, group: bool) -> Result<Vec<R::Output>, Error> {
+fn run_calls<R: RegisteredCall>(calls: Vec<R>, group: bool) -> Result<Vec<R::Output>, Error> {
     /// Ends the group even if starting or joining a call panics.
     struct End(Option<&'static SpmdHooks>);
     impl Drop for End {

@@ -69,7 +69,7 @@ cantus::remote_fn! {
 #[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
 #[repr(C)]
 struct Bump(u64);
-impl cantus::RemotePod for Bump {
+impl cantus::remote::RemotePod for Bump {
     type Output = u64;
     fn run(self) -> u64 {
         self.0 + 1
@@ -130,7 +130,7 @@ fn assert_no_allocations(what: &str, call: impl Fn(u64) -> u64) {
 fn plain_data_round_trips_allocate_nothing() {
     in_job("plain_data_round_trips_allocate_nothing", || {
         assert_no_allocations("on_pod(1, Bump)", |i| {
-            let r = cantus::on_pod(1, Bump(i)).join().unwrap();
+            let r = cantus::remote::on_pod(1, Bump(i)).join().unwrap();
             assert_eq!(r, i + 1);
             r
         });
@@ -157,11 +157,11 @@ fn detached_calls_reuse_their_records() {
     in_job("detached_calls_reuse_their_records", || {
         // Detached calls back to back (the sender polls when the ring is
         // full). Their handler tasks queue up on locale 1 faster than they
-        // run, and each queued one holds a record (`am/serve.rs`): a
+        // run, and each queued one holds a record (`remote/serve.rs`): a
         // record is made only when the backlog reaches a new peak, so far
         // fewer than one per call (before records were kept: three).
         assert_allocations_at_most(CALLS / 20, "begin_on_pod(1, Bump)", |i| {
-            cantus::begin_on_pod(1, Bump(i)).unwrap();
+            cantus::remote::begin_on_pod(1, Bump(i)).unwrap();
             i
         });
     });

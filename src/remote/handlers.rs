@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 /// A call that can run on another locale: its fields are the arguments,
 /// `run` the body, `Output` the result. Register it with
-/// [`remote!`](crate::remote), then run it with [`on`](crate::on) or
+/// [`remote!`](crate::remote!), then run it with [`on`](crate::on) or
 /// [`begin_on`](crate::begin_on).
 ///
 /// Every locale runs the same program (the same binary), so a call
@@ -162,7 +162,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> RemoteData for T {}
 /// #[repr(C)]
 /// struct Axpy { a: f64, x: f64, y: f64 }
 ///
-/// impl cantus::RemotePod for Axpy {
+/// impl cantus::remote::RemotePod for Axpy {
 ///     type Output = f64;
 ///     fn run(self) -> f64 {
 ///         self.a * self.x + self.y
@@ -172,12 +172,12 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> RemoteData for T {}
 ///
 /// let rt = cantus::Runtime::builder().workers(2).build().unwrap();
 /// let call = Axpy { a: 2.0, x: 3.0, y: 1.0 };
-/// assert_eq!(rt.block_on(|| cantus::on_pod(cantus::here(), call).join()).unwrap(), 7.0);
+/// assert_eq!(rt.block_on(|| cantus::remote::on_pod(cantus::here(), call).join()).unwrap(), 7.0);
 /// ```
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a plain-data remote call: it does not implement `cantus::RemotePod`",
+    message = "`{Self}` is not a plain-data remote call: it does not implement `cantus::remote::RemotePod`",
     label = "not a plain-data remote call",
-    note = "implement `cantus::RemotePod` for a `bytemuck::Pod` type and register it with \
+    note = "implement `cantus::remote::RemotePod` for a `bytemuck::Pod` type and register it with \
             `cantus::remote_pod!`; for a call whose arguments are serde types, use \
             `cantus::on` with `cantus::remote_fn!`"
 )]
@@ -193,23 +193,25 @@ pub trait RemotePod: bytemuck::Pod + Send {
 }
 
 /// A registered plain-data call (implemented by
-/// [`remote_pod!`](crate::remote_pod)).
-#[doc(hidden)]
+/// [`remote_pod!`](crate::remote_pod)): what [`on_pod`](super::on_pod)
+/// and [`begin_on_pod`](super::begin_on_pod) take.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a registered plain-data remote call",
     label = "not registered",
     note = "register it with `cantus::remote_pod!`, at module level, after implementing \
-            `cantus::RemotePod` for it"
+            `cantus::remote::RemotePod` for it"
 )]
-pub trait RegisteredPod: RemotePod {
-    /// As [`Registered::NAME`].
+pub trait RegisteredPodCall: RemotePod {
+    /// As [`RegisteredCall::NAME`].
     const NAME: &'static str;
-    /// As [`Registered::ID`].
+    /// As [`RegisteredCall::ID`].
     const ID: u64 = id_of(Self::NAME);
 }
 
-/// A registered remote call (implemented by [`remote!`](crate::remote)).
-#[doc(hidden)]
+/// A registered remote call (implemented by [`remote!`](crate::remote!)
+/// and [`remote_fn!`](crate::remote_fn)): what [`on`](super::on),
+/// [`begin_on`](super::begin_on) and
+/// [`coforall_locales`](super::coforall_locales) take.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a registered remote call",
     label = "not a registered remote call",
@@ -220,7 +222,7 @@ pub trait RegisteredPod: RemotePod {
             {{ ... }}`: then `f(args)` builds the call instead of running `f` here; a closure \
             cannot be a remote call (its code and what it captures cannot travel)"
 )]
-pub trait Registered: Remote {
+pub trait RegisteredCall: Remote {
     /// The handler's name: the module where it was registered, and the
     /// type as written there.
     const NAME: &'static str;
@@ -279,7 +281,7 @@ pub struct Handler {
 
 impl Handler {
     /// The handler of `R`.
-    pub const fn of<R: Registered>() -> Handler {
+    pub const fn of<R: RegisteredCall>() -> Handler {
         Handler {
             name: R::NAME,
             id: R::ID,
@@ -291,7 +293,7 @@ impl Handler {
 
 impl Handler {
     /// A handler whose arguments and result are framed by hand (the
-    /// crate's own calls, sent with `am::on_raw`): `run` reads the
+    /// crate's own calls, sent with `remote::on_raw`): `run` reads the
     /// arguments and writes the result's bytes. It must not panic (a
     /// malformed call is `Outcome::Rejected`): an inline one runs inside
     /// the poll, outside any panic catch of its own.
@@ -309,7 +311,7 @@ impl Handler {
     }
 
     /// The handler of the plain-data call `R`.
-    pub const fn of_pod<R: RegisteredPod>() -> Handler {
+    pub const fn of_pod<R: RegisteredPodCall>() -> Handler {
         Handler {
             name: R::NAME,
             id: R::ID,
@@ -322,7 +324,7 @@ impl Handler {
 inventory::collect!(Handler);
 
 /// Reads `R` from its bytes, runs it, writes its output's bytes to `out`.
-fn run_pod<R: RegisteredPod>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
+fn run_pod<R: RegisteredPodCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
     if args.len() != std::mem::size_of::<R>() {
         return Outcome::Rejected(format!(
             "the arguments of {} are {} bytes, not the {} of the call",
@@ -344,7 +346,7 @@ fn run_pod<R: RegisteredPod>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
 }
 
 /// Decodes `R`, runs it, encodes its output into `out`.
-fn run_encoded<R: Registered>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
+fn run_encoded<R: RegisteredCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
     let call: R = match postcard::from_bytes(args) {
         Ok(c) => c,
         Err(e) => {

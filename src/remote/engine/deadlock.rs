@@ -4,11 +4,11 @@
 //! counters (`sched/deadlock_wave.rs`), and once two waves agree on a deadlock,
 //! locale 0 asks every locale for its waiters. `sched/sleep/README.md`,
 //! "Deadlock detection across locales", states the protocol; the wire
-//! format is in `am/README.md`.
+//! format is in `remote/README.md`.
 
 use super::Engine;
-use crate::am::wire::{self, Control, Header};
 use crate::comm::transport::Network;
+use crate::remote::wire::{self, Control, Header};
 use crate::sched::Registry;
 use crate::sched::deadlock_wave::{Answer, LocaleState, judge};
 use crate::sched::driver::{DriverContext, poll_with};
