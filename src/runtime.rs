@@ -20,7 +20,7 @@ use turn::Turn;
 
 #[cfg(all(test, not(loom)))]
 mod driver_seam_tests;
-mod stats;
+mod stats_report;
 mod turn;
 
 /// A running cantus runtime: worker threads with their task queues. One
@@ -194,7 +194,7 @@ impl Runtime {
                 config.trace_job,
             )?;
         }
-        let deques: Vec<Worker<crate::sched::task::Queued>> =
+        let deques: Vec<Worker<crate::sched::new_task::Queued>> =
             (0..n).map(|_| Worker::new()).collect();
         let stealers = deques.iter().map(|d| d.stealer()).collect();
         let registry = Arc::new(Registry::new(config, stealers, driver));
@@ -311,7 +311,7 @@ impl Runtime {
             j.job.finish();
         }
         if self.registry.config.stats {
-            eprint!("{}", stats::stats_report(&self.registry));
+            eprint!("{}", stats_report::stats_report(&self.registry));
         }
         // Locale 0 merges the trace, once every locale has ended.
         #[cfg(not(loom))]

@@ -11,11 +11,11 @@
 
 #![cfg(not(loom))]
 
-pub mod control;
 pub mod error;
 pub mod feb;
 pub mod lifecycle;
 pub mod qthread;
+pub mod task_control;
 pub mod tasks;
 
 /// The C `int` every call returns: 0 or a negative `CANTUS_E*` code.

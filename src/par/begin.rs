@@ -1,7 +1,7 @@
 //! `begin`: a detached task (Chapel's unstructured `begin`).
 
 use crate::error::Error;
-use crate::sched::task::Task;
+use crate::sched::new_task::Task;
 
 /// Starts `f` as a detached task. It may block on sync variables. The
 /// runtime's shutdown waits for it. If it panics, the panic is reported

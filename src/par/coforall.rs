@@ -5,7 +5,7 @@
 
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::{Action, INLINE_WORDS, Payload, Task};
+use crate::sched::new_task::{Action, INLINE_WORDS, Payload, Task};
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::mem::MaybeUninit;

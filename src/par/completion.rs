@@ -3,7 +3,7 @@
 //! panic for whoever waits. (The scheduler only knows the `Completion`
 //! trait; the end counts are this layer's.)
 
-use crate::sched::task::Completion;
+use crate::sched::new_task::Completion;
 use crate::sync::end_count::EndCount;
 use std::any::Any;
 use std::sync::Arc;
@@ -42,7 +42,7 @@ impl Completion for Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::task::Task;
+    use crate::sched::new_task::Task;
 
     #[test]
     fn group_completions_count_and_record_panics() {

@@ -4,7 +4,7 @@
 use super::completion::Shared;
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::task::Task;
+use crate::sched::new_task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::panic;

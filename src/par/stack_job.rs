@@ -3,7 +3,7 @@
 //! latch before the frame holding it ends, which is what makes pushing a
 //! pointer to the stack into a deque sound.
 
-use crate::sched::task::{Action, INLINE_WORDS, Payload, Task, UNRUN_AT_SHUTDOWN};
+use crate::sched::new_task::{Action, INLINE_WORDS, Payload, Task, UNRUN_AT_SHUTDOWN};
 use crate::sync::end_count::EndCount;
 use std::any::Any;
 use std::cell::UnsafeCell;

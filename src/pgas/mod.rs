@@ -82,7 +82,7 @@
 //! collective protocols.
 
 mod array;
-mod block;
+mod block_array;
 mod collective;
 mod heap;
 mod memory;
@@ -92,7 +92,7 @@ mod shared;
 mod space;
 
 pub use array::{GlobalArray, alloc};
-pub use block::BlockArray;
+pub use block_array::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
 pub use ptr::GlobalPtr;

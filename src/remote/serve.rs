@@ -6,7 +6,7 @@
 //!
 //! The record is boxed so that the handler task's closure is two words
 //! (this record and the engine), which the scheduler stores inline in
-//! the task (`sched/task.rs`): spawning the handler allocates nothing
+//! the task (`sched/new_task.rs`): spawning the handler allocates nothing
 //! either. Records are taken on the thread that polls and given back on
 //! the thread that ran the handler. With one worker per locale, or while
 //! handler tasks are not stolen, that is the same thread and nothing is

@@ -11,11 +11,11 @@ pub(crate) mod deadlock_wave;
 pub(crate) mod deque;
 pub(crate) mod driver;
 pub(crate) mod idle;
+pub(crate) mod new_task;
 pub(crate) mod no_wait;
 pub(crate) mod outside_wait;
 pub(crate) mod registry;
 pub(crate) mod sleep;
-pub(crate) mod task;
 pub(crate) mod task_storage;
 pub(crate) mod worker;
 
@@ -192,7 +192,7 @@ pub(crate) fn current_queue_len() -> Option<usize> {
 /// The bytes the runtime keeps for a task besides its usable stack: the
 /// guard page below the stack and the task's queued record.
 pub(crate) fn task_runtime_bytes() -> usize {
-    crate::config::page_size() + std::mem::size_of::<task::Queued>()
+    crate::config::page_size() + std::mem::size_of::<new_task::Queued>()
 }
 
 /// Whether a runtime runs for the calling thread (a worker's, or the
@@ -216,7 +216,7 @@ pub(crate) fn registry_or_panic(call: &str) -> std::sync::Arc<Registry> {
 
 /// Pushes a task: on the worker's own deque from a worker, through the
 /// injector from an outside thread.
-pub(crate) fn push_task(call: &str, task: task::Task) -> Result<(), crate::error::Error> {
+pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::error::Error> {
     if let Some(local) = WorkerLocal::current() {
         local.push(task);
         return Ok(());

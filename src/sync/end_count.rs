@@ -2,8 +2,8 @@
 //! end count; the latch of a join). The count lives in the wait word above
 //! its two low bits, so finishing a task is one `fetch_sub`.
 
-use super::queue::{Node, Op, Panic, WakeList};
 use super::wait::BlockKind;
+use super::wait_queue::{Node, Op, Panic, WakeList};
 use super::word::{LOCKED, ONE, WAITERS, WaitWord};
 use crate::loom::Backoff;
 use crate::loom::sync::atomic::Ordering;

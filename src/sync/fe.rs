@@ -1,12 +1,12 @@
 //! `SyncVar<T>`: a full/empty synchronization variable (Chapel's `sync`),
 //! native to the tasking layer: its full bit lives in its own word and
 //! blocked tasks queue on the variable itself (seed 000, section 6). Its
-//! operations are the engine's (`engine.rs`) on a `Var` (`var.rs`).
+//! operations are the engine's (`full_empty.rs`) on a `Var` (`var.rs`).
 
-use super::engine::{self, Place, unwrap_done};
-use super::queue::Op;
+use super::full_empty::{self, Place, unwrap_done};
 use super::var::{FULL, Var};
 use super::wait::BlockKind;
+use super::wait_queue::Op;
 use std::fmt;
 
 /// A variable that is either full (holds a `T`) or empty: Chapel's `sync`
@@ -108,7 +108,7 @@ impl<T> SyncVar<T> {
             p.unlock();
             return v;
         }
-        let done = engine::perform(
+        let done = full_empty::perform(
             &self.var,
             Op::ReadFE,
             BlockKind::SyncRead,
@@ -127,7 +127,7 @@ impl<T> SyncVar<T> {
     where
         T: Clone,
     {
-        let done = engine::perform(
+        let done = full_empty::perform(
             &self.var,
             Op::ReadFF(T::clone),
             BlockKind::SyncRead,
@@ -160,7 +160,7 @@ impl<T> SyncVar<T> {
             p.unlock();
             return;
         }
-        let done = engine::perform(
+        let done = full_empty::perform(
             &self.var,
             Op::WriteEF(value),
             BlockKind::SyncWrite,
@@ -176,7 +176,7 @@ impl<T> SyncVar<T> {
     /// `Drop`; if that `Drop` panics, the panic reaches the caller with the
     /// write done.
     pub fn write_ff(&self, value: T) {
-        let done = engine::perform(
+        let done = full_empty::perform(
             &self.var,
             Op::WriteFF(value),
             BlockKind::SyncWrite,
@@ -190,11 +190,11 @@ impl<T> SyncVar<T> {
     /// A value it replaces is dropped after the variable is released; if
     /// that `Drop` panics, the panic reaches the caller with the write done.
     pub fn write_xf(&self, value: T) {
-        let old = engine::with_place(&self.var, |p, wake| {
+        let old = full_empty::with_place(&self.var, |p, wake| {
             // SAFETY: the value is initialised (and moved out) only if full.
             let old = p.is_full().then(|| unsafe { p.take() });
             p.put(value);
-            engine::change_state(p, true, wake);
+            full_empty::change_state(p, true, wake);
             old
         });
         drop(old);
@@ -221,7 +221,7 @@ impl<T> SyncVar<T> {
     /// Operations queued on the variable now (for the loom models).
     #[cfg(all(test, loom))]
     pub(crate) fn queued(&self) -> usize {
-        use super::engine::Site;
+        use super::full_empty::Site;
         self.var.locked(|p| p.queue().len())
     }
 
@@ -241,10 +241,10 @@ impl<T> SyncVar<T> {
 
     /// Empties the variable now, returning the value it held.
     fn take_now(&self) -> Option<T> {
-        engine::with_place(&self.var, |p, wake| {
+        full_empty::with_place(&self.var, |p, wake| {
             // SAFETY: the value is initialised (and moved out) only if full.
             let old = p.is_full().then(|| unsafe { p.take() });
-            engine::change_state(p, false, wake);
+            full_empty::change_state(p, false, wake);
             old
         })
     }

@@ -2,18 +2,18 @@
 //! section 6): [`SyncVar`] (full/empty variables), [`SingleVar`] (write once)
 //! and end counts, and the engine the C full/empty calls (`ffi/feb/`) use
 //! too. Everything is built on one lock bit (`lock.rs`), one intrusive
-//! waiter queue (`queue.rs`), one wake path (`wait.rs`) and one set of
-//! hand-off rules (`engine.rs`); `README.md` states the protocol and its
+//! waiter queue (`wait_queue.rs`), one wake path (`wait.rs`) and one set of
+//! hand-off rules (`full_empty.rs`); `README.md` states the protocol and its
 //! orderings.
 
 pub(crate) mod end_count;
-pub(crate) mod engine;
 mod fe;
+pub(crate) mod full_empty;
 pub(crate) mod lock;
-pub(crate) mod queue;
 mod single;
 mod var;
 pub(crate) mod wait;
+pub(crate) mod wait_queue;
 pub(crate) mod word;
 
 pub use fe::SyncVar;

@@ -1,9 +1,9 @@
 //! `SingleVar<T>`: a write-once variable (Chapel's `single`).
 
-use super::engine;
-use super::queue::Op;
+use super::full_empty;
 use super::var::Var;
 use super::wait::BlockKind;
+use super::wait_queue::Op;
 use crate::error::{Error, ErrorKind};
 use std::fmt;
 
@@ -51,12 +51,12 @@ impl<T> SingleVar<T> {
 
     /// Writes the value; a second write is an error and gives the value back.
     pub fn try_write(&self, value: T) -> Result<(), (T, Error)> {
-        engine::with_place(&self.var, |p, wake| {
+        full_empty::with_place(&self.var, |p, wake| {
             if p.is_full() {
                 return Err(value);
             }
             p.put(value);
-            engine::change_state(p, true, wake);
+            full_empty::change_state(p, true, wake);
             Ok(())
         })
         .map_err(|value| {
@@ -84,13 +84,13 @@ impl<T> SingleVar<T> {
     /// Waits until written (`readFF`), then returns the value.
     pub fn read(&self) -> &T {
         if !self.is_full() {
-            let done = engine::perform(
+            let done = full_empty::perform(
                 &self.var,
                 Op::Await,
                 BlockKind::SingleRead,
                 "reading a SyncVar or SingleVar (readFF)",
             );
-            engine::unwrap_done(done);
+            full_empty::unwrap_done(done);
         }
         // SAFETY: full (seen with Acquire, or completed under the lock and
         // woken); a SingleVar's value is never moved out or dropped while

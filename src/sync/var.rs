@@ -3,8 +3,8 @@
 //! full/empty state, and a value slot that holds a `T` exactly when full.
 //! It is the engine's [`Site`] for both.
 
-use super::engine::{Place, Site};
-use super::queue::Queue;
+use super::full_empty::{Place, Site};
+use super::wait_queue::Queue;
 use super::word::{Locked, ONE, WaitWord};
 use crate::loom::UnsafeCell;
 use crate::loom::sync::atomic::Ordering;

@@ -1,7 +1,7 @@
 //! How a waiter blocks and is woken: the one wake path of the full/empty
 //! engine.
 //!
-//! A `Waiter` is part of a queue node (`queue.rs`) on the blocked party's
+//! A `Waiter` is part of a queue node (`wait_queue.rs`) on the blocked party's
 //! own stack: a task's stack (kept alive while the task is suspended) or an
 //! outside OS thread's stack. It says how to wake that party: a task handle
 //! (waking pushes the task's carrier slot on its own worker's resume queue,

@@ -5,7 +5,7 @@
 //! protocol is written down in `README.md` beside this file.
 
 use super::lock;
-use super::queue::{Node, Queue};
+use super::wait_queue::{Node, Queue};
 use crate::loom::UnsafeCell;
 use crate::loom::sync::atomic::{AtomicUsize, Ordering};
 

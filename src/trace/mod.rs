@@ -13,7 +13,7 @@
 //! Merging (`merge/`): at the end of a traced run, locale 0 reads every
 //! locale's file and writes one Chrome trace-event JSON file (which
 //! Perfetto and `chrome://tracing` open), and prints each worker's
-//! utilisation. `cantus-trace` (the workspace's `trace/` crate) merges
+//! utilisation. `cantus-trace` (the workspace's `tools/trace/` crate) merges
 //! what a dead job left, and draws a trace as an SVG timeline.
 
 pub(crate) mod lane;

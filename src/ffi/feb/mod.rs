@@ -1,19 +1,19 @@
 //! Full/empty synchronization from C: on `cantus_sync_t` variables (state
 //! in the variable) and on any aligned 64-bit word the caller owns (state
 //! in a striped side table, words full by default). A thin layer over the
-//! one full/empty engine of `crate::sync`: `engine.rs` adapts it to 64-bit
+//! one full/empty engine of `crate::sync`: `full_empty.rs` adapts it to 64-bit
 //! C values, `table.rs` finds a caller word's state and queue, `var.rs`
 //! lays out `cantus_sync_t`. The Qthreads `aligned_t` and `syncvar_t`
 //! functions share all three (`../README.md`).
 
-pub mod engine;
+pub mod full_empty;
 pub mod table;
 pub mod var;
 
 use super::Code;
 use super::error::{EALIGN, EBUSY, Fail, OK, boundary};
 use super::lifecycle::require_runtime;
-use engine::Op;
+use full_empty::Op;
 use std::ffi::c_int;
 use std::sync::atomic::AtomicU64;
 use table::WordSite;
@@ -66,7 +66,7 @@ unsafe fn word_op(call: &str, word: *const u64, op: Op, value: u64, out: *mut u6
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "word", word)? };
-        let v = engine::perform(&WordSite(w), op, value);
+        let v = full_empty::perform(&WordSite(w), op, value);
         // SAFETY: forwarded contract.
         unsafe { put(out, v) };
         Ok(OK)
@@ -138,7 +138,7 @@ unsafe fn word_set(call: &str, word: *const u64, full: bool, value: Option<u64>)
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "word", word)? };
-        engine::set(&WordSite(w), full, value);
+        full_empty::set(&WordSite(w), full, value);
         Ok(OK)
     })
 }
@@ -194,7 +194,7 @@ pub unsafe extern "C" fn cantus_feb_read_xx(word: *const u64, out: *mut u64) -> 
         super::tasks::non_null("cantus_feb_read_xx", "out", out)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at("cantus_feb_read_xx", "word", word)? };
-        let v = engine::read_any(&WordSite(w));
+        let v = full_empty::read_any(&WordSite(w));
         // SAFETY: forwarded contract.
         unsafe { put(out, v) };
         Ok(OK)
@@ -211,7 +211,7 @@ pub unsafe extern "C" fn cantus_feb_is_full(word: *const u64) -> Code {
         require_runtime("cantus_feb_is_full")?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at("cantus_feb_is_full", "word", word)? };
-        Ok(c_int::from(engine::is_full(&WordSite(w))))
+        Ok(c_int::from(full_empty::is_full(&WordSite(w))))
     })
 }
 
@@ -303,7 +303,7 @@ pub unsafe extern "C" fn cantus_sync_read_fe(sync: *mut CantusSync, out: *mut u6
         var_call(
             "cantus_sync_read_fe",
             sync,
-            |v| Ok(Some(engine::perform(v, Op::ReadFE, 0))),
+            |v| Ok(Some(full_empty::perform(v, Op::ReadFE, 0))),
             out,
         )
     }
@@ -320,7 +320,7 @@ pub unsafe extern "C" fn cantus_sync_read_ff(sync: *mut CantusSync, out: *mut u6
         var_call(
             "cantus_sync_read_ff",
             sync,
-            |v| Ok(Some(engine::perform(v, Op::ReadFF, 0))),
+            |v| Ok(Some(full_empty::perform(v, Op::ReadFF, 0))),
             out,
         )
     }
@@ -333,7 +333,7 @@ pub unsafe extern "C" fn cantus_sync_read_ff(sync: *mut CantusSync, out: *mut u6
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cantus_sync_write_ef(sync: *mut CantusSync, value: u64) -> Code {
     let write = |v: &CantusSync| {
-        engine::perform(v, Op::WriteEF, value);
+        full_empty::perform(v, Op::WriteEF, value);
         Ok(None)
     };
     // SAFETY: forwarded contract.
@@ -347,7 +347,7 @@ pub unsafe extern "C" fn cantus_sync_write_ef(sync: *mut CantusSync, value: u64)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cantus_sync_write_ff(sync: *mut CantusSync, value: u64) -> Code {
     let write = |v: &CantusSync| {
-        engine::perform(v, Op::WriteFF, value);
+        full_empty::perform(v, Op::WriteFF, value);
         Ok(None)
     };
     // SAFETY: forwarded contract.
@@ -370,7 +370,7 @@ pub unsafe extern "C" fn cantus_sync_read_xx(sync: *mut CantusSync, out: *mut u6
         var_call(
             "cantus_sync_read_xx",
             sync,
-            |v| Ok(Some(engine::read_any(v))),
+            |v| Ok(Some(full_empty::read_any(v))),
             out,
         )
     }
@@ -388,7 +388,7 @@ pub unsafe extern "C" fn cantus_sync_write_xf(sync: *mut CantusSync, value: u64)
             "cantus_sync_write_xf",
             sync,
             |v| {
-                engine::set(v, true, Some(value));
+                full_empty::set(v, true, Some(value));
                 Ok(None)
             },
             std::ptr::null_mut(),
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn cantus_sync_reset(sync: *mut CantusSync) -> Code {
             "cantus_sync_reset",
             sync,
             |v| {
-                engine::set(v, false, Some(0));
+                full_empty::set(v, false, Some(0));
                 Ok(None)
             },
             std::ptr::null_mut(),

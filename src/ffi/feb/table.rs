@@ -10,9 +10,9 @@
 //! Qthreads). Every operation on a word runs under its stripe's lock; see
 //! `../README.md` for the protocol.
 
-use crate::sync::engine::{Place, Site};
+use crate::sync::full_empty::{Place, Site};
 use crate::sync::lock::BitLock;
-use crate::sync::queue::Queue;
+use crate::sync::wait_queue::Queue;
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};

@@ -4,8 +4,8 @@
 //! is involved. All-zero bytes are a valid, empty variable
 //! (`CANTUS_SYNC_INITIALIZER`).
 
-use crate::sync::engine::{Place, Site};
-use crate::sync::queue::Queue;
+use crate::sync::full_empty::{Place, Site};
+use crate::sync::wait_queue::Queue;
 use crate::sync::word::{LOCKED, Locked, ONE, WAITERS, WaitWord};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -12,10 +12,10 @@
 //! nobody can be released twice or missed.
 
 use crate::ffi::error::{self, EINVAL, Fail, boundary_void};
-use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::KeySite;
 use crate::ffi::lifecycle::require_runtime;
-use crate::sync::engine::Place;
+use crate::sync::full_empty::Place;
 use std::ffi::c_uint;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -53,7 +53,7 @@ unsafe fn barrier_at<'a>(call: &str, b: *const QtBarrier) -> Result<&'a QtBarrie
 fn release_if_complete(
     b: &QtBarrier,
     p: &mut dyn Place<Value = u64>,
-    wake: &mut engine::WakeList<u64>,
+    wake: &mut full_empty::WakeList<u64>,
 ) -> bool {
     let arrived = b.arrived.load(Ordering::Relaxed);
     if arrived == 0 || arrived < b.size.load(Ordering::Relaxed) {
@@ -61,8 +61,8 @@ fn release_if_complete(
     }
     b.arrived.store(0, Ordering::Relaxed);
     // Full completes every queued readFF; empty opens the next round.
-    engine::set_locked(p, true, None, wake);
-    engine::set_locked(p, false, None, wake);
+    full_empty::set_locked(p, true, None, wake);
+    full_empty::set_locked(p, false, None, wake);
     true
 }
 
@@ -88,7 +88,7 @@ pub extern "C" fn qt_barrier_create(max_threads: usize, btype: QtBarrierBtype) -
             arrived: AtomicUsize::new(0),
         });
         // The first round is open: phase empty.
-        engine::set(&b.site(), false, None);
+        full_empty::set(&b.site(), false, None);
         out = Box::into_raw(b);
         Ok(())
     });
@@ -112,7 +112,7 @@ pub unsafe extern "C" fn qt_barrier_enter(b: *mut QtBarrier) {
 }
 
 fn enter(b: &QtBarrier) {
-    engine::wait_if(&b.site(), Op::ReadFF, |p, wake| {
+    full_empty::wait_if(&b.site(), Op::ReadFF, |p, wake| {
         b.arrived.fetch_add(1, Ordering::Relaxed);
         // The last arrival releases the round and goes on; the others wait.
         !release_if_complete(b, p, wake)
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn qt_barrier_enter_id(b: *mut QtBarrier, id: usize) {
         // SAFETY: forwarded contract.
         let b = unsafe { barrier_at(CALL, b)? };
         require_runtime(CALL)?;
-        let size = engine::with_place(&b.site(), |_, _| b.size.load(Ordering::Relaxed));
+        let size = full_empty::with_place(&b.site(), |_, _| b.size.load(Ordering::Relaxed));
         if id >= size {
             return Err(Fail::new(
                 EINVAL,
@@ -158,7 +158,7 @@ pub unsafe extern "C" fn qt_barrier_resize(b: *mut QtBarrier, size: usize) {
         if size == 0 {
             return Err(Fail::new(EINVAL, format!("{CALL}: size is 0")));
         }
-        engine::with_place(&b.site(), |p, wake| {
+        full_empty::with_place(&b.site(), |p, wake| {
             b.size.store(size, Ordering::Relaxed);
             release_if_complete(b, p, wake);
         });
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn qt_barrier_destroy(b: *mut QtBarrier) {
     boundary_void(CALL, || {
         // SAFETY: forwarded contract.
         let live = unsafe { barrier_at(CALL, b)? };
-        engine::with_place(&live.site(), |p, wake| {
+        full_empty::with_place(&live.site(), |p, wake| {
             if !p.queue().is_empty() {
                 return Err(Fail::new(
                     error::EBUSY,
@@ -184,7 +184,7 @@ pub unsafe extern "C" fn qt_barrier_destroy(b: *mut QtBarrier) {
                 ));
             }
             // Full with nobody waiting: the table entry goes away.
-            engine::set_locked(p, true, None, wake);
+            full_empty::set_locked(p, true, None, wake);
             Ok(())
         })?;
         // SAFETY: qt_barrier_create made `b` with Box::into_raw; destroyed

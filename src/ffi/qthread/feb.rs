@@ -6,7 +6,7 @@
 
 use super::qt;
 use crate::ffi::error::Fail;
-use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::{KeySite, SyncvarSite, WordSite, syncvar};
 use crate::ffi::feb::{put, word_at};
 use crate::ffi::lifecycle::require_runtime;
@@ -40,7 +40,7 @@ unsafe fn feb_op(call: &str, addr: *const u64, op: Op, value: u64, dest: *mut u6
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "addr", addr)? };
-        let v = engine::perform(&WordSite(w), op, value);
+        let v = full_empty::perform(&WordSite(w), op, value);
         if dest.cast_const() != addr {
             // SAFETY: forwarded contract.
             unsafe { put(dest, v) };
@@ -58,7 +58,7 @@ unsafe fn feb_set(call: &str, addr: *const u64, full: bool, value: Option<u64>) 
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "dest", addr)? };
-        engine::set(&WordSite(w), full, value);
+        full_empty::set(&WordSite(w), full, value);
         Ok(())
     })
 }
@@ -93,7 +93,7 @@ pub unsafe extern "C" fn qthread_readXX(dest: *mut u64, src: *const u64) -> c_in
         require_runtime("qthread_readXX")?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at("qthread_readXX", "src", src)? };
-        let v = engine::read_any(&WordSite(w));
+        let v = full_empty::read_any(&WordSite(w));
         if dest.cast_const() != src {
             // SAFETY: forwarded contract.
             unsafe { put(dest, v) };
@@ -261,7 +261,7 @@ pub extern "C" fn qthread_lock(a: *const u64) -> c_int {
     qt("qthread_lock", || {
         require_runtime("qthread_lock")?;
         // Full = unlocked: taking the lock is a readFE of its state.
-        engine::perform(&lock_site("qthread_lock", a)?, Op::ReadFE, 0);
+        full_empty::perform(&lock_site("qthread_lock", a)?, Op::ReadFE, 0);
         Ok(())
     })
 }
@@ -272,7 +272,7 @@ pub extern "C" fn qthread_lock(a: *const u64) -> c_int {
 pub extern "C" fn qthread_unlock(a: *const u64) -> c_int {
     qt("qthread_unlock", || {
         require_runtime("qthread_unlock")?;
-        engine::set(&lock_site("qthread_unlock", a)?, true, None);
+        full_empty::set(&lock_site("qthread_unlock", a)?, true, None);
         Ok(())
     })
 }
@@ -288,7 +288,7 @@ pub unsafe extern "C" fn qthread_feb_status(addr: *const u64) -> c_int {
         require_runtime("qthread_feb_status")?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at("qthread_feb_status", "addr", addr)? };
-        full = engine::is_full(&WordSite(w));
+        full = full_empty::is_full(&WordSite(w));
         Ok(())
     });
     if rc == 0 { c_int::from(full) } else { rc }
@@ -303,7 +303,7 @@ unsafe fn sv_op(call: &str, var: *mut Syncvar, op: Op, value: u64, dest: *mut u6
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "syncvar", var.cast::<u64>())? };
-        let v = engine::perform(&SyncvarSite(w), op, value & syncvar::MAX);
+        let v = full_empty::perform(&SyncvarSite(w), op, value & syncvar::MAX);
         // SAFETY: forwarded contract.
         unsafe { put(dest, v) };
         Ok(())
@@ -319,7 +319,7 @@ unsafe fn sv_set(call: &str, var: *mut Syncvar, full: bool, value: Option<u64>) 
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "syncvar", var.cast::<u64>())? };
-        engine::set(&SyncvarSite(w), full, value.map(|v| v & syncvar::MAX));
+        full_empty::set(&SyncvarSite(w), full, value.map(|v| v & syncvar::MAX));
         Ok(())
     })
 }

@@ -28,12 +28,12 @@ pub mod team;
 
 use super::Code;
 use super::error::{self, Fail, boundary};
-use super::feb::engine;
+use super::feb::full_empty;
 use super::feb::table::WordSite;
 use super::feb::word_at;
 use super::lifecycle::{self, require_runtime};
 use super::tasks::Arg;
-use crate::sched::task::Task;
+use crate::sched::new_task::Task;
 use crate::sched::{Registry, WorkerLocal};
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
 
@@ -243,7 +243,7 @@ fn prepare(
     if !ret.is_null() {
         // SAFETY: the caller promises `ret` is a valid aligned_t if non-null.
         let w = unsafe { word_at(call, "ret", ret)? };
-        engine::set(&WordSite(w), false, None);
+        full_empty::set(&WordSite(w), false, None);
     }
     Ok(f)
 }

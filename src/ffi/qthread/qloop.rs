@@ -5,7 +5,7 @@
 //! `qt_{uint,int,double}_{sum,prod,max,min}`, one task per shepherd.
 
 use crate::ffi::error::{Fail, boundary_void};
-use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::WordSite;
 use crate::ffi::lifecycle::require_runtime;
 use crate::ffi::tasks::Arg;
@@ -246,7 +246,7 @@ pub(crate) unsafe fn reduce<T: Elem>(
                 if checkfeb != 0 {
                     // SAFETY: as above; accessed through FEB calls only.
                     let w = unsafe { std::sync::atomic::AtomicU64::from_ptr(p.cast_mut()) };
-                    T::from_bits(engine::perform(&WordSite(w), Op::ReadFF, 0))
+                    T::from_bits(full_empty::perform(&WordSite(w), Op::ReadFF, 0))
                 } else {
                     // SAFETY: as above.
                     T::from_bits(unsafe { p.read_unaligned() })

@@ -22,7 +22,7 @@
 
 use super::buf::AlignedBuf;
 use crate::ffi::error::{self, EINVAL, Fail, boundary_void};
-use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::KeySite;
 use crate::ffi::lifecycle::require_runtime;
 use std::ffi::c_void;
@@ -100,9 +100,9 @@ unsafe fn make_reduce(
 
 /// Sets the count to `expect` and the phase to match, under the lock.
 fn arm(s: &QtSinc, expect: usize) {
-    engine::with_place(&s.site(), |p, wake| {
+    full_empty::with_place(&s.site(), |p, wake| {
         s.count.store(expect as u64, Ordering::Relaxed);
-        engine::set_locked(p, expect == 0, None, wake);
+        full_empty::set_locked(p, expect == 0, None, wake);
     });
 }
 
@@ -223,13 +223,13 @@ pub unsafe extern "C" fn qt_sinc_expect(sinc: *mut QtSinc, count: usize) {
                 continue;
             }
             // 0 -> n: with the phase, under the lock.
-            let armed = engine::with_place(&s.site(), |p, wake| {
+            let armed = full_empty::with_place(&s.site(), |p, wake| {
                 let ok = s
                     .count
                     .compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed)
                     .is_ok();
                 if ok {
-                    engine::set_locked(p, false, None, wake);
+                    full_empty::set_locked(p, false, None, wake);
                 }
                 ok
             });
@@ -288,7 +288,7 @@ pub(crate) unsafe fn submit(
         }
         // The last one: 1 -> 0 together with the phase, under the lock.
         // After the CAS only the table entry is touched, never the sinc.
-        let done = engine::with_place(&site, |p, wake| {
+        let done = full_empty::with_place(&site, |p, wake| {
             // AcqRel: Acquire takes in every earlier submitter's Release
             // (the release sequence), Release hands all of it to a waiter
             // that loads 0 (Acquire); woken waiters are ordered by the wake.
@@ -296,7 +296,7 @@ pub(crate) unsafe fn submit(
                 .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok();
             if ok {
-                engine::set_locked(p, true, None, wake);
+                full_empty::set_locked(p, true, None, wake);
             }
             ok
         });
@@ -349,7 +349,7 @@ pub unsafe extern "C" fn qt_sinc_wait(sinc: *mut QtSinc, target: *mut c_void) {
         if s.count.load(Ordering::Acquire) != 0 {
             // Blocks until the phase is full (count 0); the stripe lock or
             // the wake orders the submitters' effects before we go on.
-            engine::perform(&s.site(), Op::ReadFF, 0);
+            full_empty::perform(&s.site(), Op::ReadFF, 0);
         }
         if let (Some(r), false) = (s.reduce(), target.is_null()) {
             let acc = r.value.lock().unwrap_or_else(|e| e.into_inner());
@@ -379,7 +379,7 @@ pub unsafe extern "C" fn qt_sinc_reset(sinc: *mut QtSinc, expect: usize) {
         let mut value = s
             .reduce()
             .map(|r| (r, r.value.lock().unwrap_or_else(|e| e.into_inner())));
-        engine::with_place(&s.site(), |p, wake| {
+        full_empty::with_place(&s.site(), |p, wake| {
             if s.count.load(Ordering::Acquire) != 0 {
                 return Err(Fail::new(
                     error::EBUSY,
@@ -391,7 +391,7 @@ pub unsafe extern "C" fn qt_sinc_reset(sinc: *mut QtSinc, expect: usize) {
                 v.clone_from(&r.initial);
             }
             s.count.store(expect as u64, Ordering::Relaxed);
-            engine::set_locked(p, expect == 0, None, wake);
+            full_empty::set_locked(p, expect == 0, None, wake);
             Ok(())
         })
     })
@@ -405,7 +405,7 @@ pub unsafe extern "C" fn qt_sinc_reset(sinc: *mut QtSinc, expect: usize) {
 unsafe fn release(call: &str, s: *mut QtSinc) -> Result<(), Fail> {
     // SAFETY: forwarded contract.
     let live = unsafe { sinc_at(call, s)? };
-    engine::with_place(&live.site(), |p, wake| {
+    full_empty::with_place(&live.site(), |p, wake| {
         if !p.queue().is_empty() {
             return Err(Fail::new(
                 error::EBUSY,
@@ -413,7 +413,7 @@ unsafe fn release(call: &str, s: *mut QtSinc) -> Result<(), Fail> {
             ));
         }
         // Full with nobody waiting: the entry goes away.
-        engine::set_locked(p, true, None, wake);
+        full_empty::set_locked(p, true, None, wake);
         Ok(())
     })?;
     // SAFETY: per the contract `s` is live and unshared; `reduce` came

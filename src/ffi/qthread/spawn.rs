@@ -13,7 +13,7 @@ use super::sinc::{self, QtSinc};
 use super::team::{self, Membership};
 use super::{NO_SHEPHERD, QthreadF, buf::AlignedBuf, place, qt};
 use crate::ffi::error::{EINVAL, ENOTSUP, Fail};
-use crate::ffi::feb::engine::{self, Op};
+use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::{SyncvarSite, WordSite, syncvar};
 use crate::ffi::feb::word_at;
 use crate::ffi::lifecycle::require_runtime;
@@ -81,12 +81,12 @@ impl RetLoc {
                 // SAFETY: checked non-null and aligned at spawn; the caller
                 // keeps it valid until filled.
                 let w = unsafe { AtomicU64::from_ptr(w) };
-                engine::set(&WordSite(w), true, Some(v));
+                full_empty::set(&WordSite(w), true, Some(v));
             }
             RetLoc::Syncvar(w) => {
                 // SAFETY: as for Word.
                 let w = unsafe { AtomicU64::from_ptr(w) };
-                engine::set(&SyncvarSite(w), true, Some(v & syncvar::MAX));
+                full_empty::set(&SyncvarSite(w), true, Some(v & syncvar::MAX));
             }
             RetLoc::Sinc { sinc, void } => {
                 let value: *const c_void = if void {
@@ -176,7 +176,7 @@ fn ret_location(call: &str, ret: *mut c_void, flags: c_uint) -> Result<RetLoc, F
         SPAWN_RET_SYNCVAR_T => {
             // SAFETY: the caller promises `ret` is a valid syncvar_t.
             let a = unsafe { word_at(call, "ret", w)? };
-            engine::set(&SyncvarSite(a), false, None);
+            full_empty::set(&SyncvarSite(a), false, None);
             RetLoc::Syncvar(w)
         }
         SPAWN_RET_SINC | SPAWN_RET_SINC_VOID => {
@@ -201,7 +201,7 @@ fn ret_location(call: &str, ret: *mut c_void, flags: c_uint) -> Result<RetLoc, F
         _ => {
             // SAFETY: the caller promises `ret` is a valid aligned_t.
             let a = unsafe { word_at(call, "ret", w)? };
-            engine::set(&WordSite(a), false, None);
+            full_empty::set(&WordSite(a), false, None);
             RetLoc::Word(w)
         }
     })
@@ -249,9 +249,9 @@ fn await_preconds(preconds: &[Precond], syncvars: bool) {
         // it valid until the task ran.
         let w = unsafe { AtomicU64::from_ptr(p.0) };
         if syncvars {
-            engine::perform(&SyncvarSite(w), Op::ReadFF, 0);
+            full_empty::perform(&SyncvarSite(w), Op::ReadFF, 0);
         } else {
-            engine::perform(&WordSite(w), Op::ReadFF, 0);
+            full_empty::perform(&WordSite(w), Op::ReadFF, 0);
         }
     }
 }

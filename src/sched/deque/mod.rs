@@ -1,7 +1,7 @@
 //! A Chase-Lev work-stealing deque of small `Copy` elements: the owner
 //! pushes and pops at the bottom (newest first), thieves steal at the top
 //! (oldest first). Written for the scheduler's queued tasks (four words,
-//! `sched::task::Queued`) and other elements of a few machine words.
+//! `sched::new_task::Queued`) and other elements of a few machine words.
 //!
 //! The algorithm is Chase and Lev's ("Dynamic Circular Work-Stealing
 //! Deque", SPAA 2005) with the C11 memory orderings of Lê, Pop, Cohen and

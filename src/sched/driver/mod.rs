@@ -6,9 +6,9 @@
 //! tasking layer; tokio's park/driver split is the model for parking in
 //! the driver).
 
+use super::new_task::Task;
 use super::outside_wait::StuckSample;
 use super::registry::Registry;
-use super::task::Task;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;

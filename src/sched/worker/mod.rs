@@ -16,8 +16,8 @@ mod idle_loop;
 mod steal;
 
 use super::deque::Worker;
+use super::new_task::{Queued, Task};
 use super::registry::{Registry, WorkerShared, bump, drop_by};
-use super::task::{Queued, Task};
 use crate::config::WaitPolicy;
 use crate::fiber::guard;
 use crate::fiber::stack::TaskStack;

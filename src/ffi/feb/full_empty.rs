@@ -1,4 +1,4 @@
-//! The C calls' view of the full/empty engine (`crate::sync::engine`):
+//! The C calls' view of the full/empty engine (`crate::sync::full_empty`):
 //! every C location holds a 64-bit value whatever its state (a word's
 //! bits are always there), so besides the engine's operations the C calls
 //! change the state without moving a value (`cantus_feb_fill`/`empty`) or
@@ -6,10 +6,10 @@
 //! in `table.rs` (caller words, `syncvar_t`, keyed states) and `var.rs`
 //! (`cantus_sync_t`); the protocol is in `src/sync/README.md`.
 
-use crate::sync::engine::{self as core, Place, Site, unwrap_done};
-use crate::sync::queue;
-pub(crate) use crate::sync::queue::WakeList;
+use crate::sync::full_empty::{self as core, Place, Site, unwrap_done};
 use crate::sync::wait::BlockKind;
+use crate::sync::wait_queue;
+pub(crate) use crate::sync::wait_queue::WakeList;
 
 /// A full/empty operation that may have to wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,12 +26,12 @@ pub(crate) enum Op {
 
 impl Op {
     /// The engine's operation, with `value` for writes.
-    fn with(self, value: u64) -> queue::Op<u64> {
+    fn with(self, value: u64) -> wait_queue::Op<u64> {
         match self {
-            Op::ReadFE => queue::Op::ReadFE,
-            Op::ReadFF => queue::Op::ReadFF(|v| *v),
-            Op::WriteEF => queue::Op::WriteEF(value),
-            Op::WriteFF => queue::Op::WriteFF(value),
+            Op::ReadFE => wait_queue::Op::ReadFE,
+            Op::ReadFF => wait_queue::Op::ReadFF(|v| *v),
+            Op::WriteEF => wait_queue::Op::WriteEF(value),
+            Op::WriteFF => wait_queue::Op::WriteFF(value),
         }
     }
 
@@ -95,7 +95,7 @@ pub(crate) fn with_place<S: Site<Value = u64>, R>(
 
 /// Runs `f` as [`with_place`] does; if it returns true, the caller's `op`
 /// is queued in the same critical section and the caller blocks until a
-/// state change completes it (see `crate::sync::engine::wait_if`).
+/// state change completes it (see `crate::sync::full_empty::wait_if`).
 /// Returns whether the caller waited.
 pub(crate) fn wait_if<S: Site<Value = u64>>(
     site: &S,
@@ -120,7 +120,7 @@ pub(crate) fn is_full(site: &impl Site<Value = u64>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::queue::Queue;
+    use crate::sync::wait_queue::Queue;
     use std::cell::RefCell;
 
     /// A location for single-threaded tests of the hand-off rules.
@@ -174,7 +174,7 @@ mod tests {
         let site = site(false, 0);
         // Empty: readers and full-writers queue, in this order.
         let ops = [Op::ReadFF, Op::WriteFF, Op::ReadFF, Op::ReadFE, Op::ReadFF];
-        let mut slots: Vec<Option<queue::Node<u64>>> = (0..ops.len()).map(|_| None).collect();
+        let mut slots: Vec<Option<wait_queue::Node<u64>>> = (0..ops.len()).map(|_| None).collect();
         for (op, slot) in ops.iter().zip(slots.iter_mut()) {
             // SAFETY: the slots outlive the test's use of the queue; every
             // node is completed by `set` or checked still queued below.

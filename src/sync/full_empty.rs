@@ -10,8 +10,8 @@
 //! location performs the queued readers' reads itself, then wakes them, so
 //! a woken waiter never retries and nobody can overtake it.
 
-use super::queue::{Done, Node, Op, Queue, WakeList};
 use super::wait::BlockKind;
+use super::wait_queue::{Done, Node, Op, Queue, WakeList};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A full/empty location, seen with its lock held.
