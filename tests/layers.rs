@@ -2,7 +2,9 @@
 //! none names the crate root's re-exports (`crate::begin`) instead of the
 //! module it uses (`crate::par::begin`). The layers are read from the
 //! table in ARCHITECTURE.md ("The layer table"), so the page and the
-//! check cannot drift apart.
+//! check cannot drift apart. Also: ARCHITECTURE.md has a line per file
+//! of `src/` ("Every file"), and every file opens with `//!` lines
+//! saying what it holds.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -150,4 +152,64 @@ fn the_check_finds_a_planted_upward_import_and_a_root_re_export() {
     ] {
         assert!(check_line(&table, "par", ok).is_empty(), "{ok}");
     }
+}
+
+/// ARCHITECTURE.md's file table ("Every file"): the files it names,
+/// relative to `src/`.
+fn file_table() -> Vec<String> {
+    let page =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .expect("ARCHITECTURE.md is readable");
+    let start = page
+        .find("<!-- files: begin -->")
+        .expect("ARCHITECTURE.md has the file table");
+    let end = page
+        .find("<!-- files: end -->")
+        .expect("the file table ends");
+    page[start..end]
+        .lines()
+        .filter_map(|row| row.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once('`').map(|(file, _)| file.to_string()))
+        .collect()
+}
+
+#[test]
+fn architecture_has_a_line_per_file_and_each_line_a_file() {
+    let listed = file_table();
+    assert!(
+        listed.len() > 100,
+        "the file table lists the files: {listed:?}"
+    );
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let on_disk: Vec<String> = files
+        .iter()
+        .map(|f| f.strip_prefix(&src).unwrap().display().to_string())
+        .collect();
+    let unlisted: Vec<&String> = on_disk.iter().filter(|f| !listed.contains(f)).collect();
+    let gone: Vec<&String> = listed.iter().filter(|f| !on_disk.contains(f)).collect();
+    assert!(
+        unlisted.is_empty() && gone.is_empty(),
+        "ARCHITECTURE.md, \"Every file\": no row for {unlisted:?}; rows without a file: {gone:?}"
+    );
+}
+
+#[test]
+fn every_file_says_first_what_it_holds() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let silent: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            !text.starts_with("//!")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        silent.is_empty(),
+        "files that do not open with `//!` lines: {silent:?}"
+    );
 }
