@@ -3,7 +3,7 @@
 //! panic for whoever waits. (The scheduler only knows the `Completion`
 //! trait; the end counts are this layer's.)
 
-use crate::sched::new_task::Completion;
+use crate::sched::new_task::{Completion, Task};
 use crate::sync::end_count::EndCount;
 use std::any::Any;
 use std::sync::Arc;
@@ -39,10 +39,42 @@ impl Completion for Shared {
     }
 }
 
+/// Pushes a task of a group (a scope's or a `TaskGroup`'s): `f`, labelled
+/// as spawned by the running task when tracing, then `C`'s completion
+/// with `group`. The group's count was raised for it already; `call`
+/// names the spawning call in the panic if the task cannot be pushed
+/// (the unpushed task was dropped, which counted it finished).
+///
+/// # Safety
+/// As [`Task::closure`]: everything `f` borrows outlives the task's run,
+/// and `group` satisfies `C`'s contract.
+#[inline(always)]
+#[track_caller]
+pub(crate) unsafe fn push_group_task<F, C>(f: F, group: *const (), call: &str)
+where
+    F: FnOnce() + Send,
+    C: Completion,
+{
+    let task = if crate::trace::on() {
+        let spawner = crate::trace::spawner();
+        let f = move || {
+            crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
+            f()
+        };
+        // SAFETY: the caller's contract, for the same closure wrapped.
+        unsafe { Task::closure::<_, C>(f, group) }
+    } else {
+        // SAFETY: the caller's contract.
+        unsafe { Task::closure::<F, C>(f, group) }
+    };
+    if let Err(e) = crate::sched::push_task(call, task) {
+        panic!("{e}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sched::new_task::Task;
 
     #[test]
     fn group_completions_count_and_record_panics() {

@@ -1,10 +1,9 @@
 //! Task groups: an end count with wait-for-zero that tasks of any
 //! lifetime can join (for structured borrowing use [`scope`](crate::scope)).
 
-use super::completion::Shared;
+use super::completion::{Shared, push_group_task};
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::new_task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::panic;
@@ -61,23 +60,9 @@ impl TaskGroup {
     {
         self.count.add(1);
         let group = Arc::into_raw(self.count.clone()) as *const ();
-        let task = if crate::trace::on() {
-            let spawner = crate::trace::spawner();
-            let f = move || {
-                crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
-                f()
-            };
-            // SAFETY: as below, for the same closure wrapped.
-            unsafe { Task::closure::<_, Shared>(f, group) }
-        } else {
-            // SAFETY: the closure is 'static; the task owns the strong
-            // reference `group`, which `Shared` takes back when it finishes.
-            unsafe { Task::closure::<F, Shared>(f, group) }
-        };
-        if let Err(e) = crate::sched::push_task("TaskGroup::spawn", task) {
-            // The unpushed task was dropped, which counted it finished.
-            panic!("{e}");
-        }
+        // SAFETY: the closure is 'static; the task owns the strong
+        // reference `group`, which `Shared` takes back when it finishes.
+        unsafe { push_group_task::<F, Shared>(f, group, "TaskGroup::spawn") }
     }
 
     /// Tasks of the group not yet finished.

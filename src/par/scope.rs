@@ -1,10 +1,9 @@
 //! Structured task scopes: tasks that may borrow from the caller's stack,
 //! all finished before `scope` returns.
 
-use super::completion::Scoped;
+use super::completion::{Scoped, push_group_task};
 use super::join::wait_group;
 use crate::sched::WorkerLocal;
-use crate::sched::new_task::Task;
 use crate::sync::end_count::EndCount;
 use crate::sync::wait::BlockKind;
 use std::marker::PhantomData;
@@ -70,24 +69,10 @@ impl<'scope> Scope<'scope, '_> {
     {
         self.count.add(1);
         let count = &self.count as *const EndCount as *const ();
-        let task = if crate::trace::on() {
-            let spawner = crate::trace::spawner();
-            let f = move || {
-                crate::trace::label_spawned_by(crate::trace::task_kind::BEGIN, spawner);
-                f()
-            };
-            // SAFETY: as below, for the same closure wrapped.
-            unsafe { Task::closure::<_, Scoped>(f, count) }
-        } else {
-            // SAFETY: everything `f` borrows outlives 'scope, and the scope
-            // does not end (wait_all) before the count, which this task
-            // decrements last, is zero.
-            unsafe { Task::closure::<F, Scoped>(f, count) }
-        };
-        if let Err(e) = crate::sched::push_task("Scope::spawn", task) {
-            // The unpushed task was dropped, which counted it finished.
-            panic!("{e}");
-        }
+        // SAFETY: everything `f` borrows outlives 'scope, and the scope
+        // does not end (wait_all) before the count, which this task
+        // decrements last, is zero.
+        unsafe { push_group_task::<F, Scoped>(f, count, "Scope::spawn") }
     }
 
     /// Tasks spawned in this scope that have not finished.

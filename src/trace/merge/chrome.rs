@@ -244,13 +244,18 @@ type MsgKey = (usize, usize, u16, u64);
 /// calibrations may disagree by more than a message's flight over shared
 /// memory (a fraction of a microsecond), so that a receive reads as a
 /// little earlier than its send; a key recurs only every 65,536 messages
-/// between two locales, far apart in time.
+/// between two locales, far apart in time. The pairs come in key order.
 pub(super) fn pair_messages<'a>(
     sends: &'a HashMap<MsgKey, Vec<MsgEnd>>,
     recvs: &mut HashMap<MsgKey, Vec<MsgEnd>>,
 ) -> Vec<(&'a MsgKey, &'a MsgEnd, MsgEnd)> {
     let mut pairs = Vec::new();
-    for (key, ss) in sends {
+    // In key order, so that the same parts give the same file (a map's
+    // own order differs from run to run).
+    let mut keys: Vec<&MsgKey> = sends.keys().collect();
+    keys.sort_unstable();
+    for key in keys {
+        let ss = &sends[key];
         let Some(rs) = recvs.get_mut(key) else {
             continue;
         };

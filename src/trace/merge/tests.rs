@@ -46,6 +46,34 @@ fn a_receive_stamped_before_its_send_still_pairs_with_it() {
 }
 
 #[test]
+fn messages_of_many_keys_pair_in_key_order_whatever_the_map_s_order() {
+    // Sixty-four keys: two maps with their own random orders would walk
+    // them differently; the pairs come out the same, sorted by key.
+    let keys: Vec<(usize, usize, u16, u64)> = (0..64).map(|n| (n % 3, 1, 0, n as u64)).collect();
+    let sends: HashMap<_, _> = keys
+        .iter()
+        .map(|&k| (k, vec![end(0, k.3 as i128)]))
+        .collect();
+    let recvs: HashMap<_, _> = keys
+        .iter()
+        .map(|&k| (k, vec![end(1, 10 + k.3 as i128)]))
+        .collect();
+    let again_sends: HashMap<_, _> = sends.clone();
+    let walk = |sends: &HashMap<_, Vec<MsgEnd>>, mut recvs: HashMap<_, Vec<MsgEnd>>| {
+        pair_messages(sends, &mut recvs)
+            .into_iter()
+            .map(|(k, s, r)| (*k, s.t, r.t))
+            .collect::<Vec<_>>()
+    };
+    let first = walk(&sends, recvs.clone());
+    let mut sorted = first.clone();
+    sorted.sort();
+    assert_eq!(first, sorted, "the pairs come in key order");
+    assert_eq!(first.len(), 64);
+    assert_eq!(first, walk(&again_sends, recvs));
+}
+
+#[test]
 fn a_utilisation_row_adds_up_to_the_lane_s_time() {
     let lane = LaneUse {
         name: "worker 0".into(),
