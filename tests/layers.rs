@@ -213,3 +213,114 @@ fn every_file_says_first_what_it_holds() {
         "files that do not open with `//!` lines: {silent:?}"
     );
 }
+
+/// The top-level modules a source line names (`crate::NAME`), outside
+/// comments and macros' `$crate`.
+fn modules_named(line: &str) -> Vec<String> {
+    let code = line.trim_start();
+    if code.starts_with("//") {
+        return Vec::new();
+    }
+    let mut names = Vec::new();
+    let mut at = 0;
+    while let Some(found) = code[at..].find("crate::") {
+        let i = at + found;
+        at = i + "crate::".len();
+        let before = code[..i].chars().next_back();
+        if before.is_some_and(|c| c == '$' || c == '_' || c.is_alphanumeric()) {
+            continue;
+        }
+        names.push(
+            code[at..]
+                .chars()
+                .take_while(|c| *c == '_' || c.is_alphanumeric())
+                .collect(),
+        );
+    }
+    names
+}
+
+/// A circle in `edges` (module -> modules it names), if there is one:
+/// its modules in order.
+fn find_circle(edges: &HashMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        at: &str,
+        edges: &HashMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|m| m == at) {
+            return Some(path[i..].to_vec());
+        }
+        if done.iter().any(|m| m == at) {
+            return None;
+        }
+        path.push(at.to_string());
+        for next in edges.get(at).into_iter().flatten() {
+            if let Some(circle) = visit(next, edges, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        done.push(at.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    let mut starts: Vec<&String> = edges.keys().collect();
+    starts.sort();
+    starts
+        .into_iter()
+        .find_map(|m| visit(m, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_circle_across_top_level_modules() {
+    let table = layer_table();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut edges: HashMap<String, Vec<String>> = HashMap::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
+        let top = first.trim_end_matches(".rs").to_string();
+        if top == "lib" {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for name in text.lines().flat_map(modules_named) {
+            if name != top && table.contains_key(&name) {
+                let to = edges.entry(top.clone()).or_default();
+                if !to.contains(&name) {
+                    to.push(name);
+                }
+            }
+        }
+    }
+    assert!(
+        edges.values().map(Vec::len).sum::<usize>() > 20,
+        "the modules name each other: {edges:?}"
+    );
+    assert_eq!(
+        find_circle(&edges),
+        None,
+        "modules that import each other in a circle"
+    );
+    // A planted circle is found.
+    let mut planted = edges.clone();
+    planted
+        .entry("sched".into())
+        .or_default()
+        .push("task".into());
+    planted
+        .entry("task".into())
+        .or_default()
+        .push("sched".into());
+    let circle = find_circle(&planted).expect("the planted circle is found");
+    assert!(circle.contains(&"sched".to_string()) && circle.contains(&"task".to_string()));
+}
