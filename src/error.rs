@@ -19,7 +19,7 @@ pub enum ErrorKind {
     /// A runtime is already running in this process; cantus runs one at a
     /// time, as Chapel's tasking layer does. (On a test thread of `cargo
     /// test`, starting one waits for its turn instead, where waiting can
-    /// help: `runtime/turn.rs`.)
+    /// help: `runtime/process_turn.rs`.)
     AlreadyRunning,
     /// The operating system refused a resource (a thread, memory).
     Os,

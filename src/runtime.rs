@@ -12,16 +12,16 @@ use crate::sched::block::BlockKind;
 use crate::sched::deque::Worker;
 use crate::sched::worker::{pin_to, worker_main};
 use crate::sched::{OutsideBlocked, Registry, WorkerLocal};
+use process_turn::Turn;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use turn::Turn;
 
 #[cfg(all(test, not(loom)))]
 mod driver_seam_tests;
+mod process_turn;
 mod stats_report;
-mod turn;
 
 /// A running cantus runtime: worker threads with their task queues. One
 /// runs per process at a time (`build` while one runs fails with
@@ -43,7 +43,7 @@ pub struct Runtime {
     /// the job, used at shutdown.
     job: Option<Joined>,
     /// This process's turn to run a runtime, given back at the end of
-    /// shutdown (`runtime/turn.rs`).
+    /// shutdown (`runtime/process_turn.rs`).
     turn: Option<Turn>,
 }
 

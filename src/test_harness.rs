@@ -4,7 +4,7 @@
 //! Two things change for a runtime started from inside a test (README,
 //! "Testing a program that uses locales"): the locales it starts run only
 //! that test (`comm/shm/program.rs`), and a second test's `build` waits
-//! for the running runtime instead of failing (`runtime/turn.rs`).
+//! for the running runtime instead of failing (`runtime/process_turn.rs`).
 //!
 //! What libtest lets a test see, checked on the toolchains we support: it
 //! runs every test on a thread of its own (also with `--test-threads=1`),

@@ -1,4 +1,4 @@
-//! One runtime per process, and who waits for it (`src/runtime/turn.rs`):
+//! One runtime per process, and who waits for it (`src/runtime/process_turn.rs`):
 //! a test thread waits for its turn (run with plain `cargo test` by
 //! `tests/user_crate.rs`), but where waiting cannot help, `build` fails
 //! at once with `AlreadyRunning` instead of hanging. Each test runs in a

@@ -22,7 +22,6 @@
 //! - `pass.rs`: the pass lock under inline progress (state one thread at
 //!   a time works on, given work by any without waiting; loom-checked).
 
-pub(crate) mod bell;
 pub(crate) mod collective;
 pub(crate) mod driver;
 #[cfg(not(loom))]
@@ -33,3 +32,4 @@ pub(crate) mod pass;
 pub(crate) mod shm;
 pub(crate) mod symmetric;
 pub(crate) mod transport;
+pub(crate) mod wake_bell;

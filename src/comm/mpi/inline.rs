@@ -14,8 +14,8 @@
 use super::progress::Progress;
 use super::sys;
 use super::transport::{Shared, Sleep};
-use crate::comm::bell::Bell;
 use crate::comm::pass::PassLock;
+use crate::comm::wake_bell::Bell;
 use crate::sched::driver::DriverPoller;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};

@@ -8,8 +8,8 @@
 //! can deadlock.
 
 use super::inline::Inline;
-use crate::comm::bell::Bell;
 use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
