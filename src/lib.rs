@@ -36,6 +36,7 @@
 pub mod balance;
 mod comm;
 pub mod config;
+mod copy;
 mod error;
 #[doc(hidden)]
 #[cfg(not(loom))]
@@ -65,7 +66,7 @@ pub use par::{
     forall_mut, join, scope, try_begin,
 };
 pub use remote::chant;
-pub use remote::{Remote, begin_on, coforall_locales, here, num_locales, on};
+pub use remote::{Bulk, Remote, begin_on, coforall_locales, here, num_locales, on};
 pub use runtime::{Runtime, run};
 pub use sync::{SingleVar, SyncVar};
 

@@ -17,8 +17,11 @@
 //!   with the argument a `serde_bytes::ByteBuf` (one byte string instead
 //!   of serde's element-by-element sequence), next to `memcpy` of the
 //!   same bytes in this process and postcard encoding and decoding them
-//!   here (no locale), as a `Vec<u8>` and as a `ByteBuf`: the floor under
-//!   the call rows;
+//!   here (no locale), as a `Vec<u8>`, as a `ByteBuf` and as a
+//!   `Bulk<f64>`: the floor under the call rows; `transfer_bulk_arg_*`
+//!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
+//!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain
+//!   `Vec<f64>`), the bytes moved both ways over the round trip's time;
 //! - peers: the raw ring round trip (the same shared-memory rings, two
 //!   spinning threads, no active-message layer) and Open MPI between two
 //!   ranks (its shared-memory transport), when `mpicc` was there at build
@@ -129,6 +132,29 @@ impl cantus::Remote for SinkBytes {
     }
 }
 
+/// Sends its array back negated: a round trip that moves an array of
+/// `f64`s both ways, as a [`cantus::Bulk`] (its bytes).
+#[derive(Serialize, Deserialize)]
+struct NegateBulk(cantus::Bulk<f64>);
+impl cantus::Remote for NegateBulk {
+    type Output = cantus::Bulk<f64>;
+    fn run(mut self) -> cantus::Bulk<f64> {
+        self.0.iter_mut().for_each(|x| *x = -*x);
+        self.0
+    }
+}
+
+/// [`NegateBulk`] with a plain `Vec<f64>` (serde's element by element).
+#[derive(Serialize, Deserialize)]
+struct NegateVec(Vec<f64>);
+impl cantus::Remote for NegateVec {
+    type Output = Vec<f64>;
+    fn run(mut self) -> Vec<f64> {
+        self.0.iter_mut().for_each(|x| *x = -*x);
+        self.0
+    }
+}
+
 /// This process's CPU time so far (user and system), in seconds.
 fn cpu_seconds() -> f64 {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -171,7 +197,8 @@ impl cantus::Remote for Compute {
 }
 
 cantus::remote!(
-    Ping, PingInline, Tick, Arrived, Sink, SinkBytes, Echo, CpuSeconds, Compute
+    Ping, PingInline, Tick, Arrived, Sink, SinkBytes, NegateBulk, NegateVec, Echo, CpuSeconds,
+    Compute
 );
 
 /// `quiet_*` rows. `quiet_idle_cpu`: the share of one CPU each locale
@@ -511,20 +538,43 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut copy_bw = Samples::new();
         let mut codec_vec = Samples::new();
         let mut codec_bytes = Samples::new();
+        let mut bulk_bw = Samples::new();
+        let mut vec_f64_bw = Samples::new();
+        let mut codec_bulk = Samples::new();
         section(&format!("transfer {name}"), || {
             for _ in 0..reps {
-                let (c, a, b) = rt.block_on(|| {
+                let (c, a, b, bulk, vec_f64) = rt.block_on(|| {
                     (
                         chant_one_way(size, rounds),
                         call_arg(size, rounds, |v| cantus::on(1, Sink(v))),
                         call_arg(size, rounds, |v| {
                             cantus::on(1, SinkBytes(serde_bytes::ByteBuf::from(v)))
                         }),
+                        round_trip_f64(size, rounds, |v| {
+                            cantus::on(1, NegateBulk(v.into()))
+                                .join()
+                                .expect("negate")
+                                .into_vec()
+                        }),
+                        round_trip_f64(size, rounds, |v| {
+                            cantus::on(1, NegateVec(v)).join().expect("negate")
+                        }),
                     )
                 });
                 chant_bw.push(gb_per_s(size, c));
                 arg_bw.push(gb_per_s(size, a));
                 bytes_bw.push(gb_per_s(size, b));
+                // Both ways: the argument there, the result back.
+                bulk_bw.push(gb_per_s(2 * size, bulk));
+                vec_f64_bw.push(gb_per_s(2 * size, vec_f64));
+                codec_bulk.push(gb_per_s(
+                    size,
+                    codec(size, rounds, |v| {
+                        v.chunks_exact(8)
+                            .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+                            .collect::<cantus::Bulk<f64>>()
+                    }),
+                ));
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
                 codec_vec.push(gb_per_s(size, codec(size, rounds, |v| v)));
                 codec_bytes.push(gb_per_s(
@@ -543,10 +593,49 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
             &codec_bytes,
             "GB/s",
         );
+        let bulk = figure(&format!("transfer_bulk_arg_{name}"), &bulk_bw, "GB/s");
+        let vec_f64 = figure(&format!("transfer_vec_f64_arg_{name}"), &vec_f64_bw, "GB/s");
+        figure(
+            &format!("transfer_{name}.postcard_bulk"),
+            &codec_bulk,
+            "GB/s",
+        );
         ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
         ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);
+        ratio(&format!("transfer_bulk_arg_{name}"), "memcpy", bulk, m);
+        ratio(
+            &format!("transfer_vec_f64_arg_{name}"),
+            "memcpy",
+            vec_f64,
+            m,
+        );
     }
+}
+
+/// Time of a round trip that carries `size` bytes of `f64`s to locale 1
+/// and `size` bytes back (`call` makes the call and returns the array
+/// it got back), from the call to its result: the argument is made (a
+/// copy of one vector) before each call's clock starts.
+fn round_trip_f64(size: usize, rounds: u64, call: impl Fn(Vec<f64>) -> Vec<f64>) -> Duration {
+    let arg: Vec<f64> = (0..size / 8).map(|i| i as f64).collect();
+    let one = || {
+        let v = arg.clone();
+        let start = Instant::now();
+        let back = call(v);
+        let took = start.elapsed();
+        assert_eq!(back.len(), arg.len());
+        assert_eq!(
+            back.last().copied(),
+            arg.last().map(|x| -x),
+            "came back negated"
+        );
+        took
+    };
+    for _ in 0..rounds.div_ceil(10) {
+        one();
+    }
+    (0..rounds).map(|_| one()).sum::<Duration>() / rounds as u32
 }
 
 fn gb_per_s(bytes: usize, d: Duration) -> f64 {
@@ -618,17 +707,32 @@ fn codec<T: Serialize + serde::de::DeserializeOwned>(
     start.elapsed() / rounds as u32
 }
 
-/// Time of copying `size` bytes from one buffer to another (both warm).
+/// Time of copying `size` bytes from one buffer to another (both warm),
+/// at memcpy's best: the faster of two placements of the destination.
+/// glibc copies a few KiB to a few hundred KiB with `rep movsb`, which
+/// some machines run 20x slower when the destination sits less than a
+/// cache line past the source modulo 4 KiB (an AMD EPYC VM: 64 KiB at
+/// 1.5 GB/s instead of 36), as two buffers of one size allocated one
+/// after the other may; so it also copies to a destination placed half
+/// a page from the source.
 fn memcpy(size: usize, rounds: u64) -> Duration {
     let src: Vec<u8> = (0..size).map(|i| i as u8).collect();
-    let mut dst = vec![0u8; size];
+    let mut fresh = vec![0u8; size];
+    let mut room = vec![0u8; size + 4096];
+    let apart = (room.as_ptr() as usize).wrapping_sub(src.as_ptr() as usize) % 4096;
+    let at = (2048 + 4096 - apart) % 4096;
     let rounds = rounds * 10;
-    let start = Instant::now();
-    for i in 0..rounds {
-        dst.copy_from_slice(std::hint::black_box(&src));
-        std::hint::black_box(&mut dst)[i as usize % size] ^= 1;
-    }
-    start.elapsed() / rounds as u32
+    let time = |dst: &mut [u8]| {
+        let start = Instant::now();
+        for i in 0..rounds {
+            dst.copy_from_slice(std::hint::black_box(&src));
+            std::hint::black_box(&mut *dst)[i as usize % size] ^= 1;
+        }
+        start.elapsed() / rounds as u32
+    };
+    let next = time(&mut fresh);
+    let placed = time(&mut room[at..at + size]);
+    next.min(placed)
 }
 
 fn us_per(d: Duration, n: u64) -> f64 {

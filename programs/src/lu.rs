@@ -30,6 +30,7 @@
 // bench crate's lints (no rust-version) would have.
 #![allow(clippy::manual_is_multiple_of)]
 
+use cantus::Bulk;
 use cantus::balance::{Balance, LocaleStats, Splittable};
 use serde::{Deserialize, Serialize};
 
@@ -454,7 +455,7 @@ impl Tiles {
         Block {
             i: i as u32,
             j: j as u32,
-            data,
+            data: data.into(),
         }
     }
 
@@ -463,7 +464,7 @@ impl Tiles {
         Block {
             i: i as u32,
             j: j as u32,
-            data: self.get(i, j).to_vec(),
+            data: self.get(i, j).into(),
         }
     }
 
@@ -480,7 +481,7 @@ impl Tiles {
                 block.i,
                 block.j
             );
-            *place = block.data;
+            *place = block.data.into_vec();
         }
     }
 
@@ -513,61 +514,11 @@ pub struct Block {
     pub i: u32,
     /// Its block column.
     pub j: u32,
-    /// b x b entries, row-major.
-    #[serde(with = "f64_bytes")]
-    pub data: Vec<f64>,
-}
-
-/// A vector of `f64` encoded as one string of bytes (each entry's
-/// little-endian bytes): serde encodes a `Vec<f64>` entry by entry, which
-/// made the encoding of pieces and results cost as much as the
-/// arithmetic on two locales; as bytes it is a copy.
-mod f64_bytes {
-    use serde::de::{Error, SeqAccess, Visitor};
-    use serde::{Deserializer, Serializer};
-
-    /// Encodes `v` as its bytes.
-    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
-        if cfg!(target_endian = "little") {
-            s.serialize_bytes(bytemuck::cast_slice(v))
-        } else {
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-            s.serialize_bytes(&bytes)
-        }
-    }
-
-    /// Decodes what [`serialize`] encoded.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
-        d.deserialize_bytes(Bytes)
-    }
-
-    /// Builds the vector from the bytes.
-    struct Bytes;
-
-    impl<'de> Visitor<'de> for Bytes {
-        type Value = Vec<f64>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("the little-endian bytes of f64s")
-        }
-
-        fn visit_bytes<E: Error>(self, b: &[u8]) -> Result<Vec<f64>, E> {
-            if b.len() % 8 != 0 {
-                return Err(E::invalid_length(b.len(), &self));
-            }
-            Ok(b.chunks_exact(8)
-                .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect())
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<f64>, A::Error> {
-            let mut bytes = Vec::new();
-            while let Some(byte) = seq.next_element::<u8>()? {
-                bytes.push(byte);
-            }
-            self.visit_bytes(&bytes)
-        }
-    }
+    /// b x b entries, row-major; a `Bulk`, so that a block travels
+    /// between locales as its bytes (serde would encode a `Vec<f64>`
+    /// entry by entry, which made the encoding of pieces and results cost
+    /// as much as the arithmetic on two locales).
+    pub data: Bulk<f64>,
 }
 
 /// The panel solves of block step `k` as splittable work: the blocks of
@@ -580,8 +531,7 @@ pub struct Panel {
     /// The step: the diagonal block's row and column.
     k: u32,
     /// The factored diagonal block (k, k).
-    #[serde(with = "f64_bytes")]
-    diag: Vec<f64>,
+    diag: Bulk<f64>,
     /// The blocks still to solve, the last first.
     jobs: Vec<Block>,
 }
@@ -750,7 +700,7 @@ pub fn lu_pieces<E>(
         let panel = Panel {
             b: b as u32,
             k: k as u32,
-            diag: t.get(k, k).to_vec(),
+            diag: t.get(k, k).into(),
             jobs: t.panel_jobs(k),
         };
         let count = panel.jobs.len();

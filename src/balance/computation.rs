@@ -329,7 +329,7 @@ impl<W: RegisteredWork> Comp<W> {
                 self.event(|p| p.split_failed(thief, lifeline), false);
                 return true;
             };
-            let bytes = match postcard::to_allocvec(&piece) {
+            let bytes = match crate::remote::encode::encode_to_vec(&piece) {
                 Ok(b) => b,
                 Err(e) => {
                     self.fail(format!("a piece of {} could not be encoded: {e}", W::NAME));
@@ -405,7 +405,7 @@ fn send_all<W: RegisteredWork>(
             ),
             Send::Detach { to } => {
                 let (result, mut failure) = carried.unwrap_or_default();
-                let bytes = postcard::to_allocvec(&result).unwrap_or_else(|e| {
+                let bytes = crate::remote::encode::encode_to_vec(&result).unwrap_or_else(|e| {
                     failure.get_or_insert_with(|| {
                         format!(
                             "on locale {here}: a result of {} could not be encoded: {e}",

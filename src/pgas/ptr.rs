@@ -179,8 +179,8 @@ impl<T: Pod> GlobalPtr<T> {
                 // (checked by `locate`) in a mapping of the memory, which
                 // cannot overlap `src`, a Rust slice outside it... unless
                 // `src` was borrowed from global memory itself: `copy`
-                // allows the overlap.
-                unsafe { std::ptr::copy(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
+                // allows the overlap (`move_raw`, a `ptr::copy` where they overlap).
+                unsafe { crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
                 Ok(())
             }
             Target::Remote(memory, locale, offset) => {
@@ -200,9 +200,11 @@ impl<T: Pod> GlobalPtr<T> {
             Target::Mapped(src) => {
                 // SAFETY: `src` is valid for the bytes of `dst` (checked
                 // by `locate`); `dst` is a unique borrow. Any bytes are a
-                // valid `T` (Pod). `copy` allows `dst` to lie in global
+                // valid `T` (Pod). `move_raw` allows `dst` to lie in global
                 // memory.
-                unsafe { std::ptr::copy(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst)) };
+                unsafe {
+                    crate::copy::move_raw(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst))
+                };
                 Ok(())
             }
             Target::Remote(memory, locale, offset) => {

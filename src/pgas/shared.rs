@@ -250,7 +250,7 @@ impl Memory for SharedMemory {
             // SAFETY: `area` is root's scratch data, SCRATCH_DATA_BYTES
             // long, `n` at most that; between the barriers around this
             // piece only the root writes it, and no locale reads it.
-            unsafe { std::ptr::copy_nonoverlapping(bytes[at..].as_ptr(), area, n) };
+            unsafe { crate::copy::copy_raw(bytes[at..].as_ptr(), area, n) };
         };
         self.publish(sig);
         if here == root {
@@ -265,7 +265,7 @@ impl Memory for SharedMemory {
                 // SAFETY: as in `fill`; the root wrote this piece before
                 // the barrier we passed and will not write again before
                 // the next.
-                unsafe { std::ptr::copy_nonoverlapping(area, bytes[at..].as_mut_ptr(), n) };
+                unsafe { crate::copy::copy_raw(area, bytes[at..].as_mut_ptr(), n) };
             }
             at += n;
             self.barrier_in();
@@ -306,9 +306,7 @@ impl Memory for SharedMemory {
             // most that; only we write it, and no locale reads it between
             // the barrier that followed every read of the last piece (or
             // collective) and the barrier below.
-            unsafe {
-                std::ptr::copy_nonoverlapping(value[at..].as_ptr(), self.scratch_data(here), n)
-            };
+            unsafe { crate::copy::copy_raw(value[at..].as_ptr(), self.scratch_data(here), n) };
             self.barrier_in();
             if at == 0 {
                 self.agreed()?;
@@ -321,9 +319,7 @@ impl Memory for SharedMemory {
                     // the barrier we passed, and writes it again only
                     // after the next one; `to` is `n` bytes of our own
                     // buffer.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(self.scratch_data(l), to.as_mut_ptr(), n)
-                    };
+                    unsafe { crate::copy::copy_raw(self.scratch_data(l), to.as_mut_ptr(), n) };
                 }
             }
             at += n;

@@ -294,7 +294,7 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
                 Message {
                     from,
                     tag,
-                    bytes: bytes.to_vec(),
+                    bytes: crate::copy::to_vec(bytes),
                 },
             );
             Ok(())

@@ -166,7 +166,7 @@ impl Partial {
                 self.head_len = HEAD_MAX.min(self.total);
             }
         }
-        self.body.extend_from_slice(piece);
+        crate::copy::extend(&mut self.body, piece);
         self.got += piece.len();
     }
 }

@@ -29,11 +29,11 @@ use std::sync::OnceLock;
 /// registered in one is registered in all.
 ///
 /// Arguments and results of any size travel (up to 4 GiB encoded; past
-/// half a ring, in pieces). serde encodes a `Vec<u8>` byte by byte,
-/// which caps a large one near 0.3 GB/s; give large byte buffers the type
-/// `serde_bytes::ByteBuf` (or `#[serde(with = "serde_bytes")]` on the
-/// field) from the `serde_bytes` crate, and they travel as one byte
-/// string, an order of magnitude faster (`BENCHMARKS.md`, issue 14).
+/// half a ring, in pieces). serde encodes a `Vec<u8>` or `Vec<f64>`
+/// element by element, which caps a large one well under a memory
+/// copy's speed; give large arrays of plain data the type
+/// [`Bulk<T>`](crate::Bulk), and they travel as their bytes
+/// (`BENCHMARKS.md`, issue 28). A debug build says so when it sees one.
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};

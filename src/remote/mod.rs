@@ -9,6 +9,8 @@
 //!   locale and waits for all.
 //! - [`RemotePod`], [`on_pod`] and [`begin_on_pod`]: calls of plain data
 //!   (`bytemuck::Pod`), which travel as their bytes.
+//! - [`Bulk<T>`](Bulk): an array of plain data that travels as its bytes,
+//!   as a field of any call, result, Chant message or balanced piece.
 //! - [`here`] and [`num_locales`] say where a task runs.
 //! - [`chant`]: tasks that talk, by global id and tag (send, recv, irecv).
 //!
@@ -26,6 +28,7 @@
 // macros; this file the engine's installation and the calls themselves
 // (`on`, `begin_on`).
 
+pub(crate) mod bulk;
 pub mod chant;
 #[cfg(not(loom))]
 pub(crate) mod clock;
@@ -40,6 +43,7 @@ pub(crate) mod serve;
 mod spmd;
 pub(crate) mod wire;
 
+pub use bulk::Bulk;
 pub use handle::RemoteHandle;
 use handle::{Pending, Ticket};
 pub(crate) use handlers::Handler;

@@ -85,7 +85,7 @@ impl Served {
         s.token = token;
         s.handler = handler;
         match args {
-            Body::Borrowed(b) => s.args.extend_from_slice(b),
+            Body::Borrowed(b) => crate::copy::extend(&mut s.args, b),
             Body::Owned(v) => s.args = v,
         }
         s

@@ -236,7 +236,7 @@ impl Progress {
             if batch.is_empty() {
                 *batch = f.bytes;
             } else {
-                batch.extend_from_slice(&f.bytes);
+                crate::copy::extend(batch, &f.bytes);
             }
         }
         self.taken = frames;

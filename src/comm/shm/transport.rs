@@ -416,7 +416,7 @@ impl Transport for ShmTransport {
             let buf = slot.payload_mut();
             let mut at = 0;
             for part in parts {
-                buf[at..at + part.len()].copy_from_slice(part);
+                crate::copy::copy(&mut buf[at..at + part.len()], part);
                 at += part.len();
             }
             slot.commit();

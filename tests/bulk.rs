@@ -1,0 +1,349 @@
+//! `Bulk<T>` between locales: arrays of plain data as a remote call's
+//! argument and result, in a Chant message and in a balanced piece,
+//! nested among other fields, at every size around the transport's
+//! thresholds (a frame is half a ring: 65,504 payload bytes by default)
+//! up to 64 MiB, from many senders at once; they arrive whole, aligned
+//! for their type, and the job's locales agree on every byte. Each test
+//! runs its body in a child process (locale 0) under the kill timeout of
+//! `tests/common`.
+
+mod common;
+
+use cantus::balance::Splittable;
+use cantus::chant::{self, Source, Tag, TaskId};
+use cantus::{Bulk, Remote};
+use common::{is_child, run_child};
+use serde::{Deserialize, Serialize};
+
+/// A particle: a plain-data struct with padding-free fields.
+#[derive(
+    Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable, Serialize, Deserialize,
+)]
+#[repr(C)]
+struct Particle {
+    at: [f64; 3],
+    id: u32,
+    kind: u32,
+}
+
+/// `n` values that differ by position and by `seed`.
+fn values(n: usize, seed: u64) -> Vec<f64> {
+    (0..n)
+        .map(|i| (i as u64).wrapping_mul(0x9e37_79b9).wrapping_add(seed) as f64 * 0.25)
+        .collect()
+}
+
+/// Checks a block on the remote side and sends back its negation with
+/// the sum of what it got, nested beside other fields.
+#[derive(Serialize, Deserialize)]
+struct Negate {
+    tag: String,
+    block: Bulk<f64>,
+    particles: Bulk<Particle>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Negated {
+    tag: String,
+    sum: f64,
+    block: Bulk<f64>,
+    aligned: bool,
+    particles: usize,
+}
+
+impl Remote for Negate {
+    type Output = Negated;
+    fn run(self) -> Negated {
+        let aligned = self.block.as_ptr() as usize % std::mem::align_of::<f64>() == 0
+            && self.particles.as_ptr() as usize % std::mem::align_of::<Particle>() == 0;
+        let sum = self.block.iter().sum();
+        let mut block = self.block;
+        block.iter_mut().for_each(|x| *x = -*x);
+        Negated {
+            tag: self.tag,
+            sum,
+            block,
+            aligned,
+            particles: self
+                .particles
+                .iter()
+                .filter(|p| p.at[0] == p.id as f64)
+                .count(),
+        }
+    }
+}
+
+/// Echoes every message back to its sender (same tag) until tag 0.
+#[derive(Serialize, Deserialize)]
+struct Echo {
+    boss: TaskId,
+}
+
+impl Remote for Echo {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, 1, &[]).unwrap();
+        loop {
+            let m = chant::recv(Source::Any, Tag::Any);
+            if m.tag() == 0 {
+                break;
+            }
+            // Decoded as a Bulk, encoded again as one.
+            let back: (u64, Bulk<f64>) = m.decode().unwrap();
+            chant::send_value(m.source(), m.tag(), &back).unwrap();
+        }
+    }
+}
+
+cantus::remote!(Negate, Echo);
+
+/// A dot product as splittable work: its pieces carry their halves of
+/// both vectors as bulk arrays, so a piece that moves to another locale
+/// moves its data as bytes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Dot {
+    x: Bulk<f64>,
+    y: Bulk<f64>,
+    done: usize,
+}
+
+impl Splittable for Dot {
+    type Result = f64;
+
+    fn run(&mut self, budget: usize, acc: &mut f64) -> bool {
+        let end = (self.done + budget).min(self.x.len());
+        *acc += self.x[self.done..end]
+            .iter()
+            .zip(&self.y[self.done..end])
+            .map(|(a, b)| a * b)
+            .sum::<f64>();
+        self.done = end;
+        self.done < self.x.len()
+    }
+
+    fn split(&mut self) -> Option<Self> {
+        let left = self.x.len() - self.done;
+        if left < 2 {
+            return None;
+        }
+        let mid = self.done + left / 2;
+        let mut x = self.x.to_vec();
+        let mut y = self.y.to_vec();
+        let piece = Dot {
+            x: x.split_off(mid).into(),
+            y: y.split_off(mid).into(),
+            done: 0,
+        };
+        self.x = x.into();
+        self.y = y.into();
+        Some(piece)
+    }
+
+    fn merge(into: &mut f64, other: f64) {
+        *into += other;
+    }
+}
+
+cantus::splittable!(Dot);
+
+/// Runs `body` in a child process whose job has `locales` locales (one
+/// worker each); asserts the child succeeded and returns its stderr.
+fn in_job(test: &str, locales: usize, body: impl FnOnce() + Send) -> String {
+    if is_child() {
+        let rt = cantus::Runtime::builder()
+            .locales(locales)
+            .workers(1)
+            .build()
+            .expect("a job starts");
+        rt.block_on(body);
+        rt.shutdown();
+        return String::new();
+    }
+    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
+    assert!(
+        status.success(),
+        "{test} with {locales} locales failed: {status}\n{stderr}"
+    );
+    stderr
+}
+
+/// Sums a plain `Vec<f64>` (which serde moves element by element).
+#[derive(Serialize, Deserialize)]
+struct SumVec(Vec<f64>);
+
+impl Remote for SumVec {
+    type Output = f64;
+    fn run(self) -> f64 {
+        self.0.iter().sum()
+    }
+}
+
+cantus::remote!(SumVec);
+
+#[test]
+fn a_large_plain_vec_gets_a_hint_naming_bulk_in_debug_builds_once() {
+    let stderr = in_job(
+        "a_large_plain_vec_gets_a_hint_naming_bulk_in_debug_builds_once",
+        2,
+        || {
+            for _ in 0..3 {
+                let v = values(1 << 16, 5);
+                let want: f64 = v.iter().sum();
+                assert_eq!(cantus::on(1, SumVec(v)).join().unwrap(), want);
+            }
+            // A bulk array of the same size, and a small plain vector:
+            // no hint.
+            let got = cantus::on(
+                1,
+                Negate {
+                    tag: String::new(),
+                    block: values(1 << 16, 5).into(),
+                    particles: Bulk::new(),
+                },
+            )
+            .join()
+            .unwrap();
+            assert_eq!(got.block.len(), 1 << 16);
+            assert_eq!(cantus::on(1, SumVec(vec![1.0; 100])).join().unwrap(), 100.0);
+        },
+    );
+    if is_child() {
+        return;
+    }
+    let hints: Vec<&str> = stderr.lines().filter(|l| l.contains("hint")).collect();
+    if cfg!(debug_assertions) {
+        assert_eq!(hints.len(), 1, "one hint, for SumVec only:\n{stderr}");
+        assert!(
+            hints[0].contains("SumVec") && hints[0].contains("cantus::Bulk"),
+            "{stderr}"
+        );
+    } else {
+        assert!(hints.is_empty(), "no hint in a release build:\n{stderr}");
+    }
+}
+
+/// Sizes in f64s: empty, one, around a frame's payload (65,504 bytes,
+/// less the call's own fields), 1 MiB, and 64 MiB.
+fn sizes(big: bool) -> Vec<usize> {
+    let frame = 65_504 / 8;
+    let mut s = vec![0, 1, frame - 20, frame - 2, frame, frame + 2, 1 << 17];
+    if big {
+        s.push(8 << 20);
+    }
+    s
+}
+
+#[test]
+fn bulk_arguments_and_results_arrive_whole_and_aligned() {
+    let _ = in_job(
+        "bulk_arguments_and_results_arrive_whole_and_aligned",
+        2,
+        || {
+            for n in sizes(true) {
+                let v = values(n, n as u64);
+                let particles: Vec<Particle> = (0..n.min(1000))
+                    .map(|i| Particle {
+                        at: [i as f64, 0.5, -1.0],
+                        id: i as u32,
+                        kind: 7,
+                    })
+                    .collect();
+                let got = cantus::on(
+                    1,
+                    Negate {
+                        tag: format!("n={n}"),
+                        block: Bulk::from(v.clone()),
+                        particles: particles.into(),
+                    },
+                )
+                .join()
+                .unwrap();
+                assert_eq!(got.tag, format!("n={n}"));
+                assert_eq!(got.sum, v.iter().sum::<f64>(), "{n} values arrived intact");
+                assert!(got.aligned, "decoded arrays are aligned for their type");
+                assert_eq!(got.particles, n.min(1000));
+                let back = got.block.into_vec();
+                assert_eq!(back.len(), n);
+                assert!(
+                    back.iter().zip(&v).all(|(b, a)| *b == -*a),
+                    "{n} values came back"
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn bulk_calls_from_many_senders_never_mix() {
+    let _ = in_job("bulk_calls_from_many_senders_never_mix", 3, || {
+        // Tasks on locale 0 call locales 1 and 2 at once with arrays of
+        // different sizes and contents.
+        let handles: Vec<_> = (0..12u64)
+            .map(|i| {
+                let n = (1 << 16) + 997 * i as usize;
+                let v = values(n, i);
+                let want: f64 = v.iter().sum();
+                let h = cantus::on(
+                    1 + i as usize % 2,
+                    Negate {
+                        tag: i.to_string(),
+                        block: v.into(),
+                        particles: Bulk::new(),
+                    },
+                );
+                (h, want, n, i)
+            })
+            .collect();
+        for (h, want, n, i) in handles {
+            let got = h.join().unwrap();
+            assert_eq!(got.tag, i.to_string());
+            assert_eq!(got.sum, want, "call {i}'s {n} values");
+            assert_eq!(got.block.len(), n);
+        }
+    });
+}
+
+#[test]
+fn bulk_chant_messages_arrive_whole() {
+    let _ = in_job("bulk_chant_messages_arrive_whole", 2, || {
+        cantus::begin_on(1, Echo { boss: chant::me() }).unwrap();
+        let echo = chant::recv(Source::Any, Tag::Is(1)).source();
+        for n in sizes(false) {
+            let v = values(n, 3);
+            chant::send_value(echo, 2, &(n as u64, Bulk::from(v.clone()))).unwrap();
+            let (m, back): (u64, Bulk<f64>) = chant::recv(Source::Task(echo), Tag::Is(2))
+                .decode()
+                .unwrap();
+            assert_eq!(m, n as u64);
+            assert_eq!(back.into_vec(), v, "{n} values");
+        }
+        chant::send(echo, 0, &[]).unwrap();
+    });
+}
+
+#[test]
+fn balanced_pieces_carry_bulk_arrays_between_locales() {
+    let _ = in_job(
+        "balanced_pieces_carry_bulk_arrays_between_locales",
+        2,
+        || {
+            let n = 200_000;
+            let x = values(n, 1);
+            let y = values(n, 2);
+            let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+            let outcome = cantus::balance::Balance::new(Dot {
+                x: x.into(),
+                y: y.into(),
+                done: 0,
+            })
+            .run()
+            .unwrap();
+            // Summed in another order: equal to rounding.
+            let got = outcome.result;
+            assert!(
+                (got - want).abs() <= want.abs() * 1e-9,
+                "dot product {got}, serially {want}"
+            );
+        },
+    );
+}
