@@ -303,7 +303,34 @@ impl cantus::Remote for Blocks {
         }
         pgas::barrier();
         let after: u64 = a.local().iter().sum();
-        pgas::all_reduce(after, pgas::sum)
+        let sum = pgas::all_reduce(after, pgas::sum);
+        pgas::barrier();
+        // Ranges across owners, as slices: the last locale writes every
+        // element from a third of the way on, each locale reads it all.
+        if me == n - 1 {
+            let from = len / 3;
+            let values: Vec<u64> = (from..len).map(|i| 7 * i as u64 + 1).collect();
+            a.put_slice(from, &values).unwrap();
+        }
+        pgas::barrier();
+        let mut all = vec![0u64; len];
+        a.get_slice(0, &mut all).unwrap();
+        for (i, &x) in all.iter().enumerate().skip(len / 3) {
+            assert_eq!(x, 7 * i as u64 + 1, "element {i} of {len}");
+        }
+        let mut none: [u64; 0] = [];
+        a.get_slice(len, &mut none).unwrap();
+        let mut past = vec![9u64; 2];
+        let e = a.get_slice(len - 1, &mut past).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfBounds);
+        assert!(e.to_string().contains("get_slice"), "{e}");
+        assert_eq!(past, [9, 9], "nothing read past the end");
+        assert_eq!(
+            a.put_slice(usize::MAX, &[1]).unwrap_err().kind(),
+            ErrorKind::OutOfBounds
+        );
+        pgas::barrier();
+        sum
     }
 }
 

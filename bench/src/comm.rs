@@ -22,6 +22,9 @@
 //!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
 //!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain
 //!   `Vec<f64>`), the bytes moved both ways over the round trip's time;
+//!   `transfer_put_*`, `transfer_get_*`: a one-sided `GlobalPtr` put of
+//!   the size into locale 1's heap segment and a get back (the global
+//!   address space's memory as the job gives it: shared, or messages);
 //! - peers: the raw ring round trip (the same shared-memory rings, two
 //!   spinning threads, no active-message layer) and Open MPI between two
 //!   ranks (its shared-memory transport), when `mpicc` was there at build
@@ -155,6 +158,41 @@ impl cantus::Remote for NegateVec {
     }
 }
 
+/// One-sided transfers (SPMD body): locale 0 puts `size` bytes into
+/// locale 1's heap segment `rounds` times, then gets them back as often;
+/// returns (put, get) seconds per transfer on locale 0 (zeros elsewhere).
+#[derive(Clone, Serialize, Deserialize)]
+struct PgasTransfer {
+    size: usize,
+    rounds: u64,
+}
+impl cantus::Remote for PgasTransfer {
+    type Output = (f64, f64);
+    fn run(self) -> (f64, f64) {
+        let words = cantus::pgas::alloc::<u64>(self.size / 8).expect("room in the heap");
+        let mut times = (0.0, 0.0);
+        if cantus::here() == 0 {
+            let far = words.ptr(1);
+            let mut buf: Vec<u64> = (0..self.size as u64 / 8).collect();
+            let per = |t: Instant| t.elapsed().as_secs_f64() / self.rounds as f64;
+            far.put(&buf).expect("put");
+            let t = Instant::now();
+            for _ in 0..self.rounds {
+                far.put(std::hint::black_box(&buf)).expect("put");
+            }
+            times.0 = per(t);
+            let t = Instant::now();
+            for _ in 0..self.rounds {
+                far.get(std::hint::black_box(&mut buf)).expect("get");
+            }
+            times.1 = per(t);
+            assert_eq!(buf.last().copied(), Some(self.size as u64 / 8 - 1));
+        }
+        cantus::pgas::barrier();
+        times
+    }
+}
+
 /// This process's CPU time so far (user and system), in seconds.
 fn cpu_seconds() -> f64 {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
@@ -197,7 +235,17 @@ impl cantus::Remote for Compute {
 }
 
 cantus::remote!(
-    Ping, PingInline, Tick, Arrived, Sink, SinkBytes, NegateBulk, NegateVec, Echo, CpuSeconds,
+    Ping,
+    PingInline,
+    Tick,
+    Arrived,
+    Sink,
+    SinkBytes,
+    NegateBulk,
+    NegateVec,
+    PgasTransfer,
+    Echo,
+    CpuSeconds,
     Compute
 );
 
@@ -541,8 +589,15 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut bulk_bw = Samples::new();
         let mut vec_f64_bw = Samples::new();
         let mut codec_bulk = Samples::new();
+        let mut put_bw = Samples::new();
+        let mut get_bw = Samples::new();
         section(&format!("transfer {name}"), || {
             for _ in 0..reps {
+                let (put, get) = rt
+                    .block_on(|| cantus::pgas::spmd(PgasTransfer { size, rounds }))
+                    .expect("pgas transfers")[0];
+                put_bw.push(size as f64 / put / 1e9);
+                get_bw.push(size as f64 / get / 1e9);
                 let (c, a, b, bulk, vec_f64) = rt.block_on(|| {
                     (
                         chant_one_way(size, rounds),
@@ -600,6 +655,10 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
             &codec_bulk,
             "GB/s",
         );
+        let put = figure(&format!("transfer_put_{name}"), &put_bw, "GB/s");
+        let get = figure(&format!("transfer_get_{name}"), &get_bw, "GB/s");
+        ratio(&format!("transfer_put_{name}"), "memcpy", put, m);
+        ratio(&format!("transfer_get_{name}"), "memcpy", get, m);
         ratio(&format!("transfer_chant_{name}"), "memcpy", c, m);
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
         ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);

@@ -14,7 +14,9 @@ use std::ops::Range;
 /// ([`local_part`](BlockArray::local_part),
 /// [`forall_local`](BlockArray::forall_local))
 /// and reaches any element by its global index ([`get`](BlockArray::get),
-/// [`put`](BlockArray::put), [`ptr`](BlockArray::ptr)).
+/// [`put`](BlockArray::put), [`ptr`](BlockArray::ptr)) and any range of
+/// them, across owners, as slices ([`get_slice`](BlockArray::get_slice),
+/// [`put_slice`](BlockArray::put_slice)).
 #[derive(Debug)]
 pub struct BlockArray<T> {
     array: GlobalArray<T>,
@@ -138,5 +140,68 @@ impl<T: Pod> BlockArray<T> {
     /// As [`ptr`](BlockArray::ptr).
     pub fn put(&self, i: usize, value: T) -> Result<(), Error> {
         self.ptr(i)?.write(value)
+    }
+
+    /// Reads elements `start .. start + dst.len()` into `dst`, from as
+    /// many owners as the range spans: one slice get per owner (a copy
+    /// where this process maps the owner's memory, one message there and
+    /// back otherwise), never element by element.
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfBounds`] if the range passes `len()`, checked
+    /// before anything is read (then `dst` is as it was); an error of an
+    /// owner's get otherwise (the pieces before it were read).
+    pub fn get_slice(&self, start: usize, dst: &mut [T]) -> Result<(), Error> {
+        let mut at = 0;
+        for (owner_start, len) in self.pieces(start, dst.len(), "get_slice")? {
+            self.ptr(owner_start)?.get(&mut dst[at..at + len])?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// Writes `src` into elements `start .. start + src.len()`, one slice
+    /// put per owner the range spans.
+    ///
+    /// # Errors
+    ///
+    /// As [`get_slice`](BlockArray::get_slice): the bounds are checked
+    /// before anything is written.
+    pub fn put_slice(&self, start: usize, src: &[T]) -> Result<(), Error> {
+        let mut at = 0;
+        for (owner_start, len) in self.pieces(start, src.len(), "put_slice")? {
+            self.ptr(owner_start)?.put(&src[at..at + len])?;
+            at += len;
+        }
+        Ok(())
+    }
+
+    /// The range `start .. start + len` cut at the blocks' edges: each
+    /// piece's first index and length, in order; an error if it passes
+    /// the end.
+    fn pieces(&self, start: usize, len: usize, call: &str) -> Result<Vec<(usize, usize)>, Error> {
+        if start.checked_add(len).is_none_or(|end| end > self.n) {
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "cantus::pgas::BlockArray::{call}: elements {start}..{} are out of bounds \
+                     (the array has {} elements on {})",
+                    start.saturating_add(len),
+                    self.n,
+                    Locales(self.locales)
+                ),
+            ));
+        }
+        let mut pieces = Vec::new();
+        let mut i = start;
+        let end = start + len;
+        while i < end {
+            let block_end = ((i / self.block) + 1) * self.block;
+            let n = block_end.min(end) - i;
+            pieces.push((i, n));
+            i += n;
+        }
+        Ok(pieces)
     }
 }
