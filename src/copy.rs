@@ -38,13 +38,14 @@ fn bad_distance(dst: *const u8, src: *const u8, len: usize) -> bool {
 /// If the lengths differ, as `copy_from_slice`.
 #[inline]
 pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
-    if bad_distance(dst.as_ptr(), src.as_ptr(), src.len()) && dst.len() == src.len() {
-        for (d, s) in dst.chunks_mut(PIECE).zip(src.chunks(PIECE)) {
-            d.copy_from_slice(s);
-        }
-    } else {
-        dst.copy_from_slice(src);
-    }
+    assert_eq!(
+        dst.len(),
+        src.len(),
+        "source and destination slices have different lengths"
+    );
+    // SAFETY: `src` is readable and `dst` writable for their common
+    // length, and a shared and a mutable borrow never overlap.
+    unsafe { copy_raw(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
 /// Copies `len` bytes from `src` to `dst`, as [`copy`].

@@ -12,7 +12,7 @@ mod common;
 use cantus::balance::Splittable;
 use cantus::chant::{self, Source, Tag, TaskId};
 use cantus::{Bulk, Remote};
-use common::{is_child, run_child};
+use common::is_child;
 use serde::{Deserialize, Serialize};
 
 /// A particle: a plain-data struct with padding-free fields.
@@ -147,24 +147,9 @@ impl Splittable for Dot {
 cantus::splittable!(Dot);
 
 /// Runs `body` in a child process whose job has `locales` locales (one
-/// worker each); asserts the child succeeded and returns its stderr.
+/// worker each); returns its stderr (empty in the child).
 fn in_job(test: &str, locales: usize, body: impl FnOnce() + Send) -> String {
-    if is_child() {
-        let rt = cantus::Runtime::builder()
-            .locales(locales)
-            .workers(1)
-            .build()
-            .expect("a job starts");
-        rt.block_on(body);
-        rt.shutdown();
-        return String::new();
-    }
-    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
-    assert!(
-        status.success(),
-        "{test} with {locales} locales failed: {status}\n{stderr}"
-    );
-    stderr
+    common::in_job(test, locales, &[], body).unwrap_or_default()
 }
 
 /// Sums a plain `Vec<f64>` (which serde moves element by element).

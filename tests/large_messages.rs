@@ -10,7 +10,6 @@ mod common;
 
 use cantus::chant::{self, Source, Tag, TaskId};
 use cantus::{ErrorKind, Remote};
-use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
 cantus::remote_fn! {
@@ -122,22 +121,7 @@ cantus::remote!(Echo, BrokenStreams);
 /// Runs `body` in a child process whose job has `locales` locales (one
 /// worker each); returns the child's stderr after asserting it succeeded.
 fn in_job(test: &str, locales: usize, body: impl FnOnce() + Send) -> Option<String> {
-    if is_child() {
-        let rt = cantus::Runtime::builder()
-            .locales(locales)
-            .workers(1)
-            .build()
-            .expect("a job starts");
-        rt.block_on(body);
-        rt.shutdown();
-        return None;
-    }
-    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", &locales.to_string())]);
-    assert!(
-        status.success(),
-        "{test} with {locales} locales failed: {status}\n{stderr}"
-    );
-    Some(stderr)
+    common::in_job(test, locales, &[], body)
 }
 
 #[test]

@@ -8,7 +8,6 @@
 
 mod common;
 
-use common::{is_child, run_child};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -87,18 +86,7 @@ const SLACK: u64 = 8;
 /// Runs `body` in a child process whose job has two locales (one worker
 /// each), and asserts it succeeded.
 fn in_job(test: &str, body: impl FnOnce() + Send) {
-    if is_child() {
-        let rt = cantus::Runtime::builder()
-            .locales(2)
-            .workers(1)
-            .build()
-            .expect("a job starts");
-        rt.block_on(body);
-        rt.shutdown();
-        return;
-    }
-    let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", "2")]);
-    assert!(status.success(), "{test} failed: {status}\n{stderr}");
+    let _ = common::in_job(test, 2, &[], body);
 }
 
 /// Makes `CALLS` calls with `call` after as many to warm up, and asserts

@@ -77,8 +77,12 @@ pub(crate) trait Job: Send + Sync {
 pub(crate) fn private_areas(
     heap_bytes: usize,
 ) -> Result<Arc<dyn super::symmetric::SymmetricAreas>, Error> {
-    let transport =
-        super::shm::transport::ShmTransport::create(1, super::shm::ring::MIN_CAPACITY, heap_bytes)?;
+    let transport = super::shm::transport::ShmTransport::create(super::shm::transport::Shape {
+        locales: 1,
+        ring_bytes: super::shm::ring::MIN_CAPACITY,
+        heap_bytes,
+        rendezvous_bytes: 0,
+    })?;
     Ok(Arc::new(transport))
 }
 

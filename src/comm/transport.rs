@@ -73,15 +73,97 @@ pub(crate) enum SendError {
 }
 
 /// A frame handed to `poll`'s callback: where it came from, on which
-/// network, and its bytes (valid only during the callback).
+/// network, and its bytes: borrowed for the callback only, or lent until
+/// the receiver lets them go.
 pub(crate) struct Arrival<'a> {
     /// The sending locale.
     pub(crate) src: usize,
     /// The network it travelled on.
     #[allow(dead_code)] // the shm transport's frames say it themselves
     pub(crate) net: Network,
-    /// The frame as sent.
+    /// The frame as sent, valid only during the callback (empty when the
+    /// frame is `lent`).
     pub(crate) bytes: &'a [u8],
+    /// The frame as sent, when the transport lends it past the callback
+    /// (a block of shared memory, `shm/README.md`, "Rendezvous"): the
+    /// receiver may keep it (its request's arguments, its reply) and read
+    /// it in place; the transport's memory is freed when it is dropped.
+    pub(crate) lent: Option<Lent>,
+}
+
+/// Where a transport takes back the memory of a frame it lent
+/// ([`Lent`]).
+pub(crate) trait TakeBack: Send + Sync {
+    /// The receiver is done with the lent frame `token`: no read of it
+    /// follows.
+    fn take_back(&self, token: usize);
+}
+
+/// Bytes of an arrived frame that the transport lends past the poll that
+/// delivered them: they stay valid and unchanged until this is dropped,
+/// from any thread, which hands their memory back to the transport
+/// ([`TakeBack`]). The transport's memory stays alive as long as this
+/// does (it holds the owner).
+pub(crate) struct Lent {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    owner: std::sync::Arc<dyn TakeBack>,
+    token: usize,
+}
+
+// SAFETY: a `Lent` gives only shared reads of bytes that nobody writes
+// while it lives (the contract of `Lent::new`), and its drop calls
+// `TakeBack::take_back`, which is `Send + Sync`; so it may move to and
+// be shared by any thread.
+unsafe impl Send for Lent {}
+// SAFETY: as for Send: `&Lent` reads only.
+unsafe impl Sync for Lent {}
+
+impl Lent {
+    /// Lends the `len` bytes at `ptr`, handed back to `owner` as `token`
+    /// when dropped.
+    ///
+    /// # Safety
+    ///
+    /// The bytes stay readable, and nobody writes them, until `owner`'s
+    /// `take_back(token)` is called (which only this value's drop does),
+    /// as long as `owner` lives.
+    pub(crate) unsafe fn new(
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        owner: std::sync::Arc<dyn TakeBack>,
+        token: usize,
+    ) -> Lent {
+        Lent {
+            ptr,
+            len,
+            owner,
+            token,
+        }
+    }
+}
+
+impl std::ops::Deref for Lent {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `new`'s contract: the bytes stay valid and unwritten
+        // until the drop below, and the owner (held here) keeps their
+        // memory alive.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        self.owner.take_back(self.token);
+    }
+}
+
+impl std::fmt::Debug for Lent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Lent({} bytes)", self.len)
+    }
 }
 
 /// Moves frames between the locales of one job.

@@ -19,6 +19,7 @@ use super::*;
 /// | `CANTUS_STATS` | as `CANTUS_PIN`: `1` prints statistics at shutdown | off |
 /// | `CANTUS_LOCALES` | a positive integer: processes (locales) in the job | 1 |
 /// | `CANTUS_RING_BYTES` | bytes of each shared-memory ring, a power of two, 4K..1G | 128K |
+/// | `CANTUS_RENDEZVOUS_BYTES` | bytes of each ordered pair's area for large messages on shared memory, `0` (off) or a power of two, 1M..1G | 8M |
 /// | `CANTUS_HEAP_BYTES` | bytes of each locale's symmetric heap (`pgas`), 64K..64G | 64M |
 /// | `CANTUS_TRANSPORT` | `shm` (locales on this machine) or `mpi` (needs the `mpi` feature) | `mpi` under an MPI launcher, else `shm` |
 /// | `CANTUS_TRACE` | a path: record a timeline trace there (Chrome trace-event JSON) | off |
@@ -42,6 +43,7 @@ pub struct Builder {
     pub(super) locales: Option<usize>,
     pub(super) default_locales: Option<usize>,
     pub(super) ring_bytes: Option<usize>,
+    pub(super) rendezvous_bytes: Option<usize>,
     pub(super) heap_bytes: Option<usize>,
     pub(super) ignore_env: bool,
 }
@@ -145,6 +147,17 @@ impl Builder {
     /// two, 4K to 1G); messages larger than half a ring travel in pieces.
     pub fn ring_bytes(mut self, bytes: usize) -> Builder {
         self.ring_bytes = Some(bytes);
+        self
+    }
+
+    /// Bytes of each ordered pair of locales' rendezvous area on shared
+    /// memory (`0`, off, or a power of two, 1M to 1G): a message larger
+    /// than half a ring is written once into a block of it and read there
+    /// by its receiver, instead of travelling through the ring in pieces;
+    /// messages larger than half the area go in pieces of that size.
+    /// Pages take memory only once touched.
+    pub fn rendezvous_bytes(mut self, bytes: usize) -> Builder {
+        self.rendezvous_bytes = Some(bytes);
         self
     }
 

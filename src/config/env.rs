@@ -36,6 +36,7 @@ impl Builder {
             asked: locales_asked,
         } = self.resolve_locales(env, launch)?;
         let ring_bytes = self.resolve_ring_bytes(env)?;
+        let rendezvous_bytes = self.resolve_rendezvous_bytes(env)?;
         let heap_bytes = self.resolve_heap_bytes(env)?;
         let pgas = resolve_pgas(env)?;
         let cpus = cpu_share(&affinity_cpus(), here, locales);
@@ -81,6 +82,7 @@ impl Builder {
             locales,
             here,
             ring_bytes,
+            rendezvous_bytes,
             heap_bytes: heap_bytes.next_multiple_of(page),
             pgas,
             chant_task_polls,
@@ -185,6 +187,42 @@ impl Builder {
             ));
         }
         Ok(ring_bytes)
+    }
+
+    /// Bytes of each pair's rendezvous area: `CANTUS_RENDEZVOUS_BYTES`
+    /// over `Builder::rendezvous_bytes` over the default; 0 (off) or a
+    /// power of two in range.
+    fn resolve_rendezvous_bytes(&self, env: Env) -> Result<usize, Error> {
+        const WHAT: &str = "0 (off) or a power of two from 1M to 1G (e.g. 8M)";
+        let bytes = match env("CANTUS_RENDEZVOUS_BYTES") {
+            Some(v) if v.trim() == "0" => 0,
+            Some(v) => {
+                let bytes = parse_size_in(
+                    "CANTUS_RENDEZVOUS_BYTES",
+                    &v,
+                    MIN_RENDEZVOUS_BYTES,
+                    MAX_RENDEZVOUS_BYTES,
+                )?;
+                if !bytes.is_power_of_two() {
+                    return Err(invalid("CANTUS_RENDEZVOUS_BYTES", &v, WHAT));
+                }
+                bytes
+            }
+            None => self.rendezvous_bytes.unwrap_or(DEFAULT_RENDEZVOUS_BYTES),
+        };
+        if bytes != 0
+            && (!bytes.is_power_of_two()
+                || !(MIN_RENDEZVOUS_BYTES..=MAX_RENDEZVOUS_BYTES).contains(&bytes))
+        {
+            // Only the builder gets here: the variable's value was checked above.
+            return Err(bad_setting(
+                "the rendezvous area",
+                "rendezvous_bytes",
+                &bytes.to_string(),
+                "0 (off) or a power of two from 1M to 1G (CANTUS_RENDEZVOUS_BYTES)",
+            ));
+        }
+        Ok(bytes)
     }
 
     /// Bytes of each locale's heap segment (not yet rounded to pages):

@@ -77,6 +77,19 @@ pub(super) const MIN_RING_BYTES: usize = 4 << 10;
 /// The largest ring a job may have.
 pub(super) const MAX_RING_BYTES: usize = 1 << 30;
 
+/// Default bytes of each ordered pair's rendezvous area on shared memory:
+/// a message larger than one ring frame is written once into a block of
+/// it and read there by its receiver (`comm/shm/README.md`,
+/// "Rendezvous"); the largest such block is half the area, and larger
+/// messages go in pieces of that size. Pages take memory only once
+/// touched. `0` turns rendezvous off (large messages then go through the
+/// rings in pieces of half a ring).
+pub const DEFAULT_RENDEZVOUS_BYTES: usize = 8 << 20;
+/// The smallest rendezvous area accepted (other than 0, off).
+pub(super) const MIN_RENDEZVOUS_BYTES: usize = 1 << 20;
+/// The largest rendezvous area accepted.
+pub(super) const MAX_RENDEZVOUS_BYTES: usize = 1 << 30;
+
 /// Default bytes of each locale's segment of the symmetric heap
 /// ([`pgas`](crate::pgas)); pages take memory only once touched.
 pub const DEFAULT_HEAP_BYTES: usize = 64 << 20;
@@ -192,6 +205,9 @@ pub(crate) struct Config {
     pub(crate) here: usize,
     /// Bytes of each shared-memory ring.
     pub(crate) ring_bytes: usize,
+    /// Bytes of each ordered pair's rendezvous area on shared memory (0:
+    /// off).
+    pub(crate) rendezvous_bytes: usize,
     /// Bytes of each locale's heap segment, a multiple of the page size.
     pub(crate) heap_bytes: usize,
     /// The global address space's memory (`None`: the transport's

@@ -219,6 +219,45 @@ fn ring_bytes_accept_4k_to_1g_and_blame_the_setting_given() {
 }
 
 #[test]
+fn rendezvous_bytes_are_off_or_1m_to_1g_and_blame_the_setting_given() {
+    let c = with_env(&[]).unwrap();
+    assert_eq!(c.rendezvous_bytes, DEFAULT_RENDEZVOUS_BYTES);
+    for (v, want) in [("0", 0), ("1M", 1 << 20), ("8M", 8 << 20), ("1G", 1 << 30)] {
+        assert_eq!(
+            with_env(&[("CANTUS_RENDEZVOUS_BYTES", v)])
+                .unwrap()
+                .rendezvous_bytes,
+            want
+        );
+    }
+    for bad in ["512K", "3M", "2G", "lots", "-1"] {
+        let e = with_env(&[("CANTUS_RENDEZVOUS_BYTES", bad)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!("CANTUS_RENDEZVOUS_BYTES=\"{bad}\" is not valid"))
+                && !e.contains("Builder::"),
+            "{e}"
+        );
+    }
+    for (bytes, ok) in [(0, true), (4 << 20, true), (3 << 20, false), (4096, false)] {
+        let r = Builder::new()
+            .ignore_environment()
+            .rendezvous_bytes(bytes)
+            .resolve(&|_| None);
+        match (r, ok) {
+            (Ok(c), true) => assert_eq!(c.rendezvous_bytes, bytes),
+            (Err(e), false) => assert!(
+                e.to_string().contains("Builder::rendezvous_bytes")
+                    && e.to_string().contains("0 (off)"),
+                "{e}"
+            ),
+            (r, _) => panic!("{bytes}: {r:?}"),
+        }
+    }
+}
+
+#[test]
 fn the_pgas_memory_is_chosen_by_name() {
     assert_eq!(with_env(&[]).unwrap().pgas, None);
     let c = with_env(&[("CANTUS_PGAS", " Messages")]).unwrap();

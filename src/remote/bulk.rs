@@ -171,8 +171,17 @@ impl<T: bytemuck::Pod> BulkVisitor<T> {
                 &format!("a multiple of {size} bytes (the size of one element)").as_str(),
             ));
         }
-        let mut items: Vec<T> = vec![T::zeroed(); bytes.len() / size];
-        crate::copy::copy(bytemuck::cast_slice_mut::<T, u8>(&mut items), bytes);
+        let n = bytes.len() / size;
+        let mut items: Vec<T> = Vec::with_capacity(n);
+        // SAFETY: the vector has room for `n` elements, `n * size ==
+        // bytes.len()` bytes, which the copy fills (its spare room cannot
+        // overlap the borrowed `bytes`); any bytes are a valid `T` (`Pod`),
+        // so the new length covers initialized elements only. No fill with
+        // zeros first: that would touch every byte twice.
+        unsafe {
+            crate::copy::copy_raw(bytes.as_ptr(), items.as_mut_ptr().cast::<u8>(), bytes.len());
+            items.set_len(n);
+        }
         Ok(Bulk { items })
     }
 }

@@ -10,14 +10,14 @@
 //! deadlock check.
 
 use super::fragment::{Reassembly, StreamLocks};
-use super::handlers::{Handler, Outcome, Table};
+use super::handlers::{Args, Handler, Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
 use super::serve::Served;
 use super::wire::{
     self, Control, FRAGMENT_PREFIX, HEADER_LEN, Header, Kind, MAX_PAYLOAD, Status, TAG_LEN,
 };
 use crate::comm::driver::{Dispatch, poll_transport};
-use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, Transport};
 use crate::error::{Error, ErrorKind};
 use crate::sched::driver::{DriverContext, poll_with};
 use crate::sched::no_wait::NoWait;
@@ -52,13 +52,17 @@ const INLINE_RESULT_KEPT: usize = 4 << 10;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A frame's payload as the engine hands it on: still in the transport's
-/// buffer (copied once, where it is kept), or already the engine's own (a
-/// frame reassembled from fragments: moved, never copied again).
+/// buffer (copied once, where it is kept), already the engine's own (a
+/// frame reassembled from fragments: moved, never copied again), or lent
+/// by the transport (a block of shared memory: kept and read in place
+/// where its reader takes it at once, else copied and given back).
 pub(crate) enum Body<'a> {
     /// Valid during the poll that delivered it.
     Borrowed(&'a [u8]),
     /// Reassembled.
     Owned(Vec<u8>),
+    /// The frame the transport lent, whose payload starts at the offset.
+    Lent(Lent, usize),
 }
 
 impl Body<'_> {
@@ -66,13 +70,15 @@ impl Body<'_> {
         match self {
             Body::Borrowed(b) => b,
             Body::Owned(v) => v,
+            Body::Lent(l, start) => &l[*start..],
         }
     }
 
     pub(crate) fn into_vec(self) -> Vec<u8> {
         match self {
-            Body::Borrowed(b) => b.to_vec(),
+            Body::Borrowed(b) => crate::copy::to_vec(b),
             Body::Owned(v) => v,
+            Body::Lent(l, start) => crate::copy::to_vec(&l[start..]),
         }
     }
 }
@@ -213,7 +219,10 @@ impl Engine {
 
 /// The engine as the driver's dispatcher.
 impl Dispatch for Engine {
-    fn deliver(&self, frame: Arrival<'_>, cx: &DriverContext<'_>) {
+    fn deliver(&self, mut frame: Arrival<'_>, cx: &DriverContext<'_>) {
+        if let Some(lent) = frame.lent.take() {
+            return self.deliver_lent(frame.src, frame.net, lent, cx);
+        }
         let (h, payload) = match Header::decode(frame.bytes) {
             Ok(v) => v,
             Err(err) => {
@@ -276,5 +285,37 @@ impl Dispatch for Engine {
 
     fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
         self.gather_waiters()
+    }
+}
+
+impl Engine {
+    /// Delivers a frame the transport lent (`Arrival::lent`): as a
+    /// borrowed one, except that a request's arguments and a reply's
+    /// payload travel on as the lent frame itself, so that whoever keeps
+    /// them reads them in place instead of copying them.
+    fn deliver_lent(&self, src: usize, net: Network, lent: Lent, cx: &DriverContext<'_>) {
+        let (h, start) = match Header::decode(&lent) {
+            Ok((h, payload)) => (h, lent.len() - payload.len()),
+            Err(err) => {
+                self.count_received();
+                eprintln!(
+                    "cantus: locale {} rejected a malformed frame from locale {src}: {err}",
+                    self.here
+                );
+                return;
+            }
+        };
+        if h.kind != Kind::Control {
+            self.count_received();
+        }
+        match h.kind {
+            Kind::Request | Kind::Reply => self.hand_on(src, h, &[], Body::Lent(lent, start), cx),
+            Kind::Fragment => self.take_fragment(src, net, h, &lent[start..], cx),
+            Kind::Message => {
+                let (tag, bytes) = lent[start..].split_at(TAG_LEN);
+                self.hand_on(src, h, tag, Body::Borrowed(bytes), cx);
+            }
+            Kind::Control => self.hand_on(src, h, &[], Body::Borrowed(&lent[start..]), cx),
+        }
     }
 }

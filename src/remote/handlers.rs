@@ -271,10 +271,10 @@ impl Outcome {
 pub struct Handler {
     pub(crate) name: &'static str,
     pub(crate) id: u64,
-    /// Runs the call whose arguments are the first slice; writes the
-    /// encoded result into the buffer (empty on entry), which the engine
-    /// reuses from call to call.
-    pub(crate) run: fn(&[u8], &mut Vec<u8>) -> Outcome,
+    /// Runs the call whose arguments it is given; writes the encoded
+    /// result into the buffer (empty on entry), which the engine reuses
+    /// from call to call.
+    pub(crate) run: Run,
     /// Declared never to wait ([`Remote::INLINE`]): runs inside the poll.
     pub(crate) inline: bool,
 }
@@ -285,7 +285,7 @@ impl Handler {
         Handler {
             name: R::NAME,
             id: R::ID,
-            run: run_encoded::<R>,
+            run: Run::Decoding(run_encoded::<R>),
             inline: R::INLINE,
         }
     }
@@ -305,7 +305,7 @@ impl Handler {
         Handler {
             name,
             id: id_of(name),
-            run,
+            run: Run::Bytes(run),
             inline,
         }
     }
@@ -315,7 +315,7 @@ impl Handler {
         Handler {
             name: R::NAME,
             id: R::ID,
-            run: run_pod::<R>,
+            run: Run::Decoding(run_pod::<R>),
             inline: R::INLINE,
         }
     }
@@ -323,17 +323,62 @@ impl Handler {
 
 inventory::collect!(Handler);
 
+/// How a handler runs.
+#[derive(Clone, Copy)]
+pub(crate) enum Run {
+    /// Reads the arguments' bytes as it runs (a hand-framed call).
+    Bytes(fn(&[u8], &mut Vec<u8>) -> Outcome),
+    /// Decodes the arguments first, and lets them go before the body runs.
+    Decoding(fn(Args<'_>, &mut Vec<u8>) -> Outcome),
+}
+
+/// A call's encoded arguments as its handler gets them: bytes borrowed
+/// for the run, or a frame the transport lent
+/// ([`Lent`](crate::comm::transport::Lent), a block of shared memory),
+/// which a decoding handler lets go as soon as it decoded them, before
+/// the call's body runs: a body may wait for more from the same sender,
+/// whose blocks this one, kept, would hold up (`comm/shm/README.md`,
+/// "Rendezvous", rule L).
+pub(crate) enum Args<'a> {
+    /// Valid for the run.
+    Borrowed(&'a [u8]),
+    /// The lent frame, whose arguments start at the offset.
+    Lent(crate::comm::transport::Lent, usize),
+}
+
+impl Args<'_> {
+    /// The encoded arguments.
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
+            Args::Borrowed(b) => b,
+            Args::Lent(l, start) => &l[*start..],
+        }
+    }
+}
+
+impl Handler {
+    /// Runs the call with `args`, its result into `out`.
+    pub(crate) fn run(&self, args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
+        match self.run {
+            Run::Bytes(run) => run(args.bytes(), out),
+            Run::Decoding(run) => run(args, out),
+        }
+    }
+}
+
 /// Reads `R` from its bytes, runs it, writes its output's bytes to `out`.
-fn run_pod<R: RegisteredPodCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
-    if args.len() != std::mem::size_of::<R>() {
+fn run_pod<R: RegisteredPodCall>(args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
+    let bytes = args.bytes();
+    if bytes.len() != std::mem::size_of::<R>() {
         return Outcome::Rejected(format!(
             "the arguments of {} are {} bytes, not the {} of the call",
             R::NAME,
-            args.len(),
+            bytes.len(),
             std::mem::size_of::<R>()
         ));
     }
-    let call: R = bytemuck::pod_read_unaligned(args);
+    let call: R = bytemuck::pod_read_unaligned(bytes);
+    drop(args);
     // Not through `run_handler`: a plain-data call is never an SPMD body
     // (`coforall_locales` runs `Remote` calls), so it skips the hooks.
     match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
@@ -346,8 +391,8 @@ fn run_pod<R: RegisteredPodCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
 }
 
 /// Decodes `R`, runs it, encodes its output into `out`.
-fn run_encoded<R: RegisteredCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
-    let call: R = match postcard::from_bytes(args) {
+fn run_encoded<R: RegisteredCall>(args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
+    let call: R = match postcard::from_bytes(args.bytes()) {
         Ok(c) => c,
         Err(e) => {
             return Outcome::Rejected(format!(
@@ -356,6 +401,8 @@ fn run_encoded<R: RegisteredCall>(args: &[u8], out: &mut Vec<u8>) -> Outcome {
             ));
         }
     };
+    // Decoded: a lent frame goes back before the body runs.
+    drop(args);
     match super::run_handler(R::ID, || call.run()) {
         Ok(result) => match super::encode::encode_into(&result, out) {
             Ok(()) => Outcome::Done,
@@ -497,7 +544,7 @@ mod tests {
         Box::leak(Box::new(Handler {
             name,
             id,
-            run,
+            run: Run::Bytes(run),
             inline: false,
         }))
     }

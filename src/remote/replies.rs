@@ -16,6 +16,7 @@
 
 use super::engine::Body;
 use super::wire::Status;
+use crate::comm::transport::Lent;
 use crate::loom::UnsafeCell;
 use crate::loom::sync::Mutex;
 use crate::loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -74,6 +75,9 @@ fn split(token: u64) -> (u32, u32) {
     ((token >> 32) as u32, token as u32)
 }
 
+/// A reply's payload in a frame the transport lent, from the offset on.
+type LentPayload = Option<(Lent, usize)>;
+
 /// One reply slot.
 struct Slot {
     /// Generation (bits 8..40) and phase (bits 0..8).
@@ -81,8 +85,9 @@ struct Slot {
     /// The next free slot's index + 1 (0: none), while this one is free.
     next_free: AtomicU32,
     /// The reply: written by the poll that moved the slot to `FILLING`,
-    /// read by the caller once it saw `FULL` (Acquire).
-    reply: UnsafeCell<(Status, Vec<u8>)>,
+    /// read by the caller once it saw `FULL` (Acquire). Its payload is the
+    /// buffer, or the lent frame from the offset on when one is there.
+    reply: UnsafeCell<(Status, Vec<u8>, LentPayload)>,
     /// Where a `BLOCKED` caller waits: the poll that fills the slot writes
     /// it (after `FULL`), the caller reads it (and so empties it again).
     wake: SyncVar<()>,
@@ -99,7 +104,7 @@ impl Slot {
         Slot {
             state: AtomicU64::new(word(0, FREE)),
             next_free: AtomicU32::new(0),
-            reply: UnsafeCell::new((Status::Done, Vec::new())),
+            reply: UnsafeCell::new((Status::Done, Vec::new(), None)),
             wake: SyncVar::new(),
         }
     }
@@ -317,9 +322,20 @@ impl ReplySlots {
             match body {
                 Body::Borrowed(b) => {
                     (*r).1.clear();
-                    (*r).1.extend_from_slice(b);
+                    crate::copy::extend(&mut (*r).1, b);
                 }
                 Body::Owned(v) => (*r).1 = v,
+                // Kept, to be read in place, only for a caller blocked on
+                // this reply: it takes it as soon as it runs, whatever
+                // else arrives. A caller not yet waiting (a handle kept for
+                // later) gets a copy, and the block goes back now: kept,
+                // it could hold up the blocks of replies the caller waits
+                // for first (`comm/shm/README.md`, "Rendezvous", rule L).
+                Body::Lent(l, start) if was == BLOCKED => (*r).2 = Some((l, start)),
+                Body::Lent(l, start) => {
+                    (*r).1.clear();
+                    crate::copy::extend(&mut (*r).1, &l[start..]);
+                }
             }
         });
         // Release: pairs with the caller's Acquire load (`is_full`,
@@ -395,7 +411,12 @@ impl ReplySlots {
         );
         // SAFETY: FULL of this generation gives the reply cell to the
         // caller, the only holder of this token, until it frees the slot.
-        let r = slot.reply.with(|r| unsafe { f((*r).0, &(*r).1) });
+        let r = slot.reply.with(|r| unsafe {
+            match &(*r).2 {
+                Some((lent, start)) => f((*r).0, &lent[*start..]),
+                None => f((*r).0, &(*r).1),
+            }
+        });
         self.free_slot(index, slot, generation);
         r
     }
@@ -450,6 +471,8 @@ impl ReplySlots {
         // SAFETY: the caller of `free_slot` holds the slot (FULL or
         // FILLING of its generation) and gives it up here.
         slot.reply.with_mut(|r| unsafe {
+            // A lent reply goes back to its transport here.
+            (*r).2 = None;
             if (*r).1.capacity() > KEEP_AT_MOST {
                 (*r).1 = Vec::new();
             }

@@ -18,6 +18,7 @@
 
 use super::engine::Body;
 use super::handlers::Handler;
+use crate::comm::transport::Lent;
 use std::cell::RefCell;
 
 /// Records a thread keeps for the next requests: as many as handler
@@ -42,8 +43,11 @@ pub(crate) struct Served {
     /// Its reply token (0: no reply wanted).
     pub(crate) token: u64,
     pub(crate) handler: &'static Handler,
-    /// The encoded arguments.
+    /// The encoded arguments, unless they are `lent`.
     pub(crate) args: Vec<u8>,
+    /// The encoded arguments in a frame the transport lent, from the
+    /// offset on (read in place; let go once decoded).
+    pub(crate) lent: Option<(Lent, usize)>,
     /// The encoded result, written by the handler.
     pub(crate) out: Vec<u8>,
 }
@@ -78,6 +82,7 @@ impl Served {
                 token,
                 handler,
                 args: Vec::new(),
+                lent: None,
                 out: Vec::new(),
             })
         });
@@ -87,6 +92,9 @@ impl Served {
         match args {
             Body::Borrowed(b) => crate::copy::extend(&mut s.args, b),
             Body::Owned(v) => s.args = v,
+            // Kept: the handler reads its arguments in place and lets the
+            // frame go once it decoded them (`handlers::Args`).
+            Body::Lent(l, start) => s.lent = Some((l, start)),
         }
         s
     }
@@ -95,6 +103,8 @@ impl Served {
     /// request of this thread, emptied, or frees it.
     pub(crate) fn give_back(mut self: Box<Served>) {
         // `try_with`: at thread exit the pool may be gone; then just free.
+        // A lent frame not taken by the run goes back now.
+        self.lent = None;
         let _ = KEPT_RECORDS.try_with(|k| {
             let mut k = k.borrow_mut();
             if k.len() >= KEPT {
@@ -125,7 +135,7 @@ mod tests {
     static H: Handler = Handler {
         name: "test::H",
         id: 1,
-        run: |_, _| Outcome::Done,
+        run: crate::remote::handlers::Run::Bytes(|_, _| Outcome::Done),
         inline: false,
     };
 

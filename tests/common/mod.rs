@@ -172,6 +172,43 @@ pub fn is_child() -> bool {
     std::env::var_os("CANTUS_CHILD").is_some()
 }
 
+/// A job of `locales` locales with one worker each: what the child of a
+/// test across locales starts.
+pub fn one_worker_job(locales: usize) -> cantus::Runtime {
+    cantus::Runtime::builder()
+        .locales(locales)
+        .workers(1)
+        .build()
+        .expect("a job starts")
+}
+
+/// Runs `body` in a child process (locale 0, under [`run_child`]'s kill
+/// timeout) whose job has `locales` locales of one worker each and the
+/// settings `env`. In the child: runs it and returns `None`; in the test:
+/// asserts the child succeeded and returns its stderr.
+pub fn in_job(
+    test: &str,
+    locales: usize,
+    env: &[(&str, &str)],
+    body: impl FnOnce() + Send,
+) -> Option<String> {
+    if is_child() {
+        let rt = one_worker_job(locales);
+        rt.block_on(body);
+        rt.shutdown();
+        return None;
+    }
+    let locales = locales.to_string();
+    let mut vars = vec![("CANTUS_LOCALES", locales.as_str())];
+    vars.extend_from_slice(env);
+    let (status, stderr) = run_child(test, &vars);
+    assert!(
+        status.success(),
+        "{test} with {vars:?} failed: {status}\n{stderr}"
+    );
+    Some(stderr)
+}
+
 /// Runs a task on every worker of the calling task's runtime, whatever
 /// the schedule, and returns the workers they ran on (each once, sorted).
 /// Every task spins without yielding until all have started, so none of

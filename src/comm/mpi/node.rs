@@ -24,7 +24,7 @@
 
 use super::sys::{self, MPI_Comm};
 use crate::comm::shm::region::Region;
-use crate::comm::shm::transport::ShmTransport;
+use crate::comm::shm::transport::{Shape, ShmTransport};
 use crate::config::MPI_NODES_VAR;
 use crate::error::{Error, ErrorKind};
 use std::sync::Arc;
@@ -154,7 +154,14 @@ fn share(
     let mut words = [0u64; 5];
     let mut mine: Result<Option<ShmTransport>, Error> = Ok(None);
     if index == 0 {
-        match ShmTransport::create(size, setup.ring_bytes, setup.heap_bytes) {
+        // No rendezvous areas: the route's frames are no larger than an
+        // MPI frame (`route.rs`), which a ring frame carries.
+        match ShmTransport::create(Shape {
+            locales: size,
+            ring_bytes: setup.ring_bytes,
+            heap_bytes: setup.heap_bytes,
+            rendezvous_bytes: 0,
+        }) {
             Ok(t) => {
                 words[0] = 1;
                 words[1..].copy_from_slice(&t.region().handover());

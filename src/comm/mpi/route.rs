@@ -94,6 +94,7 @@ impl RoutingTransport {
                 src: self.members[a.src],
                 net: a.net,
                 bytes: a.bytes,
+                lent: a.lent,
             })
         })
     }

@@ -396,6 +396,7 @@ impl Transport for MpiTransport {
                         src,
                         net,
                         bytes: &batch.bytes[frame.clone()],
+                        lent: None,
                     });
                     s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
                     self.handed_on(src, net, frame.len());

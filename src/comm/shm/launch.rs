@@ -13,7 +13,7 @@
 
 use super::program::Program;
 use super::region::Region;
-use super::transport::ShmTransport;
+use super::transport::{Shape, ShmTransport};
 use crate::error::{Error, ErrorKind};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,9 +55,12 @@ struct ShmJob {
 pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
     let job = if config.here == 0 {
         let (transport, monitor) = start_job(
-            config.locales,
-            config.ring_bytes,
-            config.heap_bytes,
+            Shape {
+                locales: config.locales,
+                ring_bytes: config.ring_bytes,
+                heap_bytes: config.heap_bytes,
+                rendezvous_bytes: config.rendezvous_bytes,
+            },
             config.trace.clone().map(|t| (t, config.trace_job)),
         )?;
         ShmJob {
@@ -123,12 +126,11 @@ type Trace = (std::path::PathBuf, u64);
 /// Locale 0: creates the region, starts locales `1..locales` and a thread
 /// that watches them.
 pub(crate) fn start_job(
-    locales: usize,
-    ring_bytes: usize,
-    heap_bytes: usize,
+    shape: Shape,
     trace: Option<Trace>,
 ) -> Result<(Arc<ShmTransport>, Monitor), Error> {
-    let transport = Arc::new(ShmTransport::create(locales, ring_bytes, heap_bytes)?);
+    let locales = shape.locales;
+    let transport = Arc::new(ShmTransport::create(shape)?);
     let ending = Arc::new(AtomicBool::new(false));
     let kill = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();

@@ -107,6 +107,12 @@ pub(crate) struct Area {
 }
 
 impl Area {
+    /// The `len` bytes at `offset` (for a piece found inside a carved
+    /// area; [`Region::ptr`] checks it lies in the region).
+    pub(crate) fn new(offset: usize, len: usize) -> Area {
+        Area { offset, len }
+    }
+
     /// Bytes from the start of the region.
     pub(crate) fn offset(self) -> usize {
         self.offset

@@ -28,7 +28,7 @@ use crate::loom::sync::atomic::{AtomicU64, Ordering};
 #[cfg(all(test, loom))]
 mod loom_tests;
 #[cfg(all(test, not(loom)))]
-mod tests;
+pub(crate) mod tests;
 
 /// The alignment a ring's base needs: each index has a 128-byte line of
 /// its own (`region::LINE`).

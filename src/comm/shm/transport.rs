@@ -9,13 +9,14 @@
 
 use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
+use super::rendezvous::{self, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound};
 use super::ring::{self, Consumer, Producer};
 use crate::comm::symmetric::{AREA_ALIGN, Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
-use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, TakeBack, Transport};
 use crate::error::{Error, ErrorKind, Locales};
 use std::ptr::NonNull;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The job's shape, written by locale 0 into the first area of the region
@@ -26,6 +27,20 @@ struct JobInfo {
     locales: u64,
     ring_bytes: u64,
     heap_bytes: u64,
+    rendezvous_bytes: u64,
+}
+
+/// The job's shape, as every locale computes the layout from it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Shape {
+    /// Locales in the job.
+    pub(crate) locales: usize,
+    /// Bytes of each ring (a power of two).
+    pub(crate) ring_bytes: usize,
+    /// Bytes of each locale's heap segment.
+    pub(crate) heap_bytes: usize,
+    /// Bytes of each ordered pair's rendezvous area (0: none).
+    pub(crate) rendezvous_bytes: usize,
 }
 
 // The symmetric areas are carved at offsets aligned to AREA_ALIGN of a
@@ -47,10 +62,19 @@ struct Plan {
     pgas_control: Area,
     pgas_scratch: Vec<Area>,
     heaps: Vec<Area>,
+    /// Rendezvous area of (src, dst) at `src * locales + dst` (`README.md`,
+    /// "Rendezvous"); none for `src == dst` or when they are off.
+    rendezvous: Vec<Option<Area>>,
 }
 
 impl Plan {
-    fn new(locales: usize, ring_bytes: usize, heap_bytes: usize) -> Result<Plan, Error> {
+    fn new(shape: Shape) -> Result<Plan, Error> {
+        let Shape {
+            locales,
+            ring_bytes,
+            heap_bytes,
+            rendezvous_bytes,
+        } = shape;
         let mut layout = Layout::new();
         let info = layout.carve(std::mem::size_of::<JobInfo>(), LINE)?;
         debug_assert_eq!(info.offset(), HEADER_SIZE.next_multiple_of(LINE));
@@ -76,6 +100,16 @@ impl Plan {
         let heaps = (0..locales)
             .map(|_| layout.carve(heap_bytes, AREA_ALIGN))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut rendezvous = Vec::with_capacity(locales * locales);
+        for src in 0..locales {
+            for dst in 0..locales {
+                rendezvous.push(if src == dst || rendezvous_bytes == 0 {
+                    None
+                } else {
+                    Some(layout.carve(rendezvous_bytes, MAX_ALIGN)?)
+                });
+            }
+        }
         Ok(Plan {
             layout,
             info,
@@ -84,6 +118,7 @@ impl Plan {
             pgas_control,
             pgas_scratch,
             heaps,
+            rendezvous,
         })
     }
 
@@ -120,10 +155,21 @@ impl Incoming {
 
 /// This locale's end of the shared-memory transport.
 pub(crate) struct ShmTransport {
-    region: Region,
+    region: Arc<Region>,
     here: usize,
     locales: usize,
+    /// The largest frame `try_send` takes (a block's, when rendezvous is
+    /// on; else a ring frame's).
     max_frame: usize,
+    /// The largest frame that goes through a ring; larger ones go by
+    /// rendezvous.
+    ring_frame: usize,
+    /// Our rendezvous areas, by destination (`None`: ourselves, or off).
+    bulk_out: Vec<Option<Mutex<Outbound>>>,
+    /// The others' areas for us, by source.
+    bulk_in: Vec<Option<Mutex<Inbound>>>,
+    /// Where lent blocks go back.
+    blocks: Arc<dyn TakeBack>,
     /// Our producers, by destination and network (`None` for ourselves).
     /// A mutex each: any thread of this locale may send.
     out: Vec<[Option<Mutex<Outgoing>>; 2]>,
@@ -154,12 +200,8 @@ impl ShmTransport {
     /// `ring_bytes` (a power of two) and heap segments of `heap_bytes`,
     /// and initializes every ring. The other locales attach with
     /// [`ShmTransport::attach`] once started with `region.share_with`.
-    pub(crate) fn create(
-        locales: usize,
-        ring_bytes: usize,
-        heap_bytes: usize,
-    ) -> Result<ShmTransport, Error> {
-        let plan = Plan::new(locales, ring_bytes, heap_bytes)?;
+    pub(crate) fn create(shape: Shape) -> Result<ShmTransport, Error> {
+        let plan = Plan::new(shape)?;
         let region = Region::create(plan.layout.len())?;
         // SAFETY: the info area lies within the fresh region, LINE-aligned,
         // and no other process maps the region yet.
@@ -169,31 +211,40 @@ impl ShmTransport {
                 .cast::<JobInfo>()
                 .as_ptr()
                 .write(JobInfo {
-                    locales: locales as u64,
-                    ring_bytes: ring_bytes as u64,
-                    heap_bytes: heap_bytes as u64,
+                    locales: shape.locales as u64,
+                    ring_bytes: shape.ring_bytes as u64,
+                    heap_bytes: shape.heap_bytes as u64,
+                    rendezvous_bytes: shape.rendezvous_bytes as u64,
                 })
         };
         for area in plan.rings.iter().flatten() {
             // SAFETY: each ring area was carved with the footprint and
             // alignment a ring needs; no handle to it exists anywhere yet.
-            unsafe { ring::init(region.ptr(*area), ring_bytes)? };
+            unsafe { ring::init(region.ptr(*area), shape.ring_bytes)? };
         }
-        ShmTransport::open(region, plan, 0, locales, ring_bytes, heap_bytes)
+        ShmTransport::open(region, plan, 0, shape)
     }
 
     /// Any locale but 0: attaches to the region inherited from locale 0 as
     /// locale `here`.
     pub(crate) fn attach(region: Region, here: usize) -> Result<ShmTransport, Error> {
-        let info_area = Plan::new(1, ring::MIN_CAPACITY, 0)?.info;
+        let info_area = Plan::new(Shape {
+            locales: 1,
+            ring_bytes: ring::MIN_CAPACITY,
+            heap_bytes: 0,
+            rendezvous_bytes: 0,
+        })?
+        .info;
         // SAFETY: the info area is at the same offset for every plan (the
         // first carve); locale 0 wrote it before starting this process.
         let info = unsafe { region.ptr(info_area).cast::<JobInfo>().as_ptr().read() };
-        let (locales, ring_bytes, heap_bytes) = (
-            info.locales as usize,
-            info.ring_bytes as usize,
-            info.heap_bytes as usize,
-        );
+        let shape = Shape {
+            locales: info.locales as usize,
+            ring_bytes: info.ring_bytes as usize,
+            heap_bytes: info.heap_bytes as usize,
+            rendezvous_bytes: info.rendezvous_bytes as usize,
+        };
+        let locales = shape.locales;
         if here == 0 || here >= locales {
             return Err(Error::new(
                 ErrorKind::Locale,
@@ -203,29 +254,27 @@ impl ShmTransport {
                 ),
             ));
         }
-        let plan = Plan::new(locales, ring_bytes, heap_bytes)?;
+        let plan = Plan::new(shape)?;
         if plan.layout.len() > region.len() {
             return Err(Error::new(
                 ErrorKind::SharedMemory,
                 format!(
                     "cantus: the job's region is {} bytes, but {locales} locales with \
-                     {ring_bytes}-byte rings and {heap_bytes}-byte heaps need {}",
+                     {}-byte rings, {}-byte heaps and {}-byte rendezvous areas need {}",
                     region.len(),
+                    shape.ring_bytes,
+                    shape.heap_bytes,
+                    shape.rendezvous_bytes,
                     plan.layout.len()
                 ),
             ));
         }
-        ShmTransport::open(region, plan, here, locales, ring_bytes, heap_bytes)
+        ShmTransport::open(region, plan, here, shape)
     }
 
-    fn open(
-        region: Region,
-        plan: Plan,
-        here: usize,
-        locales: usize,
-        ring_bytes: usize,
-        heap_bytes: usize,
-    ) -> Result<ShmTransport, Error> {
+    fn open(region: Region, plan: Plan, here: usize, shape: Shape) -> Result<ShmTransport, Error> {
+        let (locales, ring_bytes, rendezvous_bytes) =
+            (shape.locales, shape.ring_bytes, shape.rendezvous_bytes);
         let mut out = Vec::with_capacity(locales);
         let mut inc = Vec::with_capacity(locales);
         for other in 0..locales {
@@ -257,21 +306,112 @@ impl ShmTransport {
             out.push(o);
             inc.push(i);
         }
+        let ring_frame = ring::max_payload(ring_bytes);
+        // Rendezvous pays only where a block carries more than a ring frame.
+        let rendezvous_on =
+            rendezvous_bytes > 0 && rendezvous::max_payload(rendezvous_bytes) > ring_frame;
+        let area =
+            |src: usize, dst: usize| plan.rendezvous[src * locales + dst].filter(|_| rendezvous_on);
+        let bulk_out = (0..locales)
+            .map(|dst| {
+                area(here, dst).map(|a| {
+                    // SAFETY: the area was carved for (here, dst) alone, a
+                    // page-aligned piece of the region, which the transport
+                    // keeps mapped; this is its only sender.
+                    Mutex::new(unsafe { Outbound::new(region.ptr(a), a.len()) })
+                })
+            })
+            .collect();
+        let bulk_in = (0..locales)
+            .map(|src| area(src, here).map(|a| Mutex::new(Inbound::new(a.offset(), a.len()))))
+            .collect();
+        let region = Arc::new(region);
         Ok(ShmTransport {
             here,
             locales,
-            max_frame: ring::max_payload(ring_bytes),
+            max_frame: if rendezvous_on {
+                rendezvous::max_payload(rendezvous_bytes)
+            } else {
+                ring_frame
+            },
+            ring_frame,
+            bulk_out,
+            bulk_in,
+            blocks: Arc::new(Blocks {
+                region: region.clone(),
+            }),
             out,
             inc,
             lines: plan.lines.iter().map(|a| a.offset()).collect(),
             pgas_control: plan.pgas_control,
             pgas_scratch: plan.pgas_scratch,
             heaps: plan.heaps,
-            heap_bytes,
+            heap_bytes: shape.heap_bytes,
             unpark_token: AtomicBool::new(false),
             next_src: AtomicUsize::new(0),
             region,
         })
+    }
+
+    /// Sends a frame larger than a ring frame by rendezvous (`README.md`,
+    /// "Rendezvous"): copies it once into a block of our area for `dest`,
+    /// then puts the block's note on the ring. `Full` when the area or the
+    /// ring has no room (nothing sent, the block given back).
+    fn send_block(
+        &self,
+        dest: usize,
+        parts: &[&[u8]],
+        len: usize,
+        producer: &Mutex<Outgoing>,
+    ) -> Result<(), SendError> {
+        let Some(area) = self.bulk_out.get(dest).and_then(Option::as_ref) else {
+            // `max_frame` is a ring frame's when rendezvous is off, and
+            // `try_send` checked the length against it.
+            unreachable!("a frame larger than a ring frame, with no rendezvous area");
+        };
+        // The area's lock is held until the note is on the ring, so notes
+        // go onto each ring in the order of their blocks' numbers (which
+        // the receiver checks).
+        let mut area = area.lock().unwrap();
+        let block = area.try_alloc(len).ok_or(SendError::Full)?;
+        let buf = area.payload_mut(&block);
+        let mut at = 0;
+        for part in parts {
+            crate::copy::copy(&mut buf[at..at + part.len()], part);
+            at += part.len();
+        }
+        let mut p = producer.lock().unwrap();
+        let p = &mut *p;
+        match p.ring.try_reserve(NOTE_TAG, NOTE_LEN) {
+            Ok(mut slot) => {
+                slot.payload_mut().copy_from_slice(&block.note());
+                slot.commit();
+                p.taken += 1;
+                Ok(())
+            }
+            Err(_) => {
+                area.unalloc(block);
+                Err(SendError::Full)
+            }
+        }
+    }
+
+    /// The block a note from `src` names, checked, lent to the receiver.
+    fn lend_block(&self, src: usize, net: Network, note: &[u8]) -> Result<Lent, String> {
+        let Some(inbound) = self.bulk_in.get(src).and_then(Option::as_ref) else {
+            return Err("a block's note, but rendezvous is off".into());
+        };
+        let taken = inbound
+            .lock()
+            .unwrap()
+            .check(&self.region, net as usize, note)?;
+        let ptr = self.region.ptr(Area::new(taken.payload, taken.len));
+        // SAFETY: the block was checked to lie in `src`'s area for us and
+        // to be WRITTEN: its sender wrote it before the note (which the
+        // ring's Acquire made visible) and writes it again only after the
+        // Lent's drop stores TAKEN in its state word (`Blocks`); the
+        // region stays mapped while `self.blocks` (held by the Lent) lives.
+        Ok(unsafe { Lent::new(ptr, taken.len, self.blocks.clone(), taken.state) })
     }
 
     /// The region, to share with a locale being started.
@@ -403,13 +543,16 @@ impl Transport for ShmTransport {
                 ErrorKind::InvalidConfig,
                 format!(
                     "cantus: a {len}-byte message is larger than the largest the shared-memory \
-                     transport carries ({} bytes); raise CANTUS_RING_BYTES (a frame may take \
-                     half a ring) or send less at once",
+                     transport carries ({} bytes); raise CANTUS_RENDEZVOUS_BYTES (a block may \
+                     take half an area) or CANTUS_RING_BYTES (a frame may take half a ring), or \
+                     send less at once",
                     self.max_frame
                 ),
             )));
         }
-        {
+        if len > self.ring_frame {
+            self.send_block(dest, parts, len, producer)?;
+        } else {
             let mut p = producer.lock().unwrap();
             let p = &mut *p;
             let mut slot = p.ring.try_reserve(0, len).map_err(|_| SendError::Full)?;
@@ -432,6 +575,15 @@ impl Transport for ShmTransport {
         budget: usize,
         deliver: &mut dyn FnMut(Arrival<'_>),
     ) -> Result<usize, Error> {
+        let unusable = |src: usize, net: Network, e: &dyn std::fmt::Display| {
+            Error::new(
+                ErrorKind::SharedMemory,
+                format!(
+                    "cantus: locale {}: the {net:?} ring from locale {src} is unusable: {e}",
+                    self.here
+                ),
+            )
+        };
         let n = self.locales;
         // Only one thread polls at a time (the `Transport` contract), so a
         // load and a store rotate the starting ring; were that broken, the
@@ -459,21 +611,30 @@ impl Transport for ShmTransport {
                 };
                 let before = handled;
                 while handled < budget {
-                    let frame = c.try_peek().map_err(|e| {
-                        Error::new(
-                            ErrorKind::SharedMemory,
-                            format!(
-                                "cantus: locale {}: the {net:?} ring from locale {src} is unusable: {e}",
-                                self.here
-                            ),
-                        )
-                    })?;
+                    let frame = c.try_peek().map_err(|e| unusable(src, net, &e))?;
                     let Some(frame) = frame else { break };
-                    deliver(Arrival {
-                        src,
-                        net,
-                        bytes: frame.payload(),
-                    });
+                    match frame.tag() {
+                        0 => deliver(Arrival {
+                            src,
+                            net,
+                            bytes: frame.payload(),
+                            lent: None,
+                        }),
+                        NOTE_TAG => {
+                            let lent = self
+                                .lend_block(src, net, frame.payload())
+                                .map_err(|e| unusable(src, net, &e))?;
+                            deliver(Arrival {
+                                src,
+                                net,
+                                bytes: &[],
+                                lent: Some(lent),
+                            });
+                        }
+                        tag => {
+                            return Err(unusable(src, net, &format!("a frame with tag {tag}")));
+                        }
+                    }
                     frame.release();
                     handled += 1;
                 }

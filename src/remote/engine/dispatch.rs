@@ -54,9 +54,14 @@ impl Engine {
             token,
             handler,
             ref args,
+            ref mut lent,
             ref mut out,
         } = *call;
-        let outcome = (handler.run)(args, out);
+        let args = match lent.take() {
+            Some((lent, start)) => Args::Lent(lent, start),
+            None => Args::Borrowed(args),
+        };
+        let outcome = handler.run(args, out);
         self.report(src, token, handler, &outcome);
         if token != 0 {
             self.reply(src, token, handler.name, outcome, out);
@@ -100,7 +105,7 @@ impl Engine {
         let mut out = INLINE_RESULT.take();
         let outcome = {
             let _region = NoWait::enter(handler.name);
-            (handler.run)(args.as_slice(), &mut out)
+            handler.run(Args::Borrowed(args.as_slice()), &mut out)
         };
         self.report(src, token, handler, &outcome);
         if token != 0 {

@@ -1,0 +1,184 @@
+//! Tests of the rendezvous areas: allocation first in, first out, taking
+//! back only the oldest blocks, the restart at 0, the wrap, and the
+//! receiver's checks of every note (`README.md`, "Rendezvous").
+
+use super::*;
+use crate::comm::shm::region::{Area, Layout, MAX_ALIGN};
+use std::sync::Arc;
+
+const CAP: usize = 64 << 10;
+
+/// A fresh region holding one area of `CAP` bytes, with both views.
+fn area() -> (Arc<Region>, Outbound, Inbound, Blocks) {
+    let mut layout = Layout::new();
+    let a = layout.carve(CAP, MAX_ALIGN).unwrap();
+    let region = Arc::new(Region::create(layout.len()).unwrap());
+    // SAFETY: the area was carved in the region just made, which the
+    // test keeps alive (the Arc) longer than the Outbound.
+    let out = unsafe { Outbound::new(region.ptr(a), CAP) };
+    let inb = Inbound::new(a.offset(), CAP);
+    let blocks = Blocks {
+        region: region.clone(),
+    };
+    (region, out, inb, blocks)
+}
+
+/// The payload a checked note names.
+fn payload(region: &Region, t: &Taken) -> Vec<u8> {
+    let p = region.ptr(Area::new(t.payload, t.len));
+    // SAFETY: `check` found the block inside the area, written.
+    unsafe { std::slice::from_raw_parts(p.as_ptr(), t.len).to_vec() }
+}
+
+/// Allocates and fills a block of `len` bytes of `byte`.
+fn send(out: &mut Outbound, len: usize, byte: u8) -> Option<Block> {
+    let b = out.try_alloc(len)?;
+    out.payload_mut(&b).fill(byte);
+    Some(b)
+}
+
+#[test]
+fn a_block_goes_and_comes_back_and_the_area_restarts_at_zero() {
+    let (region, mut out, mut inb, blocks) = area();
+    let b = send(&mut out, 1000, 7).unwrap();
+    assert_eq!(b.offset, 0);
+    let t = inb.check(&region, 0, &b.note()).unwrap();
+    assert_eq!(t.len, 1000);
+    assert_eq!(payload(&region, &t), vec![7; 1000]);
+    let b2 = send(&mut out, 10, 8).unwrap();
+    assert_eq!(b2.offset, footprint(1000), "the next block follows");
+    blocks.take_back(t.state);
+    let t2 = inb.check(&region, 0, &b2.note()).unwrap();
+    blocks.take_back(t2.state);
+    // Everything taken back: the next block starts at 0 again.
+    let b3 = send(&mut out, 5, 9).unwrap();
+    assert_eq!(b3.offset, 0);
+    assert_eq!(out.live(), 1);
+}
+
+#[test]
+fn zero_bytes_and_the_largest_block_fit() {
+    let (region, mut out, mut inb, blocks) = area();
+    let b = send(&mut out, 0, 0).unwrap();
+    let t = inb.check(&region, 1, &b.note()).unwrap();
+    assert_eq!(t.len, 0);
+    blocks.take_back(t.state);
+    let b = send(&mut out, max_payload(CAP), 3).unwrap();
+    assert_eq!(b.offset, 0, "the area restarts at 0 once all came back");
+    let t = inb.check(&region, 1, &b.note()).unwrap();
+    assert_eq!(payload(&region, &t), vec![3; max_payload(CAP)]);
+    // Three more fill the area...
+    let more: Vec<Block> = (4..7)
+        .map(|i| send(&mut out, max_payload(CAP), i).unwrap())
+        .collect();
+    // ...a fifth waits until the oldest is taken back.
+    assert!(out.try_alloc(max_payload(CAP)).is_none());
+    blocks.take_back(t.state);
+    let b5 = out
+        .try_alloc(max_payload(CAP))
+        .expect("the first block's room");
+    assert_eq!(b5.offset, 0, "after the wrap");
+    for (b, i) in more.iter().zip(4..) {
+        let t = inb.check(&region, 1, &b.note()).unwrap();
+        assert_eq!(payload(&region, &t), vec![i; max_payload(CAP)]);
+        blocks.take_back(t.state);
+    }
+}
+
+#[test]
+fn only_the_oldest_blocks_are_taken_back() {
+    let (region, mut out, mut inb, blocks) = area();
+    let len = CAP / 4 - BLOCK_HEADER;
+    let bs: Vec<Block> = (0..4).map(|i| send(&mut out, len, i).unwrap()).collect();
+    let ts: Vec<Taken> = bs
+        .iter()
+        .map(|b| inb.check(&region, 0, &b.note()).unwrap())
+        .collect();
+    assert!(out.try_alloc(1).is_none(), "the area is full");
+    // The newer three come back first: still nothing, the oldest holds.
+    for t in &ts[1..] {
+        blocks.take_back(t.state);
+    }
+    assert!(out.try_alloc(1).is_none(), "the oldest block still holds");
+    blocks.take_back(ts[0].state);
+    let b = out.try_alloc(len).expect("all taken back");
+    assert_eq!(b.offset, 0);
+}
+
+#[test]
+fn a_block_given_back_unsent_leaves_the_area_as_it_was() {
+    let (region, mut out, mut inb, _blocks) = area();
+    let a = send(&mut out, 100, 1).unwrap();
+    let b = send(&mut out, 100, 2).unwrap();
+    out.unalloc(b);
+    assert_eq!(out.live(), 1);
+    let c = send(&mut out, 100, 3).unwrap();
+    assert_eq!((c.offset, c.number), (b.offset, b.number));
+    inb.check(&region, 0, &a.note()).unwrap();
+    let t = inb.check(&region, 0, &c.note()).unwrap();
+    assert_eq!(payload(&region, &t), vec![3; 100]);
+}
+
+#[test]
+fn the_receiver_checks_every_note() {
+    let (region, mut out, mut inb, blocks) = area();
+    let b = send(&mut out, 100, 1).unwrap();
+    let note = b.note();
+    let with = |i: usize, v: u64| {
+        let mut n = note;
+        n[i * 8..i * 8 + 8].copy_from_slice(&v.to_le_bytes());
+        n
+    };
+    let cases: [(Vec<u8>, &str); 6] = [
+        (note[..20].to_vec(), "not 24"),
+        (with(0, 8).to_vec(), "not a multiple"),
+        (with(0, CAP as u64).to_vec(), "past the end"),
+        (with(1, u64::MAX).to_vec(), "past the end"),
+        (with(1, 99).to_vec(), "99 bytes"),
+        (with(2, 5).to_vec(), "number 5"),
+    ];
+    for (n, want) in cases {
+        let e = inb.check(&region, 0, &n).unwrap_err();
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+    let t = inb.check(&region, 0, &note).unwrap();
+    // The same note again: its number does not grow.
+    let e = inb.check(&region, 0, &note).unwrap_err();
+    assert!(e.contains("must grow"), "{e}");
+    // On the other ring the number is new, but the block was taken.
+    blocks.take_back(t.state);
+    let e = inb.check(&region, 1, &note).unwrap_err();
+    assert!(e.contains("state 2"), "{e}");
+}
+
+#[test]
+fn random_traffic_never_overlaps_live_blocks() {
+    let (region, mut out, mut inb, blocks) = area();
+    let mut rng = crate::comm::shm::ring::tests::Rng::new(7);
+    // Blocks sent and not yet taken back: (offset, footprint, byte, taken).
+    let mut live: Vec<(Block, Taken)> = Vec::new();
+    let mut sent = 0u32;
+    for _ in 0..20_000 {
+        if rng.below(3) != 0 {
+            let len = rng.below(CAP / 3);
+            if let Some(b) = send(&mut out, len, sent as u8) {
+                let end = b.offset + footprint(len);
+                assert!(end <= CAP);
+                for (o, _) in &live {
+                    let o_end = o.offset + footprint(o.len);
+                    assert!(end <= o.offset || b.offset >= o_end, "overlap");
+                }
+                let t = inb.check(&region, (sent % 2) as usize, &b.note()).unwrap();
+                sent += 1;
+                live.push((b, t));
+            }
+        } else if !live.is_empty() {
+            let i = rng.below(live.len());
+            let (b, t) = live.swap_remove(i);
+            let got = payload(&region, &t);
+            assert!(got.iter().all(|&x| x == b.number.wrapping_sub(1) as u8));
+            blocks.take_back(t.state);
+        }
+    }
+    assert!(sent > 1000, "only {sent} blocks went");
+}
