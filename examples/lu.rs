@@ -1,7 +1,10 @@
 //! LU(n) (seed 001's LU): the blocked LU without pivoting of a diagonally
 //! dominant n x n matrix, each block step's panel solves and trailing
 //! update balanced across the workers of every locale by
-//! `cantus::balance` (`programs/src/lu.rs`), beside the same block
+//! `cantus::balance` (`programs/src/lu.rs`): the matrix lies in the
+//! global address space and the pieces name the blocks they work on,
+//! which they get and put back one-sidedly wherever they run; beside the
+//! same block
 //! jobs run with `cantus::join` on locale 0 and the sequential
 //! blocked LU (after the runtime has ended). Prints the three times, the
 //! error of L*U against A and what the balancing did on each locale

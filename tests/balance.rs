@@ -458,14 +458,22 @@ fn every_program_is_right_on_1_to_4_locales() {
                 );
             }
 
+            let seq = lu::lu_seq(128, 32, lu::SEED);
             let (factors, _) = rt
                 .block_on(|| lu::lu_balanced(128, 32, lu::SEED))
                 .expect("lu");
-            let seq = lu::lu_seq(128, 32, lu::SEED);
             assert_eq!(
                 lu::checksum(&factors),
                 lu::checksum(&seq),
                 "LU on {n} locales"
+            );
+            let (carried, _) = rt
+                .block_on(|| lu::lu_carried(128, 32, lu::SEED))
+                .expect("lu");
+            assert_eq!(
+                lu::checksum(&carried),
+                lu::checksum(&seq),
+                "LU with pieces that carry their blocks on {n} locales"
             );
         },
     );

@@ -369,5 +369,11 @@ fn lu_balanced_matches_sequential() {
 
         let joined = rt().block_on(|| lu::lu_join(n, b, lu::SEED));
         assert_same(&format!("join, n = {n}, b = {b}"), &joined, &seq);
+
+        let (carried, stats) = rt()
+            .block_on(|| lu::lu_carried(n, b, lu::SEED))
+            .expect("lu_carried");
+        assert_same(&format!("carried, n = {n}, b = {b}"), &carried, &seq);
+        assert_eq!(stats.computations, 2 * (n / b - 1), "two per step");
     }
 }

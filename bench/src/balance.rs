@@ -98,6 +98,20 @@ fn programs() -> Vec<Program> {
                 lu::checksum(&lu::lu_join(LU_N, LU_B, lu::SEED))
             })),
         },
+        // The peer of `lu`: the pieces carry their blocks (what `lu` did
+        // before its pieces fetched them by one-sided get).
+        Program {
+            name: "lu_carried",
+            seq: Box::new(|| lu::checksum(&lu::lu_seq(LU_N, LU_B, lu::SEED))),
+            balanced: Box::new(|| {
+                let (m, stats) = lu::lu_carried(LU_N, LU_B, lu::SEED).expect("lu");
+                Outcome {
+                    result: lu::checksum(&m),
+                    locales: stats.locales,
+                }
+            }),
+            join: None,
+        },
     ]
 }
 

@@ -4,12 +4,20 @@
 //! algorithm"), three ways, all the same blocked right-looking LU without
 //! pivoting:
 //!
-//! - [`lu_balanced`]: each block step's panel solves, then its trailing
-//!   update, as one computation of `cantus::balance` each: splittable
-//!   work that is a list of block jobs ([`Panel`], [`Schur`]) carrying
-//!   the input blocks they need, split in halves, whose result is the
-//!   list of updated blocks (merged by concatenation), written back by
-//!   the caller;
+//! - [`lu_balanced`]: the matrix lies in the global address space
+//!   (`cantus::pgas`, locale 0's part of a global array, block by block)
+//!   and each block step's panel solves, then its trailing update, is one
+//!   computation of `cantus::balance`: splittable work that is a list of
+//!   block coordinates ([`PanelGets`], [`SchurGets`]), split in halves;
+//!   wherever a piece runs it gets the blocks it needs by one-sided get
+//!   and puts each updated block back (on one machine, a copy from and
+//!   into memory every locale maps), and its result is a count;
+//! - [`lu_pieces`]: the same steps as pieces that carry the input blocks
+//!   they need ([`Panel`], [`Schur`]) and return the updated blocks
+//!   (merged by concatenation), written back by the caller: what
+//!   `lu_balanced` did before the pieces fetched their blocks, kept to
+//!   drive pieces by hand (tests) and as the carrying peer
+//!   ([`lu_carried`]);
 //! - [`lu_join`]: the same block jobs run in parallel with `cantus::join`
 //!   (the peer on one locale);
 //! - [`lu_seq`]: the same blocked algorithm on one thread, in place (the
@@ -32,7 +40,9 @@
 
 use cantus::Bulk;
 use cantus::balance::{Balance, LocaleStats, Splittable};
+use cantus::pgas::{GlobalArray, GlobalPtr};
 use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
 
 /// The block size by default: a 64 x 64 block of `f64` is 32 KiB.
 pub const B: usize = 64;
@@ -747,10 +757,11 @@ impl Balanced {
 
 /// The blocked LU of [`Matrix::generate`]`(n, seed)` with b x b blocks,
 /// each step's panel solves and then its trailing update balanced with
-/// `cantus::balance` (one block per step of a piece, so that requests
-/// are answered between blocks). Call it from a task; every locale takes
-/// part. Returns the factors and what the balancing did.
-pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), cantus::Error> {
+/// `cantus::balance`, the pieces carrying their blocks ([`lu_pieces`]):
+/// the peer of [`lu_balanced`], whose pieces fetch them. Call it from a
+/// task; every locale takes part. Returns the factors and what the
+/// balancing did.
+pub fn lu_carried(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), cantus::Error> {
     let mut stats = Balanced::default();
     let lu = lu_pieces(n, b, seed, |step| {
         let outcome = match step {
@@ -761,6 +772,309 @@ pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), 
         Ok(outcome.result)
     })?;
     Ok((lu, stats))
+}
+
+/// The matrix's blocks in the global address space: block (i, j) is
+/// b x b entries, row-major, at element `(i nb + j) b^2` of locale 0's
+/// part of a global array, which every locale allocated (`alloc_tiles`).
+/// A piece reaches any block from any locale with one-sided gets and
+/// puts: on one machine a copy from or into memory every locale maps,
+/// across machines a message to locale 0.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct GlobalTiles {
+    base: GlobalPtr<f64>,
+    b: u32,
+    nb: u32,
+}
+
+impl GlobalTiles {
+    fn at(&self, i: usize, j: usize) -> GlobalPtr<f64> {
+        let b = self.b as usize;
+        self.base.add((i * self.nb as usize + j) * b * b)
+    }
+
+    /// Block (i, j), into `into`.
+    fn get(&self, i: usize, j: usize, into: &mut Vec<f64>) {
+        let b = self.b as usize;
+        into.resize(b * b, 0.0);
+        self.at(i, j)
+            .get(into)
+            .unwrap_or_else(|e| panic!("lu: the get of block {i},{j} failed: {e}"));
+    }
+
+    /// Writes `block` as block (i, j).
+    fn put(&self, i: usize, j: usize, block: &[f64]) {
+        self.at(i, j)
+            .put(block)
+            .unwrap_or_else(|e| panic!("lu: the put of block {i},{j} failed: {e}"));
+    }
+}
+
+/// Each locale's handle of the global array that holds the matrix while
+/// an LU runs (`alloc_tiles` stores it, `release_tiles` drops it).
+static TILES: Mutex<Option<GlobalArray<f64>>> = Mutex::new(None);
+
+/// SPMD body: allocates the matrix's array (`len` entries on every
+/// locale: the heap is symmetric; only locale 0's part is used) and keeps
+/// this locale's handle; returns locale 0's part.
+#[derive(Clone, Serialize, Deserialize)]
+struct AllocTiles {
+    len: u64,
+}
+
+impl cantus::Remote for AllocTiles {
+    type Output = GlobalPtr<f64>;
+    fn run(self) -> GlobalPtr<f64> {
+        let array = cantus::pgas::alloc::<f64>(self.len as usize)
+            .unwrap_or_else(|e| panic!("lu: no room for the matrix in the global heap: {e}"));
+        let base = array.ptr(0);
+        *TILES.lock().unwrap_or_else(|e| e.into_inner()) = Some(array);
+        base
+    }
+}
+
+/// SPMD body: drops this locale's handle of the matrix's array (the last
+/// drop frees it).
+#[derive(Clone, Serialize, Deserialize)]
+struct ReleaseTiles;
+
+impl cantus::Remote for ReleaseTiles {
+    type Output = ();
+    fn run(self) {
+        TILES.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+cantus::remote!(AllocTiles, ReleaseTiles);
+
+/// The matrix's array while an LU runs; released on every locale when
+/// dropped.
+struct Held(GlobalTiles);
+
+impl Held {
+    fn alloc(n: usize, b: usize) -> Result<Held, cantus::Error> {
+        let base = cantus::pgas::spmd(AllocTiles {
+            len: (n * n) as u64,
+        })?[0];
+        Ok(Held(GlobalTiles {
+            base,
+            b: b as u32,
+            nb: (n / b) as u32,
+        }))
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Err(e) = cantus::pgas::spmd(ReleaseTiles) {
+            eprintln!("lu: the matrix's global array was not released: {e}");
+        }
+    }
+}
+
+/// The panel solves of block step `k` as splittable work over blocks in
+/// the global address space: the coordinates of the blocks of row k right
+/// of the diagonal and of column k below it still to solve. A piece gets
+/// the factored diagonal block once, then gets, solves and puts back one
+/// block per unit. Its result is the number of blocks solved.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PanelGets {
+    m: GlobalTiles,
+    k: u32,
+    /// The blocks still to solve, the last first.
+    jobs: Vec<(u32, u32)>,
+    /// The diagonal block, once fetched here.
+    #[serde(skip)]
+    diag: Vec<f64>,
+    /// The block being solved.
+    #[serde(skip)]
+    block: Vec<f64>,
+}
+
+impl Splittable for PanelGets {
+    type Result = u64;
+
+    fn run(&mut self, units: usize, done: &mut u64) -> bool {
+        let (k, b) = (self.k as usize, self.m.b as usize);
+        if self.diag.is_empty() && !self.jobs.is_empty() {
+            self.m.get(k, k, &mut self.diag);
+        }
+        for _ in 0..units {
+            let Some((i, j)) = self.jobs.pop() else { break };
+            let (i, j) = (i as usize, j as usize);
+            self.m.get(i, j, &mut self.block);
+            if i == k {
+                solve_row_block(&self.diag, &mut self.block, b);
+            } else {
+                solve_col_block(&self.diag, &mut self.block, b);
+            }
+            self.m.put(i, j, &self.block);
+            *done += 1;
+        }
+        !self.jobs.is_empty()
+    }
+
+    fn split(&mut self) -> Option<PanelGets> {
+        let half = self.jobs.len() / 2;
+        (half > 0).then(|| PanelGets {
+            m: self.m,
+            k: self.k,
+            jobs: self.jobs.drain(..half).collect(),
+            diag: Vec::new(),
+            block: Vec::new(),
+        })
+    }
+
+    fn merge(into: &mut u64, other: u64) {
+        *into += other;
+    }
+}
+
+/// The trailing update of block step `k` as splittable work over blocks
+/// in the global address space: the coordinates of the blocks (i, j)
+/// below and right of the diagonal block still to update, C_ij -= A_ik
+/// A_kj. A piece gets each panel block it needs once (kept while it
+/// runs), and per unit gets, updates and puts back one block. Its result
+/// is the number of blocks updated.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SchurGets {
+    m: GlobalTiles,
+    k: u32,
+    /// The blocks still to update, the last first.
+    jobs: Vec<(u32, u32)>,
+    /// Panel blocks (i, k) fetched here, by i.
+    #[serde(skip)]
+    left: Vec<(u32, Vec<f64>)>,
+    /// Panel blocks (k, j) fetched here, by j.
+    #[serde(skip)]
+    top: Vec<(u32, Vec<f64>)>,
+    /// The block being updated.
+    #[serde(skip)]
+    block: Vec<f64>,
+}
+
+/// The panel block keyed `key` from `cache`, fetched (block `at(key)`)
+/// the first time.
+fn cached(
+    cache: &mut Vec<(u32, Vec<f64>)>,
+    key: u32,
+    fetch: impl FnOnce(&mut Vec<f64>),
+) -> &[f64] {
+    let at = match cache.iter().position(|(k, _)| *k == key) {
+        Some(at) => at,
+        None => {
+            let mut block = Vec::new();
+            fetch(&mut block);
+            cache.push((key, block));
+            cache.len() - 1
+        }
+    };
+    &cache[at].1
+}
+
+impl Splittable for SchurGets {
+    type Result = u64;
+
+    fn run(&mut self, units: usize, done: &mut u64) -> bool {
+        let (k, b, m) = (self.k as usize, self.m.b as usize, self.m);
+        for _ in 0..units {
+            let Some((i, j)) = self.jobs.pop() else { break };
+            m.get(i as usize, j as usize, &mut self.block);
+            let a = cached(&mut self.left, i, |x| m.get(i as usize, k, x));
+            let t = cached(&mut self.top, j, |x| m.get(k, j as usize, x));
+            update_block(&mut self.block, a, t, b);
+            m.put(i as usize, j as usize, &self.block);
+            *done += 1;
+        }
+        !self.jobs.is_empty()
+    }
+
+    fn split(&mut self) -> Option<SchurGets> {
+        let half = self.jobs.len() / 2;
+        (half > 0).then(|| SchurGets {
+            m: self.m,
+            k: self.k,
+            jobs: self.jobs.drain(..half).collect(),
+            left: Vec::new(),
+            top: Vec::new(),
+            block: Vec::new(),
+        })
+    }
+
+    fn merge(into: &mut u64, other: u64) {
+        *into += other;
+    }
+}
+
+cantus::splittable!(PanelGets, SchurGets);
+
+/// The blocked LU of [`Matrix::generate`]`(n, seed)` with b x b blocks,
+/// in the global address space: the matrix goes block by block into
+/// locale 0's part of a global array, and each step's panel solves and
+/// then its trailing update are balanced with `cantus::balance` as pieces
+/// that name their blocks ([`PanelGets`], [`SchurGets`]: one block per
+/// step of a piece, so that requests are answered between blocks) and
+/// fetch them by one-sided get wherever they run. Call it from a task;
+/// every locale takes part (the array is allocated and released by two
+/// SPMD calls, so no other SPMD group may run meanwhile). Returns the
+/// factors and what the balancing did.
+pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), cantus::Error> {
+    let mut t = Tiles::of(&Matrix::generate(n, seed), b);
+    let nb = t.nb;
+    let held = Held::alloc(n, b)?;
+    let m = held.0;
+    for i in 0..nb {
+        for j in 0..nb {
+            m.put(i, j, t.get(i, j));
+        }
+    }
+    let mut stats = Balanced::default();
+    let mut diag = Vec::new();
+    for k in 0..nb {
+        m.get(k, k, &mut diag);
+        factor_block(&mut diag, b);
+        m.put(k, k, &diag);
+        if k + 1 == nb {
+            break;
+        }
+        let mut jobs: Vec<(u32, u32)> = (k + 1..nb).map(|j| (k as u32, j as u32)).collect();
+        jobs.extend((k + 1..nb).map(|i| (i as u32, k as u32)));
+        let count = jobs.len() as u64;
+        let panel = Balance::new(PanelGets {
+            m,
+            k: k as u32,
+            jobs,
+            diag: Vec::new(),
+            block: Vec::new(),
+        })
+        .units(1)
+        .run()?;
+        assert_eq!(panel.result, count, "lu: step {k}: panel blocks lost");
+        stats.add(&panel.locales);
+        let jobs: Vec<(u32, u32)> = (k + 1..nb)
+            .flat_map(|i| (k + 1..nb).map(move |j| (i as u32, j as u32)))
+            .collect();
+        let count = jobs.len() as u64;
+        let schur = Balance::new(SchurGets {
+            m,
+            k: k as u32,
+            jobs,
+            left: Vec::new(),
+            top: Vec::new(),
+            block: Vec::new(),
+        })
+        .units(1)
+        .run()?;
+        assert_eq!(schur.result, count, "lu: step {k}: updated blocks lost");
+        stats.add(&schur.locales);
+    }
+    for i in 0..nb {
+        for j in 0..nb {
+            m.get(i, j, t.get_mut(i, j));
+        }
+    }
+    drop(held);
+    Ok((t.into_matrix(), stats))
 }
 
 /// Runs `f` on every job, in parallel: halves the jobs with
