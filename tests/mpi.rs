@@ -75,6 +75,17 @@ impl Remote for Digest {
     }
 }
 
+/// [`Digest`] with its bytes as a `Bulk` (one copy to encode, one to
+/// decode, where a `Vec<u8>` goes byte by byte).
+#[derive(Serialize, Deserialize)]
+struct DigestBulk(cantus::Bulk<u8>, u64);
+impl Remote for DigestBulk {
+    type Output = (u64, cantus::Bulk<u8>);
+    fn run(self) -> (u64, cantus::Bulk<u8>) {
+        (fnv(&self.0), pattern(self.1 as usize).into())
+    }
+}
+
 /// Panics where it runs.
 #[derive(Serialize, Deserialize)]
 struct Explode;
@@ -194,7 +205,7 @@ impl Remote for GlobalWork {
 }
 
 cantus::remote!(
-    AddInline, Bump, Bumps, Digest, Explode, Echo, Die, GlobalWork
+    AddInline, Bump, Bumps, Digest, DigestBulk, Explode, Echo, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -371,6 +382,60 @@ fn remote_calls_cross_ranks_over_tcp() {
         &[2, 3],
         &["--mca", "btl", "self,tcp"],
         calls_everywhere,
+    );
+}
+
+/// Large arguments and results between every pair of ranks: sizes on
+/// both sides of each threshold (a batch-sized frame, 64 KiB; the largest
+/// frame that travels as an MPI message of its own, or a rendezvous block
+/// between the ranks of a node, 2 MiB less 64 bytes), 8 MiB (in pieces
+/// of that size), and many at once from concurrent tasks.
+fn large_messages_everywhere() {
+    let rt = job();
+    let n = cantus::num_locales();
+    rt.block_on(|| {
+        let mut sizes = vec![0, 1];
+        for edge in [64 << 10, (2 << 20) - 64] {
+            sizes.extend([edge - 80, edge - 40, edge - 20, edge, edge + 1, edge + 40]);
+        }
+        sizes.push(3 << 20);
+        for l in 1..n {
+            for &size in &sizes {
+                let arg = pattern(size);
+                let (h, back) = cantus::on(l, DigestBulk(arg.clone().into(), size as u64))
+                    .join()
+                    .unwrap();
+                assert_eq!(h, fnv(&arg), "{size}-byte argument to locale {l}");
+                assert!(*back == pattern(size), "{size}-byte result from locale {l}");
+            }
+        }
+        let calls: Vec<_> = (0..12u64)
+            .map(|k| {
+                let size = [70_000, 1 << 20, 3 << 20][k as usize % 3] + k as usize;
+                let to = 1 + k as usize % (n - 1);
+                (
+                    k,
+                    size,
+                    cantus::on(to, DigestBulk(pattern(size).into(), size as u64 / 3)),
+                )
+            })
+            .collect();
+        for (k, size, c) in calls {
+            let (h, back) = c.join().unwrap();
+            assert_eq!(h, fnv(&pattern(size)), "call {k}'s argument");
+            assert!(*back == pattern(size / 3), "call {k}'s result");
+        }
+    });
+    rt.shutdown();
+}
+
+#[test]
+fn large_messages_cross_ranks_whole() {
+    on_ranks(
+        "large_messages_cross_ranks_whole",
+        &[2, 3],
+        &[],
+        large_messages_everywhere,
     );
 }
 

@@ -955,11 +955,7 @@ pub struct SchurGets {
 
 /// The panel block keyed `key` from `cache`, fetched (block `at(key)`)
 /// the first time.
-fn cached(
-    cache: &mut Vec<(u32, Vec<f64>)>,
-    key: u32,
-    fetch: impl FnOnce(&mut Vec<f64>),
-) -> &[f64] {
+fn cached(cache: &mut Vec<(u32, Vec<f64>)>, key: u32, fetch: impl FnOnce(&mut Vec<f64>)) -> &[f64] {
     let at = match cache.iter().position(|(k, _)| *k == key) {
         Some(at) => at,
         None => {

@@ -102,13 +102,26 @@ pub(crate) trait TakeBack: Send + Sync {
 /// Bytes of an arrived frame that the transport lends past the poll that
 /// delivered them: they stay valid and unchanged until this is dropped,
 /// from any thread, which hands their memory back to the transport
-/// ([`TakeBack`]). The transport's memory stays alive as long as this
-/// does (it holds the owner).
+/// ([`TakeBack`]; the transport's memory stays alive as long as this does,
+/// since it holds the owner), or frees the buffer they lie in (a message
+/// received into a buffer of its own, [`Lent::buffer`]).
 pub(crate) struct Lent {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
-    owner: std::sync::Arc<dyn TakeBack>,
-    token: usize,
+    keep: Keep,
+}
+
+/// What a [`Lent`] keeps alive, and lets go when dropped.
+enum Keep {
+    /// Memory of the transport, handed back as `token`.
+    Transport {
+        owner: std::sync::Arc<dyn TakeBack>,
+        token: usize,
+    },
+    /// A buffer of this process (its heap block does not move when the
+    /// `Vec` does), held to be freed with the `Lent`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    Buffer(#[allow(dead_code)] Vec<u8>),
 }
 
 // SAFETY: a `Lent` gives only shared reads of bytes that nobody writes
@@ -137,8 +150,24 @@ impl Lent {
         Lent {
             ptr,
             len,
-            owner,
-            token,
+            keep: Keep::Transport { owner, token },
+        }
+    }
+
+    /// Lends `buffer[range]` (a frame received into a buffer of its own):
+    /// freed with the `Lent`.
+    ///
+    /// # Panics
+    ///
+    /// If `range` does not lie in `buffer`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn buffer(buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
+        let bytes = &buffer[range];
+        let (ptr, len) = (std::ptr::NonNull::from(bytes).cast::<u8>(), bytes.len());
+        Lent {
+            ptr,
+            len,
+            keep: Keep::Buffer(buffer),
         }
     }
 }
@@ -147,16 +176,20 @@ impl std::ops::Deref for Lent {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        // SAFETY: `new`'s contract: the bytes stay valid and unwritten
-        // until the drop below, and the owner (held here) keeps their
-        // memory alive.
+        // SAFETY: for `new`, its contract: the bytes stay valid and
+        // unwritten until the drop below, and the owner (held here) keeps
+        // their memory alive; for `buffer`, they lie in the heap block of
+        // the vector held here, which nothing writes, resizes or frees
+        // while it is held (moving a `Vec` does not move its block).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        self.owner.take_back(self.token);
+        if let Keep::Transport { owner, token } = &self.keep {
+            owner.take_back(*token);
+        }
     }
 }
 

@@ -118,6 +118,7 @@ pub(crate) fn start(config: &mut Config) -> Result<Box<dyn Job>, Error> {
         nodes: config.mpi_nodes,
         ring_bytes: config.ring_bytes,
         heap_bytes: config.heap_bytes,
+        rendezvous_bytes: config.rendezvous_bytes,
     };
     let (placement, mut job) = if inline {
         start_inline(frame_bytes, trace_job, setup)?
@@ -377,7 +378,12 @@ fn init(
     let (rank, size) = sys::rank_and_size(comm)?;
     let node = node::join(comm, rank, setup)?;
     let trace_job = sys::broadcast_from_0(trace_job, comm)?;
-    let shared = Arc::new(Shared::new(rank, size, frame_bytes));
+    let shared = Arc::new(Shared::new(
+        rank,
+        size,
+        frame_bytes,
+        large_frame(setup.rendezvous_bytes),
+    ));
     Ok((
         Placement {
             rank,
@@ -496,5 +502,18 @@ impl Job for MpiJob {
         std::thread::sleep(ABORT_GRACE);
         eprintln!("{message}");
         sys::abort(1)
+    }
+}
+
+/// The largest frame MPI carries as a message of its own beside the
+/// batched ones: the largest rendezvous block of the shared-memory
+/// transport (a quarter of `CANTUS_RENDEZVOUS_BYTES`, less its header),
+/// so that a route over both (`route.rs`) carries the same frames on
+/// each; 0 when rendezvous is off (frames then stop at `frame_bytes`).
+fn large_frame(rendezvous_bytes: usize) -> usize {
+    if rendezvous_bytes == 0 {
+        0
+    } else {
+        crate::comm::shm::rendezvous::max_payload(rendezvous_bytes)
     }
 }

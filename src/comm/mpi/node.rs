@@ -37,6 +37,9 @@ pub(super) struct NodeSetup {
     pub(super) ring_bytes: usize,
     /// Bytes of each member's heap segment (the global address space).
     pub(super) heap_bytes: usize,
+    /// Bytes of each ordered pair's rendezvous area (`comm/shm/README.md`,
+    /// "Rendezvous"; 0: off), which also sizes MPI's large frames.
+    pub(super) rendezvous_bytes: usize,
 }
 
 /// This rank's node.
@@ -154,13 +157,11 @@ fn share(
     let mut words = [0u64; 5];
     let mut mine: Result<Option<ShmTransport>, Error> = Ok(None);
     if index == 0 {
-        // No rendezvous areas: the route's frames are no larger than an
-        // MPI frame (`route.rs`), which a ring frame carries.
         match ShmTransport::create(Shape {
             locales: size,
             ring_bytes: setup.ring_bytes,
             heap_bytes: setup.heap_bytes,
-            rendezvous_bytes: 0,
+            rendezvous_bytes: setup.rendezvous_bytes,
         }) {
             Ok(t) => {
                 words[0] = 1;

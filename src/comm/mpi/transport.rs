@@ -8,7 +8,7 @@
 //! can deadlock.
 
 use super::inline::Inline;
-use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, Transport};
 use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
@@ -157,16 +157,26 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn new(here: usize, locales: usize, frame_bytes: usize) -> Shared {
-        // A window of 8 frames of the largest size, or 4096 frames, per
-        // (peer, network): enough that credit returns (a quarter window
-        // at a time) stay off a stream's path.
-        let window_bytes = (8 * frame_bytes) as u64;
+    pub(super) fn new(
+        here: usize,
+        locales: usize,
+        frame_bytes: usize,
+        large_frame: usize,
+    ) -> Shared {
+        // A frame up to `frame_bytes` goes in batches; a larger one, up to
+        // `large_frame`, as a message of its own (README.md, "Messages").
+        // A window of 8 batch-sized frames (and at least two of the
+        // largest, so a large frame finds credit once those before it are
+        // handed on), or 4096 frames, per (peer, network): enough that
+        // credit returns (a quarter window at a time) stay off a stream's
+        // path.
+        let max_frame = frame_bytes.max(large_frame);
+        let window_bytes = (8 * frame_bytes).max(2 * max_frame) as u64;
         let window_frames = 4096;
         Shared {
             here,
             locales,
-            max_frame: frame_bytes,
+            max_frame,
             credit: (0..locales)
                 .map(|_| {
                     [
@@ -392,12 +402,25 @@ impl Transport for MpiTransport {
                             ),
                         )
                     })?;
-                    deliver(Arrival {
-                        src,
-                        net,
-                        bytes: &batch.bytes[frame.clone()],
-                        lent: None,
-                    });
+                    if frame.start == FRAME_PREFIX && frame.end == batch.bytes.len() {
+                        // Alone in its batch (a large frame travels so):
+                        // lent whole, so that whoever keeps it reads it
+                        // where MPI received it, without a copy.
+                        let bytes = std::mem::take(&mut batch.bytes);
+                        deliver(Arrival {
+                            src,
+                            net,
+                            bytes: &[],
+                            lent: Some(Lent::buffer(bytes, frame.clone())),
+                        });
+                    } else {
+                        deliver(Arrival {
+                            src,
+                            net,
+                            bytes: &batch.bytes[frame.clone()],
+                            lent: None,
+                        });
+                    }
                     s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
                     self.handed_on(src, net, frame.len());
                     handled += 1;
