@@ -33,6 +33,7 @@ CANTUS_LOCALES=2 ./target/release/examples/uts T3
 CANTUS_LOCALES=3 ./target/release/examples/nqueens 12
 CANTUS_LOCALES=4 ./target/release/examples/pentomino 5x12
 CANTUS_LOCALES=2 ./target/release/examples/fib_balanced 32
+CANTUS_LOCALES=2 ./target/release/examples/lu 512
 # A traced run of 2 locales, drawn and summed up by cantus-trace (each
 # step fails on a trace it cannot read).
 rm -f target/trace-uts.json

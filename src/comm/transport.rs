@@ -172,6 +172,14 @@ impl Lent {
     }
 }
 
+impl Lent {
+    /// Whether the bytes lie in a buffer of this process
+    /// ([`Lent::buffer`]), which keeping holds up nobody.
+    pub(crate) fn is_buffer(&self) -> bool {
+        matches!(self.keep, Keep::Buffer(_))
+    }
+}
+
 impl std::ops::Deref for Lent {
     type Target = [u8];
 

@@ -55,7 +55,7 @@
 
 use super::engine::Body;
 use super::wire::{Header, MAX_PAYLOAD, TAG_LEN};
-use crate::comm::transport::Network;
+use crate::comm::transport::{Lent, Network};
 use crate::error::{Error, ErrorKind, Locales};
 use crate::sched::Registry;
 use crate::sync::SyncVar;
@@ -105,7 +105,66 @@ pub enum Tag {
 pub struct Message {
     from: TaskId,
     tag: u32,
-    bytes: Vec<u8>,
+    bytes: Bytes,
+}
+
+/// A message's bytes: a buffer of its own, or the buffer the transport
+/// received it into, lent (a large message over MPI, read where MPI put
+/// it; never a shared-memory block, which a message waiting to be
+/// received would hold up: `comm/shm/README.md`, "Rendezvous", rule L).
+enum Bytes {
+    Own(Vec<u8>),
+    Lent(Lent, usize),
+}
+
+impl Bytes {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Own(v) => v,
+            Bytes::Lent(l, start) => &l[*start..],
+        }
+    }
+
+    fn into_vec(self) -> Vec<u8> {
+        match self {
+            Bytes::Own(v) => v,
+            Bytes::Lent(l, start) => crate::copy::to_vec(&l[start..]),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Bytes {
+    fn from(v: Vec<u8>) -> Bytes {
+        Bytes::Own(v)
+    }
+}
+
+impl Clone for Bytes {
+    fn clone(&self) -> Bytes {
+        Bytes::Own(self.as_slice().to_vec())
+    }
+}
+
+impl PartialEq for Bytes {
+    fn eq(&self, other: &Bytes) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for Bytes {}
+
+impl fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.as_slice().fmt(f)
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
 }
 
 impl Message {
@@ -126,7 +185,7 @@ impl Message {
 
     /// Its bytes, owned.
     pub fn into_bytes(self) -> Vec<u8> {
-        self.bytes
+        self.bytes.into_vec()
     }
 
     /// Decodes a value sent with [`send_value`].
@@ -294,7 +353,7 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
                 Message {
                     from,
                     tag,
-                    bytes: crate::copy::to_vec(bytes),
+                    bytes: crate::copy::to_vec(bytes).into(),
                 },
             );
             Ok(())
@@ -589,7 +648,10 @@ pub(crate) fn deliver_remote(src: usize, here: usize, h: Header, tag: u32, bytes
         Message {
             from,
             tag,
-            bytes: bytes.into_vec(),
+            bytes: match bytes {
+                Body::Lent(lent, start) => Bytes::Lent(lent, start),
+                other => Bytes::Own(other.into_vec()),
+            },
         },
     );
 }
@@ -733,7 +795,7 @@ mod tests {
         Message {
             from,
             tag,
-            bytes: vec![b],
+            bytes: vec![b].into(),
         }
     }
 
@@ -755,11 +817,11 @@ mod tests {
         for (from, tag, v) in [(a, 1, 10), (b, 1, 20), (a, 2, 30), (a, 1, 40)] {
             assert!(mb.arrive(msg(from, tag, v)).is_none());
         }
-        assert_eq!(mb.take(Source::Task(b), Tag::Any).unwrap().bytes, [20]);
-        assert_eq!(mb.take(Source::Any, Tag::Is(2)).unwrap().bytes, [30]);
+        assert_eq!(mb.take(Source::Task(b), Tag::Any).unwrap().bytes(), [20]);
+        assert_eq!(mb.take(Source::Any, Tag::Is(2)).unwrap().bytes(), [30]);
         assert!(mb.take(Source::Task(b), Tag::Any).is_none());
-        assert_eq!(mb.take(Source::Task(a), Tag::Is(1)).unwrap().bytes, [10]);
-        assert_eq!(mb.take(Source::Any, Tag::Any).unwrap().bytes, [40]);
+        assert_eq!(mb.take(Source::Task(a), Tag::Is(1)).unwrap().bytes(), [10]);
+        assert_eq!(mb.take(Source::Any, Tag::Any).unwrap().bytes(), [40]);
         assert!(mb.is_empty());
     }
 

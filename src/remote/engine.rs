@@ -311,6 +311,13 @@ impl Engine {
         match h.kind {
             Kind::Request | Kind::Reply => self.hand_on(src, h, &[], Body::Lent(lent, start), cx),
             Kind::Fragment => self.take_fragment(src, net, h, &lent[start..], cx),
+            // A buffer of this process may wait in a mailbox: kept; a
+            // block of the sender's area may not (rule L): copied.
+            Kind::Message if lent.is_buffer() && lent.len() >= start + TAG_LEN => {
+                let mut tag = [0u8; TAG_LEN];
+                tag.copy_from_slice(&lent[start..start + TAG_LEN]);
+                self.hand_on(src, h, &tag, Body::Lent(lent, start + TAG_LEN), cx);
+            }
             Kind::Message => {
                 let (tag, bytes) = lent[start..].split_at(TAG_LEN);
                 self.hand_on(src, h, tag, Body::Borrowed(bytes), cx);
