@@ -107,6 +107,11 @@ pub mod __fuzz {
     pub fn ring_frames(bytes: &[u8]) {
         crate::comm::shm::ring::fuzz_consumer(bytes)
     }
+
+    /// Checks rendezvous notes and block headers made of `bytes`.
+    pub fn rendezvous_notes(bytes: &[u8]) {
+        crate::comm::shm::rendezvous::fuzz_notes(bytes)
+    }
 }
 
 /// Hooks for tests that play a faulty peer; not part of the API.

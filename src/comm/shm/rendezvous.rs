@@ -358,5 +358,36 @@ impl TakeBack for Blocks {
     }
 }
 
+/// The fuzz target's body (`fuzz/fuzz_targets/rendezvous_notes.rs`):
+/// an area whose first bytes (block headers, as a hostile sender could
+/// leave them) and a run of notes are arbitrary; checking them never
+/// panics, and every note accepted names a payload inside the area,
+/// whose header repeats it, with numbers growing along each ring.
+pub(crate) fn fuzz_notes(bytes: &[u8]) {
+    use super::region::{Area, Layout, MAX_ALIGN};
+    const CAP: usize = 1 << 16;
+    let mut layout = Layout::new();
+    let area = layout.carve(CAP, MAX_ALIGN).expect("an area");
+    let region = Region::create(layout.len()).expect("a region");
+    let (head, notes) = bytes.split_at(bytes.len().min(4096));
+    // SAFETY: the area lies in the region just made, `head` is at most
+    // 4096 bytes (the area holds 64 KiB), and nothing else uses it.
+    unsafe {
+        std::ptr::copy_nonoverlapping(head.as_ptr(), region.ptr(area).as_ptr(), head.len());
+    }
+    let mut inbound = Inbound::new(area.offset(), CAP);
+    let mut last = [0u64; 2];
+    for (i, note) in notes.chunks(NOTE_LEN + 1).enumerate() {
+        let net = i % 2;
+        if let Ok(t) = inbound.check(&region, net, &note[..note.len().min(NOTE_LEN)]) {
+            assert!(t.state >= area.offset() && t.payload + t.len <= area.offset() + CAP);
+            let number = u64::from_le_bytes(note[16..24].try_into().unwrap());
+            assert!(number > last[net]);
+            last[net] = number;
+            let _ = region.ptr(Area::new(t.payload, t.len));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -182,3 +182,24 @@ fn random_traffic_never_overlaps_live_blocks() {
     }
     assert!(sent > 1000, "only {sent} blocks went");
 }
+
+#[test]
+fn the_fuzz_body_accepts_good_notes_and_survives_random_ones() {
+    // A real block and its note, as the fuzz target would be given them.
+    let (region, mut out, _inb, _blocks) = area();
+    let b = send(&mut out, 100, 5).unwrap();
+    drop(region);
+    // SAFETY: `out.base` is the area's start, 64 KiB long, and the region
+    // is still mapped (`out` was made from it and the Arc in `area()`'s
+    // Blocks, `_blocks`, holds it); copy its first 4 KiB.
+    let mut bytes = unsafe { std::slice::from_raw_parts(out.base.as_ptr(), 4096).to_vec() };
+    bytes.extend_from_slice(&b.note());
+    bytes.push(0);
+    fuzz_notes(&bytes);
+    let mut rng = crate::comm::shm::ring::tests::Rng::new(11);
+    for _ in 0..200 {
+        let n = rng.below(4096 + 200);
+        let junk: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        fuzz_notes(&junk);
+    }
+}
