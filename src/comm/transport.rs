@@ -85,9 +85,11 @@ pub(crate) struct Arrival<'a> {
     /// frame is `lent`).
     pub(crate) bytes: &'a [u8],
     /// The frame as sent, when the transport lends it past the callback
-    /// (a block of shared memory, `shm/README.md`, "Rendezvous"): the
-    /// receiver may keep it (its request's arguments, its reply) and read
-    /// it in place; the transport's memory is freed when it is dropped.
+    /// (a block of shared memory, `shm/README.md`, "Rendezvous"; the
+    /// buffer MPI received a large frame into, `mpi/README.md`,
+    /// "Messages"): the receiver may keep it (its request's arguments,
+    /// its reply) and read it in place; the memory is freed when it is
+    /// dropped.
     pub(crate) lent: Option<Lent>,
 }
 

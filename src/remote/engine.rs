@@ -10,7 +10,7 @@
 //! deadlock check.
 
 use super::fragment::{Reassembly, StreamLocks};
-use super::handlers::{Args, Handler, Outcome, Table};
+use super::handlers::{Handler, Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
 use super::serve::Served;
 use super::wire::{
@@ -219,19 +219,25 @@ impl Engine {
 
 /// The engine as the driver's dispatcher.
 impl Dispatch for Engine {
-    fn deliver(&self, mut frame: Arrival<'_>, cx: &DriverContext<'_>) {
-        if let Some(lent) = frame.lent.take() {
-            return self.deliver_lent(frame.src, frame.net, lent, cx);
-        }
-        let (h, payload) = match Header::decode(frame.bytes) {
-            Ok(v) => v,
-            Err(err) => {
-                self.count_received();
-                eprintln!(
-                    "cantus: locale {} rejected a malformed frame from locale {}: {err}",
-                    self.here, frame.src
-                );
-                return;
+    fn deliver(&self, frame: Arrival<'_>, cx: &DriverContext<'_>) {
+        let Arrival {
+            src,
+            net,
+            bytes,
+            lent,
+        } = frame;
+        let (h, start) = {
+            let whole = lent.as_deref().unwrap_or(bytes);
+            match Header::decode(whole) {
+                Ok((h, payload)) => (h, whole.len() - payload.len()),
+                Err(err) => {
+                    self.count_received();
+                    eprintln!(
+                        "cantus: locale {} rejected a malformed frame from locale {src}: {err}",
+                        self.here
+                    );
+                    return;
+                }
             }
         };
         // Every frame the transport carries counts once (fragments too),
@@ -240,13 +246,30 @@ impl Dispatch for Engine {
         if h.kind != Kind::Control {
             self.count_received();
         }
+        // A lent frame travels on as itself where it may be kept: a
+        // request's arguments and a reply (kept only as rule L allows,
+        // `serve.rs`, `replies.rs`), and a message in a buffer of this
+        // process (it may wait in a mailbox; a block of the sender's area
+        // may not: rule L). Everything else is read during this call.
+        let lent = match (h.kind, lent) {
+            (Kind::Request | Kind::Reply, Some(l)) => {
+                return self.hand_on(src, h, &[], Body::Lent(l, start), cx);
+            }
+            (Kind::Message, Some(l)) if l.is_buffer() => {
+                let mut tag = [0u8; TAG_LEN];
+                tag.copy_from_slice(&l[start..start + TAG_LEN]);
+                return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
+            }
+            (_, lent) => lent,
+        };
+        let payload = &lent.as_deref().unwrap_or(bytes)[start..];
         match h.kind {
-            Kind::Fragment => self.take_fragment(frame.src, frame.net, h, payload, cx),
+            Kind::Fragment => self.take_fragment(src, net, h, payload, cx),
             Kind::Message => {
                 let (tag, bytes) = payload.split_at(TAG_LEN);
-                self.hand_on(frame.src, h, tag, Body::Borrowed(bytes), cx);
+                self.hand_on(src, h, tag, Body::Borrowed(bytes), cx);
             }
-            _ => self.hand_on(frame.src, h, &[], Body::Borrowed(payload), cx),
+            _ => self.hand_on(src, h, &[], Body::Borrowed(payload), cx),
         }
     }
 
@@ -285,44 +308,5 @@ impl Dispatch for Engine {
 
     fn job_waiters(&self) -> Vec<(usize, Vec<String>)> {
         self.gather_waiters()
-    }
-}
-
-impl Engine {
-    /// Delivers a frame the transport lent (`Arrival::lent`): as a
-    /// borrowed one, except that a request's arguments and a reply's
-    /// payload travel on as the lent frame itself, so that whoever keeps
-    /// them reads them in place instead of copying them.
-    fn deliver_lent(&self, src: usize, net: Network, lent: Lent, cx: &DriverContext<'_>) {
-        let (h, start) = match Header::decode(&lent) {
-            Ok((h, payload)) => (h, lent.len() - payload.len()),
-            Err(err) => {
-                self.count_received();
-                eprintln!(
-                    "cantus: locale {} rejected a malformed frame from locale {src}: {err}",
-                    self.here
-                );
-                return;
-            }
-        };
-        if h.kind != Kind::Control {
-            self.count_received();
-        }
-        match h.kind {
-            Kind::Request | Kind::Reply => self.hand_on(src, h, &[], Body::Lent(lent, start), cx),
-            Kind::Fragment => self.take_fragment(src, net, h, &lent[start..], cx),
-            // A buffer of this process may wait in a mailbox: kept; a
-            // block of the sender's area may not (rule L): copied.
-            Kind::Message if lent.is_buffer() && lent.len() >= start + TAG_LEN => {
-                let mut tag = [0u8; TAG_LEN];
-                tag.copy_from_slice(&lent[start..start + TAG_LEN]);
-                self.hand_on(src, h, &tag, Body::Lent(lent, start + TAG_LEN), cx);
-            }
-            Kind::Message => {
-                let (tag, bytes) = lent[start..].split_at(TAG_LEN);
-                self.hand_on(src, h, tag, Body::Borrowed(bytes), cx);
-            }
-            Kind::Control => self.hand_on(src, h, &[], Body::Borrowed(&lent[start..]), cx),
-        }
     }
 }

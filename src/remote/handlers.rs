@@ -10,6 +10,7 @@
 //!
 //! [`remote!`]: crate::remote
 
+use super::engine::Body;
 use super::wire::Status;
 use crate::error::{Error, ErrorKind};
 use serde::Serialize;
@@ -328,47 +329,27 @@ inventory::collect!(Handler);
 pub(crate) enum Run {
     /// Reads the arguments' bytes as it runs (a hand-framed call).
     Bytes(fn(&[u8], &mut Vec<u8>) -> Outcome),
-    /// Decodes the arguments first, and lets them go before the body runs.
-    Decoding(fn(Args<'_>, &mut Vec<u8>) -> Outcome),
-}
-
-/// A call's encoded arguments as its handler gets them: bytes borrowed
-/// for the run, or a frame the transport lent
-/// ([`Lent`](crate::comm::transport::Lent), a block of shared memory),
-/// which a decoding handler lets go as soon as it decoded them, before
-/// the call's body runs: a body may wait for more from the same sender,
-/// whose blocks this one, kept, would hold up (`comm/shm/README.md`,
-/// "Rendezvous", rule L).
-pub(crate) enum Args<'a> {
-    /// Valid for the run.
-    Borrowed(&'a [u8]),
-    /// The lent frame, whose arguments start at the offset.
-    Lent(crate::comm::transport::Lent, usize),
-}
-
-impl Args<'_> {
-    /// The encoded arguments.
-    pub(crate) fn bytes(&self) -> &[u8] {
-        match self {
-            Args::Borrowed(b) => b,
-            Args::Lent(l, start) => &l[*start..],
-        }
-    }
+    /// Decodes the arguments first, and lets them go before the body
+    /// runs: they may be a frame the transport lent (`Body::Lent`, a
+    /// block of shared memory), and a body may wait for more from the
+    /// same sender, whose blocks this one, kept, would hold up
+    /// (`comm/shm/README.md`, "Rendezvous", rule L).
+    Decoding(fn(Body<'_>, &mut Vec<u8>) -> Outcome),
 }
 
 impl Handler {
     /// Runs the call with `args`, its result into `out`.
-    pub(crate) fn run(&self, args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
+    pub(crate) fn run(&self, args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
         match self.run {
-            Run::Bytes(run) => run(args.bytes(), out),
+            Run::Bytes(run) => run(args.as_slice(), out),
             Run::Decoding(run) => run(args, out),
         }
     }
 }
 
 /// Reads `R` from its bytes, runs it, writes its output's bytes to `out`.
-fn run_pod<R: RegisteredPodCall>(args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
-    let bytes = args.bytes();
+fn run_pod<R: RegisteredPodCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
+    let bytes = args.as_slice();
     if bytes.len() != std::mem::size_of::<R>() {
         return Outcome::Rejected(format!(
             "the arguments of {} are {} bytes, not the {} of the call",
@@ -391,8 +372,8 @@ fn run_pod<R: RegisteredPodCall>(args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
 }
 
 /// Decodes `R`, runs it, encodes its output into `out`.
-fn run_encoded<R: RegisteredCall>(args: Args<'_>, out: &mut Vec<u8>) -> Outcome {
-    let call: R = match postcard::from_bytes(args.bytes()) {
+fn run_encoded<R: RegisteredCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
+    let call: R = match postcard::from_bytes(args.as_slice()) {
         Ok(c) => c,
         Err(e) => {
             return Outcome::Rejected(format!(

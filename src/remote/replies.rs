@@ -320,10 +320,6 @@ impl ReplySlots {
         slot.reply.with_mut(|r| unsafe {
             (*r).0 = status;
             match body {
-                Body::Borrowed(b) => {
-                    (*r).1.clear();
-                    crate::copy::extend(&mut (*r).1, b);
-                }
                 Body::Owned(v) => (*r).1 = v,
                 // Kept, to be read in place, only for a caller blocked on
                 // this reply: it takes it as soon as it runs, whatever
@@ -332,9 +328,9 @@ impl ReplySlots {
                 // it could hold up the blocks of replies the caller waits
                 // for first (`comm/shm/README.md`, "Rendezvous", rule L).
                 Body::Lent(l, start) if was == BLOCKED => (*r).2 = Some((l, start)),
-                Body::Lent(l, start) => {
+                body => {
                     (*r).1.clear();
-                    crate::copy::extend(&mut (*r).1, &l[start..]);
+                    crate::copy::extend(&mut (*r).1, body.as_slice());
                 }
             }
         });

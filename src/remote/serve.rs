@@ -93,7 +93,7 @@ impl Served {
             Body::Borrowed(b) => crate::copy::extend(&mut s.args, b),
             Body::Owned(v) => s.args = v,
             // Kept: the handler reads its arguments in place and lets the
-            // frame go once it decoded them (`handlers::Args`).
+            // frame go once it decoded them (`handlers::Run::Decoding`).
             Body::Lent(l, start) => s.lent = Some((l, start)),
         }
         s

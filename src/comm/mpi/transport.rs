@@ -402,25 +402,21 @@ impl Transport for MpiTransport {
                             ),
                         )
                     })?;
-                    if frame.start == FRAME_PREFIX && frame.end == batch.bytes.len() {
-                        // Alone in its batch (a large frame travels so):
-                        // lent whole, so that whoever keeps it reads it
-                        // where MPI received it, without a copy.
-                        let bytes = std::mem::take(&mut batch.bytes);
-                        deliver(Arrival {
-                            src,
-                            net,
-                            bytes: &[],
-                            lent: Some(Lent::buffer(bytes, frame.clone())),
-                        });
-                    } else {
-                        deliver(Arrival {
-                            src,
-                            net,
-                            bytes: &batch.bytes[frame.clone()],
-                            lent: None,
-                        });
-                    }
+                    // Alone in its batch (a large frame travels so): lent
+                    // whole, so that whoever keeps it reads it where MPI
+                    // received it, without a copy.
+                    let lent = (frame.start == FRAME_PREFIX && frame.end == batch.bytes.len())
+                        .then(|| Lent::buffer(std::mem::take(&mut batch.bytes), frame.clone()));
+                    deliver(Arrival {
+                        src,
+                        net,
+                        bytes: if lent.is_some() {
+                            &[]
+                        } else {
+                            &batch.bytes[frame.clone()]
+                        },
+                        lent,
+                    });
                     s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
                     self.handed_on(src, net, frame.len());
                     handled += 1;

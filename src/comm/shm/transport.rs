@@ -374,12 +374,7 @@ impl ShmTransport {
         // the receiver checks).
         let mut area = area.lock().unwrap();
         let block = area.try_alloc(len).ok_or(SendError::Full)?;
-        let buf = area.payload_mut(&block);
-        let mut at = 0;
-        for part in parts {
-            crate::copy::copy(&mut buf[at..at + part.len()], part);
-            at += part.len();
-        }
+        write_parts(area.payload_mut(&block), parts);
         let mut p = producer.lock().unwrap();
         let p = &mut *p;
         match p.ring.try_reserve(NOTE_TAG, NOTE_LEN) {
@@ -487,6 +482,16 @@ impl ShmTransport {
     }
 }
 
+/// Copies `parts` one after another into `buf` (exactly their total
+/// length): a frame's bytes, into a ring slot or a rendezvous block.
+fn write_parts(buf: &mut [u8], parts: &[&[u8]]) {
+    let mut at = 0;
+    for part in parts {
+        crate::copy::copy(&mut buf[at..at + part.len()], part);
+        at += part.len();
+    }
+}
+
 // SAFETY: the areas are carved by `Plan`, after the rings and apart from
 // them and from one another, at offsets aligned to AREA_ALIGN of the
 // region, which is mapped at a page boundary, in bounds (`open` checks
@@ -544,7 +549,7 @@ impl Transport for ShmTransport {
                 format!(
                     "cantus: a {len}-byte message is larger than the largest the shared-memory \
                      transport carries ({} bytes); raise CANTUS_RENDEZVOUS_BYTES (a block may \
-                     take half an area) or CANTUS_RING_BYTES (a frame may take half a ring), or \
+                     take a quarter of an area) or CANTUS_RING_BYTES (a frame may take half a ring), or \
                      send less at once",
                     self.max_frame
                 ),
@@ -556,12 +561,7 @@ impl Transport for ShmTransport {
             let mut p = producer.lock().unwrap();
             let p = &mut *p;
             let mut slot = p.ring.try_reserve(0, len).map_err(|_| SendError::Full)?;
-            let buf = slot.payload_mut();
-            let mut at = 0;
-            for part in parts {
-                crate::copy::copy(&mut buf[at..at + part.len()], part);
-                at += part.len();
-            }
+            write_parts(slot.payload_mut(), parts);
             slot.commit();
             p.taken += 1;
         }

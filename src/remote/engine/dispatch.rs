@@ -58,8 +58,8 @@ impl Engine {
             ref mut out,
         } = *call;
         let args = match lent.take() {
-            Some((lent, start)) => Args::Lent(lent, start),
-            None => Args::Borrowed(args),
+            Some((lent, start)) => Body::Lent(lent, start),
+            None => Body::Borrowed(args),
         };
         let outcome = handler.run(args, out);
         self.report(src, token, handler, &outcome);
@@ -105,7 +105,7 @@ impl Engine {
         let mut out = INLINE_RESULT.take();
         let outcome = {
             let _region = NoWait::enter(handler.name);
-            handler.run(Args::Borrowed(args.as_slice()), &mut out)
+            handler.run(Body::Borrowed(args.as_slice()), &mut out)
         };
         self.report(src, token, handler, &outcome);
         if token != 0 {
