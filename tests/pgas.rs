@@ -8,7 +8,7 @@
 mod common;
 
 use cantus::ErrorKind;
-use cantus::pgas::{self, BlockArray, GlobalPtr};
+use cantus::pgas::{self, BlockArray, GlobalPtr, Signal};
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
@@ -23,12 +23,23 @@ const MEMORIES: [&str; 2] = ["shared", "messages"];
 /// a node of its own (`inline`: MPI's collectives, every frame through
 /// MPI) and, from 3 ranks, two nodes in `thread` mode (the mixed path).
 fn in_jobs(test: &str, counts: &[usize], body: impl Fn(usize) + Sync) {
-    in_jobs_with_stacks(test, counts, 256 << 10, body);
+    in_jobs_with(test, counts, 256 << 10, &[], body);
 }
 
 /// [`in_jobs`] with task stacks of `stack` bytes (for values of a
 /// megabyte passed by value).
 fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn(usize) + Sync) {
+    in_jobs_with(test, counts, stack, &[], body);
+}
+
+/// [`in_jobs_with_stacks`] with `env` set for every job.
+fn in_jobs_with(
+    test: &str,
+    counts: &[usize],
+    stack: usize,
+    env: &[(&str, &str)],
+    body: impl Fn(usize) + Sync,
+) {
     for &n in counts {
         if is_child() {
             let ranks = std::env::var("OMPI_COMM_WORLD_SIZE").ok();
@@ -58,10 +69,10 @@ fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn
             continue;
         }
         for memory in MEMORIES {
-            let (status, stderr) = run_child(
-                test,
-                &[("CANTUS_LOCALES", &n.to_string()), ("CANTUS_PGAS", memory)],
-            );
+            let n_text = n.to_string();
+            let mut vars = vec![("CANTUS_LOCALES", n_text.as_str()), ("CANTUS_PGAS", memory)];
+            vars.extend_from_slice(env);
+            let (status, stderr) = run_child(test, &vars);
             assert!(
                 status.success(),
                 "{test} with CANTUS_LOCALES={n} CANTUS_PGAS={memory} failed: {status}\n{stderr}"
@@ -75,15 +86,16 @@ fn in_jobs_with_stacks(test: &str, counts: &[usize], stack: usize, body: impl Fn
             }
             for (mode, nodes) in paths {
                 let nodes = nodes.to_string();
-                let env = [
+                let mut vars = vec![
                     ("CANTUS_PGAS", "messages"),
                     ("CANTUS_MPI_PROGRESS", mode),
                     ("CANTUS_MPI_NODES", nodes.as_str()),
                 ];
-                let (ok, stdout, stderr) = common::mpirun(test, n, &[], &env);
+                vars.extend_from_slice(env);
+                let (ok, stdout, stderr) = common::mpirun(test, n, &[], &vars);
                 assert!(
                     ok,
-                    "{test} under mpirun -n {n}, {env:?}, failed:\n{stdout}\n{stderr}"
+                    "{test} under mpirun -n {n}, {vars:?}, failed:\n{stdout}\n{stderr}"
                 );
             }
         }
@@ -543,7 +555,138 @@ impl cantus::Remote for EndsAfterLastBarrier {
     }
 }
 
+/// Each locale hands its right neighbour rows by `put_signal`, round
+/// after round, without a barrier: the consumer waits on its signal
+/// word, checks the row, and acknowledges by an atomic on the
+/// producer's word, which the producer waits on before its next row.
+#[derive(Clone, Serialize, Deserialize)]
+struct SignalledRing {
+    len: usize,
+    rounds: u64,
+}
+impl cantus::Remote for SignalledRing {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let (right, left) = ((me + 1) % n, (me + n - 1) % n);
+        let rows = pgas::alloc::<u64>(self.len).unwrap();
+        // [0]: rows received; [1]: acknowledgements received.
+        let words = pgas::alloc::<u64>(2).unwrap();
+        let mine = |r: u64, who: usize| -> Vec<u64> {
+            (0..self.len as u64)
+                .map(|k| (who as u64) << 48 | r << 24 | k)
+                .collect()
+        };
+        for r in 0..self.rounds {
+            if r > 0 {
+                // The neighbour read the previous row before this one
+                // overwrites it.
+                assert_eq!(words.ptr(me).add(1).wait_until(|v| v >= r).unwrap(), r);
+            }
+            let row = mine(r, me);
+            let done = rows
+                .ptr(right)
+                .put_signal(&row, words.ptr(right), Signal::Add(1))
+                .unwrap();
+            drop(row); // the source may be reused at once
+            if r % 2 == 0 {
+                done.wait().unwrap();
+            }
+            let got = words.ptr(me).wait_until(|v| v > r).unwrap();
+            assert_eq!(got, r + 1, "one signal per row");
+            assert!(
+                rows.local() == mine(r, left).as_slice(),
+                "row {r} from locale {left} is whole once its signal is seen"
+            );
+            words.ptr(left).add(1).fetch_add(1).unwrap();
+        }
+        pgas::quiet().unwrap();
+        pgas::barrier();
+    }
+}
+
+/// Non-blocking puts to every locale, some completions dropped, then
+/// `quiet`; non-blocking gets of every locale's part; and the errors of
+/// signals and waits aimed wrong.
+#[derive(Clone, Serialize, Deserialize)]
+struct NonBlocking(usize);
+impl cantus::Remote for NonBlocking {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let len = self.0;
+        let a = pgas::alloc::<u32>(len * n).unwrap();
+        let word = pgas::alloc::<u64>(2).unwrap();
+        let value = |from: usize, to: usize, k: usize| (from * 1_000_000 + to * 1000 + k) as u32;
+        let mut kept = Vec::new();
+        for to in 0..n {
+            let part: Vec<u32> = (0..len).map(|k| value(me, to, k)).collect();
+            let c = a.ptr(to).add(me * len).put_nb(&part).unwrap();
+            if to % 2 == 0 {
+                kept.push(c);
+            }
+        }
+        for c in kept {
+            c.wait().unwrap();
+        }
+        pgas::quiet().unwrap();
+        pgas::barrier();
+        for from in 0..n {
+            let part = &a.local()[from * len..][..len];
+            assert!(
+                part.iter()
+                    .enumerate()
+                    .all(|(k, &x)| x == value(from, me, k)),
+                "the part from locale {from} arrived whole"
+            );
+        }
+        let gets: Vec<_> = (0..n).map(|l| a.ptr(l).get_nb(len * n).unwrap()).collect();
+        for (l, g) in gets.into_iter().enumerate() {
+            let got = g.wait().unwrap();
+            for from in 0..n {
+                assert_eq!(got[from * len + len / 2], value(from, l, len / 2));
+            }
+        }
+        // Aimed wrong: nothing is written, an error says why.
+        let other = (me + 1) % n;
+        if n > 1 {
+            let e = a
+                .ptr(me)
+                .put_signal(&[1], word.ptr(other), Signal::Set(1))
+                .err()
+                .expect("a signal on another locale than its data");
+            assert_eq!(e.kind(), ErrorKind::OutOfBounds);
+            assert!(e.to_string().contains("locale of its data"), "{e}");
+            let e = word.ptr(other).wait_until(|v| v > 0).unwrap_err();
+            assert!(e.to_string().contains("of its own locale"), "{e}");
+        }
+        let unaligned: GlobalPtr<u64> = {
+            let bytes = pgas::alloc::<u8>(16).unwrap();
+            let p = bytes.ptr(me).add(1);
+            postcard::from_bytes(&postcard::to_allocvec(&p).unwrap()).unwrap()
+        };
+        assert!(word.ptr(me).add(1).wait_until(|v| v == 0).is_ok());
+        assert_eq!(
+            unaligned.wait_until(|_| true).unwrap_err().kind(),
+            ErrorKind::OutOfBounds
+        );
+        assert!(
+            a.ptr(other)
+                .add(len * n - 1)
+                .put_signal(&[1, 2], word.ptr(other), Signal::Set(7))
+                .is_err(),
+            "data past the allocation"
+        );
+        pgas::barrier();
+        assert_eq!(word.local(), &[0, 0], "nothing was signalled");
+        assert_eq!(a.local()[len * n - 1], value(n - 1, me, len - 1));
+        pgas::barrier();
+    }
+}
+
 cantus::remote!(
+    SignalledRing,
+    NonBlocking,
     DisagreeOnRoot,
     EndsAfterLastBarrier,
     BoomOnOne,
@@ -824,6 +967,37 @@ fn bodies_that_end_right_after_a_collective_are_no_error() {
         |_| {
             for _ in 0..50 {
                 pgas::spmd(EndsAfterLastBarrier).unwrap();
+            }
+        },
+    );
+}
+
+#[test]
+fn signalled_puts_hand_rows_round_a_ring_without_barriers() {
+    // Without rendezvous areas (and so without MPI's large frames) a
+    // frame carries 64 KiB, so the 96,000-byte rows over messages go in
+    // two pieces, the signal with the last.
+    in_jobs_with(
+        "signalled_puts_hand_rows_round_a_ring_without_barriers",
+        ALL,
+        256 << 10,
+        &[("CANTUS_RENDEZVOUS_BYTES", "0")],
+        |_| {
+            for (len, rounds) in [(1, 50), (1000, 20), (12_000, 5)] {
+                pgas::spmd(SignalledRing { len, rounds }).unwrap();
+            }
+        },
+    );
+}
+
+#[test]
+fn non_blocking_puts_and_gets_complete_by_handle_or_quiet() {
+    in_jobs(
+        "non_blocking_puts_and_gets_complete_by_handle_or_quiet",
+        ALL,
+        |_| {
+            for len in [1, 3000, 20_000] {
+                pgas::spmd(NonBlocking(len)).unwrap();
             }
         },
     );

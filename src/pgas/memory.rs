@@ -18,6 +18,7 @@
 //! every locale, poison).
 
 use super::heap::{Block, Full};
+use super::nonblocking::{Gets, InFlight};
 use crate::error::Error;
 use std::any::Any;
 use std::ptr::NonNull;
@@ -144,6 +145,23 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// caller). Returns once they are there: a later operation of the
     /// caller, on any locale, comes after it (`README.md`, "Ordering").
     fn put(&self, locale: usize, offset: usize, src: &[u8]) -> Result<(), Error>;
+
+    /// Starts copying `src` to `offset` of `locale`'s segment, which
+    /// this process does not map, and returns once `src` may be reused:
+    /// the calls carrying it, unanswered. With a `signal` (a word's
+    /// offset in the same segment, a store or fetch_add), the owner
+    /// applies it once every byte is in place.
+    fn put_nb(
+        &self,
+        locale: usize,
+        offset: usize,
+        src: &[u8],
+        signal: Option<(usize, AtomicOp)>,
+    ) -> Result<InFlight, Error>;
+
+    /// Starts copying `len` bytes from `offset` of `locale`'s segment,
+    /// which this process does not map: the calls fetching them.
+    fn get_nb(&self, locale: usize, offset: usize, len: usize) -> Result<Gets, Error>;
 
     /// Copies `dst.len()` bytes from `offset` of `locale`'s segment,
     /// which this process does not map, into `dst`.

@@ -6,7 +6,11 @@
 //!   locale's heap segment (`CANTUS_HEAP_BYTES` /
 //!   [`Builder::heap_bytes`](crate::Builder::heap_bytes) bytes each);
 //! - [`GlobalPtr`] names an element on some locale; `put`/`get` copy it,
-//!   atomics act on it;
+//!   atomics act on it; [`put_nb`](GlobalPtr::put_nb),
+//!   [`get_nb`](GlobalPtr::get_nb) and [`quiet`] overlap transfers, and
+//!   [`put_signal`](GlobalPtr::put_signal) with
+//!   [`wait_until`](GlobalPtr::wait_until) tells a consumer its data came
+//!   without a barrier;
 //! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`] are
 //!   collectives;
 //! - [`BlockArray`] splits one array into a block per locale.
@@ -87,6 +91,7 @@ mod collective;
 mod heap;
 mod memory;
 mod messages;
+mod nonblocking;
 mod ptr;
 mod shared;
 mod space;
@@ -95,6 +100,7 @@ pub use array::{GlobalArray, alloc};
 pub use block_array::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
+pub use nonblocking::{Completion, GetHandle, Signal, quiet};
 pub use ptr::GlobalPtr;
 pub(crate) use space::{
     install, installed_collectives, installed_memory, mapped_locales, uninstall,

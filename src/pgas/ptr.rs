@@ -5,14 +5,15 @@
 //! act on the memory directly; on another, they go through the
 //! installed memory (`memory.rs`), which returns once they are done.
 
-use super::memory::{AtomicOp, Memory};
+use super::memory::{AtomicOp, Memory, wait_until};
+use super::nonblocking::{Completion, GetHandle, Signal};
 use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A pointer into global memory: element `i` of an allocation on locale
 /// `l`. It is plain data (`Copy`, serializable): pass it in remote calls
@@ -213,6 +214,155 @@ impl<T: Pod> GlobalPtr<T> {
         })
     }
 
+    /// Starts a put of `src` here and returns once `src` may be reused;
+    /// the [`Completion`] says when the bytes are in the target's memory
+    /// ([`quiet`](super::quiet) waits for every such put of this
+    /// locale). Where the target segment is mapped (shared memory) the
+    /// copy is made before it returns; over messages the bytes travel
+    /// in remote calls it does not wait for. Puts of one task to one
+    /// locale land in the order made (`README.md`, "Non-blocking and
+    /// signalling operations").
+    ///
+    /// # Errors
+    ///
+    /// As [`put`](GlobalPtr::put), checked before anything is sent.
+    pub fn put_nb(&self, src: &[T]) -> Result<Completion, Error> {
+        self.access(
+            src.len(),
+            "a put",
+            "pgas::GlobalPtr::put_nb",
+            |at| match at {
+                Target::Mapped(dst) => {
+                    // SAFETY: as in `put`.
+                    unsafe {
+                        crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src))
+                    };
+                    Ok(Completion::done())
+                }
+                Target::Remote(memory, locale, offset) => memory
+                    .put_nb(locale, offset, bytemuck::cast_slice(src), None)
+                    .map(Completion::sent),
+            },
+        )
+    }
+
+    /// Puts `src` here and then applies `signal` to the word `word` (on
+    /// the same locale), so that a consumer there waiting on `word`
+    /// ([`GlobalPtr::wait_until`]) sees the bytes once it sees the
+    /// signal: OpenSHMEM's `put_signal_nbi`, UPC++'s `rput` with remote
+    /// completion. Returns once `src` may be reused, without a barrier
+    /// or a round trip; the [`Completion`] (or [`quiet`](super::quiet))
+    /// says when the signal was applied.
+    ///
+    /// ```
+    /// use cantus::pgas::{self, Signal};
+    ///
+    /// cantus::remote_fn! {
+    ///     /// Each locale hands its right neighbour a row, signalled.
+    ///     fn pass_row(len: usize) -> f64 {
+    ///         let (me, n) = (cantus::here(), cantus::num_locales());
+    ///         let rows = pgas::alloc::<f64>(len).unwrap();
+    ///         let flags = pgas::alloc::<u64>(1).unwrap();
+    ///         let right = (me + 1) % n;
+    ///         let row = vec![me as f64; len];
+    ///         rows.ptr(right)
+    ///             .put_signal(&row, flags.ptr(right), Signal::Add(1))
+    ///             .unwrap()
+    ///             .wait()
+    ///             .unwrap();
+    ///         flags.ptr(me).wait_until(|v| v == 1).unwrap();
+    ///         let sum = rows.local().iter().sum();
+    ///         pgas::barrier(); // nobody frees `rows` while a put may come
+    ///         sum
+    ///     }
+    /// }
+    ///
+    /// let sums = cantus::run(|| pgas::spmd(pass_row(100)).unwrap()).unwrap();
+    /// let n = sums.len();
+    /// for (me, sum) in sums.into_iter().enumerate() {
+    ///     assert_eq!(sum, 100.0 * ((me + n - 1) % n) as f64);
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`put`](GlobalPtr::put) for either place (checked before
+    /// anything is written); [`ErrorKind::OutOfBounds`] if `word` is on
+    /// another locale than the data or not 8-byte aligned.
+    pub fn put_signal(
+        &self,
+        src: &[T],
+        word: GlobalPtr<u64>,
+        signal: Signal,
+    ) -> Result<Completion, Error> {
+        let call = "pgas::GlobalPtr::put_signal";
+        let op = signal.op();
+        if word.locale != self.locale || word.offset % 8 != 0 {
+            return Err(Error::new(
+                ErrorKind::OutOfBounds,
+                format!(
+                    "cantus::pgas: a put_signal's signal word must be an 8-byte aligned word on \
+                     the locale of its data: the data is on locale {}, the word at byte {} of \
+                     locale {}",
+                    self.locale, word.offset, word.locale
+                ),
+            ));
+        }
+        let remote = with_space(call, |s| -> Result<Option<(usize, usize, usize)>, Error> {
+            let w = word.locate(s, 1, "a put_signal's signal word")?;
+            match (self.locate(s, src.len(), "a put_signal")?, w) {
+                (Place::Mapped(dst), Place::Mapped(w)) => {
+                    // SAFETY: as in `put`.
+                    unsafe {
+                        crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src))
+                    };
+                    // SAFETY: in bounds (`locate`) and aligned (checked
+                    // above) in a mapping that lives while the space does
+                    // (we hold its lock); any bits are a valid AtomicU64.
+                    // The operation is Release or AcqRel: it releases the
+                    // copy above to an Acquire load that sees it.
+                    let _ = op.apply(unsafe { &*w.cast::<AtomicU64>() });
+                    Ok(None)
+                }
+                (Place::Remote(locale, offset), Place::Remote(_, w)) => {
+                    Ok(Some((locale, offset, w)))
+                }
+                _ => unreachable!("one locale's segment is mapped or not"),
+            }
+        })??;
+        match remote {
+            None => Ok(Completion::done()),
+            Some((locale, offset, w)) => space(call)?
+                .memory
+                .put_nb(locale, offset, bytemuck::cast_slice(src), Some((w, op)))
+                .map(Completion::sent),
+        }
+    }
+
+    /// Starts a get of `n` elements from here; the [`GetHandle`] gives
+    /// them. Where the segment is mapped they were copied before it
+    /// returned; over messages the calls fetching them are in flight, so
+    /// several gets overlap.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](GlobalPtr::get), checked before anything is sent.
+    pub fn get_nb(&self, n: usize) -> Result<GetHandle<T>, Error> {
+        self.access(n, "a get", "pgas::GlobalPtr::get_nb", |at| match at {
+            Target::Mapped(src) => {
+                let mut v = vec![T::zeroed(); n];
+                // SAFETY: as in `get`.
+                unsafe {
+                    crate::copy::move_raw(src, v.as_mut_ptr().cast::<u8>(), size_of_val(&v[..]))
+                };
+                Ok(GetHandle::ready(v))
+            }
+            Target::Remote(memory, locale, offset) => memory
+                .get_nb(locale, offset, n * size_of::<T>())
+                .map(|gets| GetHandle::pending(n, gets)),
+        })
+    }
+
     /// Checks `n` elements from here (`locate`) and runs `op` where they
     /// are: under the space's read lock if this process maps them (a copy
     /// or an atomic instruction never waits), else outside it, through
@@ -315,6 +465,57 @@ impl GlobalPtr<u64> {
             Target::Mapped(p) => Ok(op.apply(unsafe { &*p.cast::<AtomicU64>() })),
             Target::Remote(memory, locale, offset) => memory.atomic(locale, offset, op),
         })
+    }
+
+    /// Waits until `until` holds for the word's value and returns that
+    /// value (read with Acquire: what a [`put_signal`](GlobalPtr::put_signal)
+    /// or a store released is visible). The word must be on this locale:
+    /// a signal is waited for where it lands (OpenSHMEM's
+    /// `shmem_wait_until`). A task spins for about 20 µs, polling the
+    /// transport, then sleeps for growing pauses (up to 200 µs) so its
+    /// worker runs other tasks and serves remote calls, as in
+    /// [`barrier`](super::barrier).
+    ///
+    /// # Errors
+    ///
+    /// [`ErrorKind::OutOfBounds`] if the word is outside its allocation,
+    /// not 8-byte aligned, or on another locale;
+    /// [`ErrorKind::NoRuntime`] if no runtime runs.
+    pub fn wait_until(&self, mut until: impl FnMut(u64) -> bool) -> Result<u64, Error> {
+        let s = space("pgas::GlobalPtr::wait_until")?;
+        let place = self.locate(&s, 1, "a wait_until")?;
+        let p = match place {
+            Place::Mapped(p) if self.locale() == s.here && self.offset % 8 == 0 => p,
+            _ => {
+                return Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "cantus::pgas: wait_until waits on an 8-byte aligned word of its own \
+                         locale; this word is at byte {} of locale {}, and this is locale {}",
+                        self.offset, self.locale, s.here
+                    ),
+                ));
+            }
+        };
+        // SAFETY: in bounds (`locate`) and aligned (checked) in this
+        // locale's segment, mapped while `s` lives (held here); any bits
+        // are a valid AtomicU64; other locales write it atomically
+        // (signals, atomics) or race as `GlobalPtr` documents.
+        let word = unsafe { &*p.cast::<AtomicU64>() };
+        // Acquire: pairs with the Release (or AcqRel) of the signal or
+        // store whose value it reads, so the bytes put before it are seen.
+        let mut seen = word.load(Ordering::Acquire);
+        if until(seen) {
+            return Ok(seen);
+        }
+        wait_until(
+            || {
+                seen = word.load(Ordering::Acquire);
+                until(seen)
+            },
+            crate::remote::poll_once,
+        );
+        Ok(seen)
     }
 
     /// Adds `v` (wrapping) and returns the previous value.

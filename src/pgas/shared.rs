@@ -11,6 +11,7 @@ use super::memory::{
     ALL_REDUCE, AllocFailure, AtomicOp, LINE, Memory, Mismatch, REDUCE, Signature, agree,
     body_gone, wait_until, zero_part,
 };
+use super::nonblocking::{Gets, InFlight};
 use crate::comm::symmetric::{Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
 use crate::error::{Error, ErrorKind};
 use std::any::Any;
@@ -226,6 +227,20 @@ impl Memory for SharedMemory {
     }
 
     fn get(&self, locale: usize, _: usize, _: &mut [u8]) -> Result<(), Error> {
+        Err(unmapped(locale))
+    }
+
+    fn put_nb(
+        &self,
+        locale: usize,
+        _: usize,
+        _: &[u8],
+        _: Option<(usize, AtomicOp)>,
+    ) -> Result<InFlight, Error> {
+        Err(unmapped(locale))
+    }
+
+    fn get_nb(&self, locale: usize, _: usize, _: usize) -> Result<Gets, Error> {
         Err(unmapped(locale))
     }
 

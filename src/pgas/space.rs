@@ -140,6 +140,7 @@ pub(crate) fn install(
 /// The runtime stopped: global memory is no longer reachable.
 pub(crate) fn uninstall() {
     *SPACE.write().unwrap() = None;
+    super::nonblocking::forget_outstanding();
 }
 
 /// The installed space (never making one).

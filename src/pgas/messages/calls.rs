@@ -8,6 +8,7 @@
 //! | call | arguments | runs on the target | answers |
 //! |---|---|---|---|
 //! | `Put` (raw) | offset (u64), bytes | copies the bytes into its segment | nothing (the reply is the acknowledgement) |
+//! | `PutSignal` (raw) | offset, signal offset, operation, operand (u64), bytes | copies the bytes, then applies the operation to the signal word | nothing |
 //! | `Get` (raw) | offset, length (u64) | | the bytes |
 //! | `AtomicCall` (pod) | offset, operation, two operands | the atomic on its segment's word | value, and whether a CAS failed |
 //! | `Parcel` (raw, detached) | epoch, collective (u64), phase, sender (u32), bytes | posts them (`post.rs`) | (no reply) |
@@ -25,6 +26,7 @@ use super::MessageMemory;
 use super::post::{Ended, Key};
 use crate::error::{Error, ErrorKind};
 use crate::pgas::memory::AtomicOp;
+use crate::pgas::nonblocking::{Gets, InFlight};
 use crate::pgas::space::if_installed;
 use crate::remote::handlers::{Outcome, id_of, panic_message};
 use crate::remote::{Handler, RemotePod};
@@ -33,15 +35,20 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
 
 const PUT: &str = "cantus::pgas::messages::Put";
+const PUT_SIGNAL: &str = "cantus::pgas::messages::PutSignal";
 const GET: &str = "cantus::pgas::messages::Get";
 const PARCEL: &str = "cantus::pgas::messages::Parcel";
 
 inventory::submit! { Handler::raw(PUT, serve_put, true) }
+inventory::submit! { Handler::raw(PUT_SIGNAL, serve_put_signal, true) }
 inventory::submit! { Handler::raw(GET, serve_get, true) }
 inventory::submit! { Handler::raw(PARCEL, serve_parcel, true) }
 
 /// Bytes before a put's data: the offset.
 const PUT_HEAD: usize = 8;
+/// Bytes before a signalling put's data: the offset, the signal word's
+/// offset, the operation (1 store, 2 fetch_add) and its operand.
+const PUT_SIGNAL_HEAD: usize = 32;
 /// Bytes before a parcel's data: epoch, collective, phase, sender.
 const PARCEL_HEAD: usize = 24;
 
@@ -117,6 +124,36 @@ fn serve_put(args: &[u8], _: &mut Vec<u8>) -> Outcome {
             // documents (plain data, values unspecified).
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
         })
+    })
+}
+
+fn serve_put_signal(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    guarded(|| {
+        let (offset, signal) = (word(args, 0)?, word(args, 8)?);
+        let op = match (word(args, 16)?, word(args, 24)?) {
+            (1, v) => AtomicOp::Store(v),
+            (2, v) => AtomicOp::FetchAdd(v),
+            (op, _) => return Err(format!("no signal operation {op}")),
+        };
+        if signal % 8 != 0 {
+            return Err(format!("a signal word at the unaligned offset {signal}"));
+        }
+        // Both places are checked before either is touched.
+        let data = &args[PUT_SIGNAL_HEAD..];
+        in_segment(signal, 8, drop)?;
+        in_segment(offset, data.len(), |dst| {
+            // SAFETY: as in `serve_put`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
+        })?;
+        // The copy comes before the signal in this thread, and the
+        // operation releases it (Release or AcqRel): a task that sees the
+        // signal with an Acquire load sees the bytes.
+        in_segment(signal, 8, |p| {
+            // SAFETY: 8 bytes at an 8-aligned offset (checked) of a
+            // page-aligned segment, as in `AtomicCall::run`.
+            op.apply(unsafe { &*p.cast::<AtomicU64>() })
+        })
+        .map(drop)
     })
 }
 
@@ -292,31 +329,77 @@ fn frame_payload() -> Result<usize, Error> {
 /// that fits a frame, all sent before the first reply is awaited; returns
 /// once every piece was acknowledged (so the bytes are there).
 pub(crate) fn put(locale: usize, offset: usize, src: &[u8]) -> Result<(), Error> {
-    let piece = frame_payload()?.saturating_sub(PUT_HEAD).max(1);
-    let send = |at: usize| {
-        let data = &src[at..(at + piece).min(src.len())];
-        let head = ((offset + at) as u64).to_le_bytes();
-        with_args(&[&head, data], |args| {
-            crate::remote::on_raw(locale, id_of(PUT), PUT, args)
-        })
-    };
-    if src.len() <= piece {
-        return send(0).join_with(|_| ());
-    }
-    let calls: Vec<_> = (0..src.len()).step_by(piece).map(send).collect();
-    calls
+    put_nb(locale, offset, src, None)?
+        .0
         .into_iter()
         .map(|c| c.join_with(|_| ()))
         .fold(Ok(()), Result::and)
+}
+
+/// Sends the calls that copy `src` to `offset` of `locale`'s segment, one
+/// per piece that fits a frame, and returns them unanswered (the bytes
+/// were framed: `src` may be reused). With a `signal` (the signal word's
+/// offset, a store or fetch_add), the last piece applies it after its
+/// copy; the owner runs one sender's calls in the order sent (one
+/// network of one pair, handlers inline in its poll), so every piece is
+/// in place by then.
+pub(crate) fn put_nb(
+    locale: usize,
+    offset: usize,
+    src: &[u8],
+    signal: Option<(usize, AtomicOp)>,
+) -> Result<InFlight, Error> {
+    let head = if signal.is_some() {
+        PUT_SIGNAL_HEAD
+    } else {
+        PUT_HEAD
+    };
+    let piece = frame_payload()?.saturating_sub(head).max(1);
+    let pieces = src.len().div_ceil(piece).max(1);
+    let calls = (0..pieces)
+        .map(|i| {
+            let at = i * piece;
+            let data = &src[at..(at + piece).min(src.len())];
+            let to = ((offset + at) as u64).to_le_bytes();
+            match signal {
+                Some((word, op)) if i + 1 == pieces => {
+                    let (code, v) = match op {
+                        AtomicOp::Store(v) => (1u64, v),
+                        AtomicOp::FetchAdd(v) => (2, v),
+                        op => unreachable!("a signal is a store or an add, not {op:?}"),
+                    };
+                    let head = [
+                        to,
+                        (word as u64).to_le_bytes(),
+                        code.to_le_bytes(),
+                        v.to_le_bytes(),
+                    ];
+                    with_args(&[head.as_flattened(), data], |args| {
+                        crate::remote::on_raw(locale, id_of(PUT_SIGNAL), PUT_SIGNAL, args)
+                    })
+                }
+                _ => with_args(&[&to, data], |args| {
+                    crate::remote::on_raw(locale, id_of(PUT), PUT, args)
+                }),
+            }
+        })
+        .collect();
+    Ok(InFlight(calls))
 }
 
 /// Copies `dst.len()` bytes from `offset` of `locale`'s segment: one
 /// call per piece whose reply fits a frame, all sent before the first
 /// reply is awaited.
 pub(crate) fn get(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
+    get_nb(locale, offset, dst.len())?.finish(dst)
+}
+
+/// Sends the calls that fetch `len` bytes from `offset` of `locale`'s
+/// segment, one per piece whose reply fits a frame, and returns them
+/// unanswered.
+pub(crate) fn get_nb(locale: usize, offset: usize, len: usize) -> Result<Gets, Error> {
     let piece = frame_payload()?.max(1);
-    let len = dst.len();
-    let calls: Vec<_> = (0..len)
+    let pieces = (0..len)
         .step_by(piece)
         .map(|at| {
             let n = piece.min(len - at);
@@ -331,25 +414,7 @@ pub(crate) fn get(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Er
             )
         })
         .collect();
-    let mut result = Ok(());
-    for (at, n, call) in calls {
-        let got = call.join_with(|bytes| {
-            if bytes.len() == n {
-                dst[at..at + n].copy_from_slice(bytes);
-                Ok(())
-            } else {
-                Err(Error::new(
-                    ErrorKind::Locale,
-                    format!(
-                        "cantus::pgas: locale {locale} answered a get of {n} bytes with {}",
-                        bytes.len()
-                    ),
-                ))
-            }
-        });
-        result = result.and(got.and_then(|r| r));
-    }
-    result
+    Ok(Gets { locale, pieces })
 }
 
 /// Applies `op` to the word at `offset` of `locale`'s segment, there.

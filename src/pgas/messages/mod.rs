@@ -19,6 +19,7 @@ use super::heap::{Block, Full, Heap};
 use super::memory::{
     AllocFailure, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
 };
+use super::nonblocking::{Gets, InFlight};
 use crate::comm::collective::Collectives;
 use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::error::Error;
@@ -468,6 +469,20 @@ impl Memory for MessageMemory {
 
     fn get(&self, locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
         calls::get(locale, offset, dst)
+    }
+
+    fn put_nb(
+        &self,
+        locale: usize,
+        offset: usize,
+        src: &[u8],
+        signal: Option<(usize, AtomicOp)>,
+    ) -> Result<InFlight, Error> {
+        calls::put_nb(locale, offset, src, signal)
+    }
+
+    fn get_nb(&self, locale: usize, offset: usize, len: usize) -> Result<Gets, Error> {
+        calls::get_nb(locale, offset, len)
     }
 
     fn atomic(
