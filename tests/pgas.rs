@@ -684,7 +684,150 @@ impl cantus::Remote for NonBlocking {
     }
 }
 
+/// Messages between the bodies by locale number: every locale sends to
+/// every locale (itself included) on two tags, of several lengths, and
+/// receives them in order; typed, into a buffer, refused when the type
+/// does not fit (the message stays); a receive from a body that
+/// returned without sending is an error naming it.
+#[derive(Clone, Serialize, Deserialize)]
+struct Mail;
+impl cantus::Remote for Mail {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let row = |from: usize, to: usize, len: usize| -> Vec<f64> {
+            (0..len)
+                .map(|k| (from * 1_000_000 + to * 10_000 + k) as f64)
+                .collect()
+        };
+        let lens = [0usize, 1, 5000, 100_000];
+        for to in 0..n {
+            for &len in &lens {
+                pgas::send(to, 1, &row(me, to, len)).unwrap();
+            }
+            pgas::send(to, 2, &[me as u8; 3]).unwrap();
+        }
+        for from in (0..n).rev() {
+            // Tag 2 first: tags are separate queues.
+            let e = pgas::recv::<u32>(from, 2).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Message, "{e}");
+            assert!(e.to_string().contains("not a whole number"), "{e}");
+            let mut small = [0u8; 2];
+            assert!(pgas::recv_into(from, 2, &mut small).is_err(), "too long");
+            let mut buf = [9u8; 8];
+            assert_eq!(pgas::recv_into(from, 2, &mut buf).unwrap(), 3);
+            assert_eq!(buf, [from as u8, from as u8, from as u8, 9, 9, 9, 9, 9]);
+            for &len in &lens {
+                let got: Vec<f64> = pgas::recv(from, 1).unwrap();
+                assert_eq!(got.as_ptr() as usize % align_of::<f64>(), 0);
+                assert!(
+                    got == row(from, me, len),
+                    "{len} elements from {from}, in order"
+                );
+            }
+        }
+        let e = pgas::send(n, 0, &[1u8]).unwrap_err();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        // The last locale returns; the others wait for it in vain.
+        pgas::barrier();
+        if me + 1 < n {
+            let e = pgas::recv::<u8>(n - 1, 9).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::Locale);
+            assert!(
+                e.to_string().contains(&format!("from locale {}", n - 1))
+                    && e.to_string().contains("returned without sending"),
+                "{e}"
+            );
+        }
+    }
+}
+
+/// All-gather(v), all-to-all(v) and scans against what each locale
+/// computes alone.
+#[derive(Clone, Serialize, Deserialize)]
+struct Exchanges(usize);
+impl cantus::Remote for Exchanges {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let k = self.0;
+        let block = |from: usize, to: usize| -> Vec<u64> {
+            (0..k)
+                .map(|i| (from * 1000 + to * 100 + i) as u64)
+                .collect()
+        };
+        let all = pgas::all_gather(&block(me, 0));
+        assert_eq!(all, (0..n).flat_map(|l| block(l, 0)).collect::<Vec<_>>());
+        // Lengths that differ by locale, one of them empty.
+        let mine: Vec<u16> = (0..me * k).map(|i| i as u16).collect();
+        let v = pgas::all_gather_v(&mine);
+        for (l, part) in v.iter().enumerate() {
+            assert_eq!(part.len(), l * k);
+        }
+        let send: Vec<u64> = (0..n).flat_map(|to| block(me, to)).collect();
+        let got = pgas::all_to_all(&send);
+        assert_eq!(
+            got,
+            (0..n).flat_map(|from| block(from, me)).collect::<Vec<_>>()
+        );
+        let parts: Vec<Vec<f32>> = (0..n)
+            .map(|to| {
+                (0..(me + to) % 3 * k)
+                    .map(|i| (me * 10 + to) as f32 + i as f32)
+                    .collect()
+            })
+            .collect();
+        let got = pgas::all_to_all_v(&parts);
+        for (from, part) in got.iter().enumerate() {
+            let want: Vec<f32> = (0..(from + me) % 3 * k)
+                .map(|i| (from * 10 + me) as f32 + i as f32)
+                .collect();
+            assert!(*part == want, "the part from {from}");
+        }
+        let x = 0.1 * (me + 1) as f64;
+        let inclusive = pgas::scan(x, pgas::sum);
+        let exclusive = pgas::exclusive_scan(x, pgas::sum);
+        let fold = |m: usize| (0..m).map(|l| 0.1 * (l + 1) as f64).reduce(|a, b| a + b);
+        assert_eq!(inclusive.to_bits(), fold(me + 1).unwrap().to_bits());
+        assert_eq!(exclusive.map(f64::to_bits), fold(me).map(f64::to_bits));
+        assert_eq!(pgas::scan(me as u64, pgas::max), me as u64);
+    }
+}
+
+/// Locale 0 gathers one element, the others two.
+#[derive(Clone, Serialize, Deserialize)]
+struct GatherMismatch;
+impl cantus::Remote for GatherMismatch {
+    type Output = ();
+    fn run(self) {
+        let k = if cantus::here() == 0 { 1 } else { 2 };
+        pgas::all_gather(&vec![7u32; k]);
+    }
+}
+
+/// The last locale's body returns (or panics) without joining the
+/// exchange the others wait in.
+#[derive(Clone, Serialize, Deserialize)]
+struct ExchangeSkipped {
+    panics: bool,
+}
+impl cantus::Remote for ExchangeSkipped {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        if me + 1 == n {
+            assert!(!self.panics, "locale {me} gives up");
+            return;
+        }
+        pgas::all_to_all(&vec![1u8; n]);
+    }
+}
+
 cantus::remote!(
+    ExchangeSkipped,
+    Mail,
+    Exchanges,
+    GatherMismatch,
     SignalledRing,
     NonBlocking,
     DisagreeOnRoot,
@@ -1001,4 +1144,44 @@ fn non_blocking_puts_and_gets_complete_by_handle_or_quiet() {
             }
         },
     );
+}
+
+#[test]
+fn bodies_message_each_other_by_locale_number() {
+    in_jobs("bodies_message_each_other_by_locale_number", ALL, |_| {
+        pgas::spmd(Mail).unwrap();
+        pgas::spmd(Mail).unwrap(); // nothing left over from the first group
+        let e = pgas::send(0, 0, &[1u8]).unwrap_err();
+        assert!(e.to_string().contains("outside an SPMD body"), "{e}");
+    });
+}
+
+#[test]
+fn all_gather_all_to_all_and_scans() {
+    in_jobs("all_gather_all_to_all_and_scans", ALL, |n| {
+        for k in [0, 1, 1000, 40_000] {
+            pgas::spmd(Exchanges(k)).unwrap();
+        }
+        if n > 1 {
+            let e = pgas::spmd(GatherMismatch).unwrap_err();
+            assert!(
+                e.to_string().contains(
+                    "locale 0 called all_gather of 1 element(s) of 4 bytes but locale 1 called \
+                     all_gather of 2 element(s)"
+                ),
+                "{e}"
+            );
+            let e = pgas::spmd(ExchangeSkipped { panics: false }).unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "the SPMD body of locale {} returned while locale",
+                    n - 1
+                )) && e.to_string().contains("waits in a collective"),
+                "{e}"
+            );
+            let e = pgas::spmd(ExchangeSkipped { panics: true }).unwrap_err();
+            assert!(e.to_string().contains("gives up"), "{e}");
+            pgas::spmd(Exchanges(3)).unwrap(); // the job goes on
+        }
+    });
 }

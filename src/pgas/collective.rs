@@ -139,6 +139,7 @@ fn enter_body(id: u64) -> bool {
                 .compare_exchange(claimed, epoch, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
         if ours {
+            super::mailbox::body_starts(epoch);
             s.memory.body_started(epoch);
             s.in_body.store(true, Ordering::Relaxed);
         }
@@ -156,9 +157,13 @@ fn leave_body(panicked: bool) {
     if let Some(s) = installed() {
         // Relaxed: as in `enter_body`.
         s.in_body.store(false, Ordering::Relaxed);
+        let group = s.memory.running_group();
         // Relaxed: ACTIVE is a flag against misuse (see `enter`).
         s.memory
             .body_ended(panicked, ACTIVE.load(Ordering::Relaxed));
+        // After the memory recorded a panic (so that a panic it causes
+        // elsewhere, by a receive that asks, never poisons first).
+        super::mailbox::body_ends(group.map(|(_, epoch)| epoch), panicked);
     }
 }
 

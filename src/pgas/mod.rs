@@ -11,8 +11,11 @@
 //!   [`put_signal`](GlobalPtr::put_signal) with
 //!   [`wait_until`](GlobalPtr::wait_until) tells a consumer its data came
 //!   without a barrier;
-//! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`] are
-//!   collectives;
+//! - [`barrier`], [`broadcast`], [`reduce`], [`all_reduce`],
+//!   [`all_gather`], [`all_gather_v`], [`all_to_all`], [`all_to_all_v`],
+//!   [`scan`] and [`exclusive_scan`] are collectives;
+//! - [`send`], [`recv`] and [`recv_into`] carry plain data between the
+//!   SPMD bodies, addressed by locale number;
 //! - [`BlockArray`] splits one array into a block per locale.
 //!
 //! Two memories carry it, with the same API and guarantees
@@ -88,7 +91,9 @@
 mod array;
 mod block_array;
 mod collective;
+mod exchange;
 mod heap;
+mod mailbox;
 mod memory;
 mod messages;
 mod nonblocking;
@@ -100,6 +105,8 @@ pub use array::{GlobalArray, alloc};
 pub use block_array::BlockArray;
 pub(crate) use collective::attach;
 pub use collective::{all_reduce, barrier, broadcast, max, min, reduce, sum};
+pub use exchange::{all_gather, all_gather_v, all_to_all, all_to_all_v, exclusive_scan, scan};
+pub use mailbox::{recv, recv_into, send};
 pub use nonblocking::{Completion, GetHandle, Signal, quiet};
 pub use ptr::GlobalPtr;
 pub(crate) use space::{

@@ -141,6 +141,7 @@ pub(crate) fn install(
 pub(crate) fn uninstall() {
     *SPACE.write().unwrap() = None;
     super::nonblocking::forget_outstanding();
+    super::mailbox::clear();
 }
 
 /// The installed space (never making one).

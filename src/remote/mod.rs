@@ -232,12 +232,13 @@ pub(crate) fn on_raw(locale: usize, id: u64, name: &'static str, args: &[u8]) ->
 }
 
 /// [`on_raw`], detached: nothing waits for it (a raw call whose handler
-/// answers nothing). Returns an error if it could not be sent, or if
-/// `locale` is this locale.
+/// answers nothing); its arguments are `args` one after another (sent
+/// as one frame without being copied together). Returns an error if it
+/// could not be sent, or if `locale` is this locale.
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub(crate) fn begin_on_raw(locale: usize, id: u64, args: &[u8]) -> Result<(), Error> {
+pub(crate) fn begin_on_raw(locale: usize, id: u64, args: &[&[u8]]) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
         Some(e) => e.request(locale, id, args, false).map(|_| ()),
         None => Err(Error::new(
@@ -341,7 +342,7 @@ fn send_request<T>(
     args: Result<&[u8], Error>,
     decode: fn(&[u8]) -> Result<T, String>,
 ) -> RemoteHandle<T> {
-    let inner = match args.and_then(|a| e.request(locale, id, a, true)) {
+    let inner = match args.and_then(|a| e.request(locale, id, &[a], true)) {
         Ok(token) => Pending::Remote(
             Ticket {
                 engine: e,
@@ -455,7 +456,7 @@ pub fn begin_on<R: RegisteredCall>(locale: usize, call: R) -> Result<(), Error> 
     match engine_for("begin_on", locale) {
         Some(e) => {
             let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err))?;
-            e.request(locale, R::ID, &args, false).map(|_| ())
+            e.request(locale, R::ID, &[&args], false).map(|_| ())
         }
         None => {
             crate::par::begin(move || {
@@ -473,7 +474,7 @@ pub fn begin_on<R: RegisteredCall>(locale: usize, call: R) -> Result<(), Error> 
 pub fn begin_on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on_pod", locale) {
         Some(e) => e
-            .request(locale, R::ID, bytemuck::bytes_of(&call), false)
+            .request(locale, R::ID, &[bytemuck::bytes_of(&call)], false)
             .map(|_| ()),
         None => {
             crate::par::begin(move || {

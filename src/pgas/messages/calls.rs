@@ -444,9 +444,7 @@ pub(crate) fn atomic(
 pub(crate) fn send_parcel(locale: usize, epoch: u64, key: Key, bytes: &[u8]) -> Result<(), Error> {
     let kind = u64::from(key.phase) | u64::from(key.from) << 32;
     let head = [epoch, key.seq, kind].map(u64::to_le_bytes);
-    with_args(&[head.as_flattened(), bytes], |args| {
-        crate::remote::begin_on_raw(locale, id_of(PARCEL), args)
-    })
+    crate::remote::begin_on_raw(locale, id_of(PARCEL), &[head.as_flattened(), bytes])
 }
 
 /// Asks locale 0 for the group word: the new epoch, or `None` if a group

@@ -251,7 +251,7 @@ impl Engine {
         &self,
         dest: usize,
         id: u64,
-        args: &[u8],
+        args: &[&[u8]],
         wants_reply: bool,
     ) -> Result<Option<u64>, Error> {
         // Before a reply slot is taken: a panic here leaves nothing behind.
@@ -265,7 +265,7 @@ impl Engine {
             None
         };
         let header = Header::request(id, token.unwrap_or(0));
-        if let Err(e) = self.send(dest, Network::Request, header, args) {
+        if let Err(e) = self.send_parts(dest, Network::Request, header, args) {
             if let Some(t) = token {
                 self.replies.cancel(t);
                 self.pending_count.fetch_sub(1, Ordering::Release);

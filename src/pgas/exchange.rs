@@ -1,0 +1,349 @@
+//! Collectives that exchange data between every pair of locales:
+//! [`all_gather`], [`all_gather_v`], [`all_to_all`], [`all_to_all_v`],
+//! [`scan`], [`exclusive_scan`] (MPI's `MPI_Allgather(v)`,
+//! `MPI_Alltoall(v)`, `MPI_Scan`, `MPI_Exscan`; OpenSHMEM's `fcollect`
+//! and `alltoall`). They travel as messages between the SPMD bodies
+//! (`mailbox.rs`) on a channel of their own, each tagged with its
+//! number among this group's exchanges, which every locale counts alike;
+//! every part carries its call's signature, so locales that called
+//! different exchanges are told alike. `README.md` beside this file,
+//! "Exchanges".
+
+use super::collective::Collective;
+use super::mailbox::{Channel, Gone, send_parts, take};
+use super::memory::body_gone;
+use crate::error::Locales;
+use bytemuck::Pod;
+use std::sync::Mutex;
+
+/// Kinds of exchange (a signature's first word).
+const ALL_GATHER: u64 = 1;
+const ALL_GATHER_V: u64 = 2;
+const ALL_TO_ALL: u64 = 3;
+const ALL_TO_ALL_V: u64 = 4;
+const SCAN: u64 = 5;
+const EXCLUSIVE_SCAN: u64 = 6;
+
+/// What each part says of its call: (kind, element size, count: the
+/// elements per locale where every locale sends as many, else 0).
+type Signature = [u64; 3];
+const SIG_BYTES: usize = 24;
+
+/// (epoch, the number of the next exchange in it) on this locale.
+static NEXT: Mutex<(u64, u64)> = Mutex::new((0, 0));
+
+fn next_seq(epoch: u64) -> u64 {
+    let mut n = NEXT.lock().unwrap();
+    if n.0 != epoch {
+        *n = (epoch, 0);
+    }
+    n.1 += 1;
+    n.1
+}
+
+fn describe(sig: Signature) -> String {
+    let [kind, size, count] = sig;
+    let name = match kind {
+        ALL_GATHER => "all_gather",
+        ALL_GATHER_V => "all_gather_v",
+        ALL_TO_ALL => "all_to_all",
+        ALL_TO_ALL_V => "all_to_all_v",
+        SCAN => "scan",
+        EXCLUSIVE_SCAN => "exclusive_scan",
+        _ => "no known exchange",
+    };
+    if count > 0 {
+        format!("{name} of {count} element(s) of {size} bytes")
+    } else {
+        format!("{name} of {size}-byte elements")
+    }
+}
+
+/// Runs one exchange as `call`: sends `part(l)` to every other locale
+/// `l`, and hands every locale's part for this one (its own included)
+/// to `into`, in locale order. Panics, alike on every locale, if the
+/// locales' signatures differ; with a body gone, naming it.
+fn exchange<'a, T: Pod>(
+    call: &str,
+    kind: u64,
+    count: usize,
+    part: impl Fn(usize) -> &'a [T],
+    mut into: impl FnMut(usize, &[u8]),
+) {
+    let c = Collective::enter(call).unwrap_or_else(|e| panic!("{e}"));
+    let s = &c.space;
+    let (here, n) = (s.here, s.locales);
+    let (_, epoch) = s
+        .memory
+        .running_group()
+        .expect("a collective runs inside an SPMD group");
+    let seq = next_seq(epoch);
+    let sig: Signature = [kind, size_of::<T>() as u64, count as u64];
+    let head = sig.map(u64::to_le_bytes);
+    // Each locale sends to its right neighbours first, so that no locale
+    // is everyone's first target.
+    for k in 1..n {
+        let to = (here + k) % n;
+        let bytes: &[u8] = bytemuck::cast_slice(part(to));
+        if let Err(e) = send_parts(
+            s,
+            epoch,
+            to,
+            Channel::Collective,
+            seq,
+            &[head.as_flattened(), bytes],
+        ) {
+            panic!("cantus::{call}: locale {here} could not send its part to locale {to}: {e}");
+        }
+    }
+    let mut sigs = vec![sig; n];
+    for (from, seen) in sigs.iter_mut().enumerate() {
+        if from == here {
+            into(here, bytemuck::cast_slice(part(here)));
+            continue;
+        }
+        let got = take(here, epoch, from, Channel::Collective, seq, |bytes| {
+            let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap());
+            let theirs = if bytes.len() >= SIG_BYTES {
+                [word(0), word(1), word(2)]
+            } else {
+                [0; 3]
+            };
+            *seen = theirs;
+            let data = &bytes[SIG_BYTES.min(bytes.len())..];
+            if theirs == sig && data.len() % size_of::<T>().max(1) == 0 {
+                into(from, data);
+            }
+            Ok(())
+        });
+        if let Err(Gone { locale, panicked }) = got {
+            body_gone(locale, panicked, here, "collective");
+        }
+    }
+    // Every locale has every signature: the same verdict everywhere.
+    if let Some(l) = (1..n).find(|&l| sigs[l] != sigs[0]) {
+        panic!(
+            "cantus::{call}: the locales' collective calls do not match: locale 0 called {} \
+             but locale {l} called {}; every locale must make the same collective calls in \
+             the same order",
+            describe(sigs[0]),
+            describe(sigs[l])
+        );
+    }
+}
+
+/// An exchange's `into` that copies locale `from`'s part into block
+/// `from` (of `k` elements) of `out`.
+fn into_blocks<T: Pod>(out: &mut [T], k: usize) -> impl FnMut(usize, &[u8]) + '_ {
+    move |from, bytes| {
+        crate::copy::copy(
+            bytemuck::cast_slice_mut(&mut out[from * k..(from + 1) * k]),
+            bytes,
+        );
+    }
+}
+
+/// `bytes` (a whole number of `T`, from a locale whose signature matched)
+/// as elements.
+fn typed<T: Pod>(bytes: &[u8]) -> Vec<T> {
+    let mut v = vec![T::zeroed(); bytes.len() / size_of::<T>().max(1)];
+    crate::copy::copy(bytemuck::cast_slice_mut(&mut v), bytes);
+    v
+}
+
+/// Every locale's `mine`, concatenated in locale order, on every locale
+/// (`MPI_Allgather`). Every locale passes as many elements.
+///
+/// A collective: call it from the SPMD body on every locale
+/// ([`spmd`](super::spmd)), in the same order as the other collectives.
+/// The parts travel as messages straight to every locale
+/// (`num_locales() - 1` each way per locale).
+///
+/// ```
+/// use cantus::pgas;
+///
+/// cantus::remote_fn! {
+///     fn everyone() -> Vec<u32> {
+///         let me = cantus::here() as u32;
+///         pgas::all_gather(&[me, me * 10])
+///     }
+/// }
+///
+/// let all = cantus::run(|| pgas::spmd(everyone()).unwrap()).unwrap();
+/// let n = all.len() as u32;
+/// let want: Vec<u32> = (0..n).flat_map(|l| [l, l * 10]).collect();
+/// assert!(all.iter().all(|v| *v == want));
+/// ```
+///
+/// # Panics
+///
+/// On every locale alike if the locales passed different lengths or
+/// called different collectives; if called outside an SPMD body; naming
+/// the locale whose body ended (or panicked) before it took part.
+#[track_caller]
+pub fn all_gather<T: Pod>(mine: &[T]) -> Vec<T> {
+    let n = crate::remote::num_locales();
+    let k = mine.len();
+    let mut out = vec![T::zeroed(); n * k];
+    exchange(
+        "pgas::all_gather",
+        ALL_GATHER,
+        k,
+        |_| mine,
+        into_blocks(&mut out, k),
+    );
+    out
+}
+
+/// Every locale's `mine`, of any length, on every locale, one vector
+/// per locale in locale order (`MPI_Allgatherv`).
+///
+/// # Panics
+///
+/// As [`all_gather`] (the lengths may differ).
+#[track_caller]
+pub fn all_gather_v<T: Pod>(mine: &[T]) -> Vec<Vec<T>> {
+    let mut out = vec![Vec::new(); crate::remote::num_locales()];
+    exchange(
+        "pgas::all_gather_v",
+        ALL_GATHER_V,
+        0,
+        |_| mine,
+        |from, bytes| {
+            out[from] = typed(bytes);
+        },
+    );
+    out
+}
+
+/// Sends block `l` of `send` to locale `l` and returns the blocks every
+/// locale sent this one, in locale order (`MPI_Alltoall`): `send` holds
+/// `num_locales()` blocks of equal length, and so does the result.
+///
+/// # Panics
+///
+/// If `send`'s length is not a multiple of `num_locales()`; on every
+/// locale alike if the locales' blocks differ in length; otherwise as
+/// [`all_gather`].
+#[track_caller]
+pub fn all_to_all<T: Pod>(send: &[T]) -> Vec<T> {
+    let n = crate::remote::num_locales();
+    assert!(
+        send.len() % n == 0,
+        "cantus::pgas::all_to_all: {} elements are not one block per locale ({})",
+        send.len(),
+        Locales(n)
+    );
+    let k = send.len() / n;
+    let mut out = vec![T::zeroed(); send.len()];
+    exchange(
+        "pgas::all_to_all",
+        ALL_TO_ALL,
+        k,
+        |to| &send[to * k..(to + 1) * k],
+        into_blocks(&mut out, k),
+    );
+    out
+}
+
+/// Sends `parts[l]` (of any length) to locale `l` and returns the parts
+/// every locale sent this one, in locale order (`MPI_Alltoallv`, the
+/// counts travelling with the data).
+///
+/// ```
+/// use cantus::pgas;
+///
+/// cantus::remote_fn! {
+///     /// Sorts numbers into buckets by owner: locale l gets those
+///     /// with `x % n == l`.
+///     fn buckets(xs: Vec<u64>) -> Vec<u64> {
+///         let n = cantus::num_locales();
+///         let mut parts = vec![Vec::new(); n];
+///         for x in xs {
+///             parts[(x % n as u64) as usize].push(x);
+///         }
+///         pgas::all_to_all_v(&parts).concat()
+///     }
+/// }
+///
+/// let got = cantus::run(|| pgas::spmd(buckets((0..100).collect())).unwrap()).unwrap();
+/// let n = got.len() as u64;
+/// for (l, mine) in got.iter().enumerate() {
+///     assert!(mine.iter().all(|x| x % n == l as u64));
+///     assert_eq!(mine.len() as u64, n * (0..100).filter(|x| x % n == l as u64).count() as u64);
+/// }
+/// ```
+///
+/// # Panics
+///
+/// If `parts` does not hold one part per locale; otherwise as
+/// [`all_gather`].
+#[track_caller]
+pub fn all_to_all_v<T: Pod, P: AsRef<[T]>>(parts: &[P]) -> Vec<Vec<T>> {
+    let n = crate::remote::num_locales();
+    assert!(
+        parts.len() == n,
+        "cantus::pgas::all_to_all_v: {} parts for {}",
+        parts.len(),
+        Locales(n)
+    );
+    let mut out = vec![Vec::new(); n];
+    exchange(
+        "pgas::all_to_all_v",
+        ALL_TO_ALL_V,
+        0,
+        |to| parts[to].as_ref(),
+        |from, bytes| {
+            out[from] = typed(bytes);
+        },
+    );
+    out
+}
+
+/// Every locale's values, gathered for a scan.
+fn scan_values<T: Pod>(call: &str, kind: u64, value: T) -> Vec<T> {
+    let mut out = vec![T::zeroed(); crate::remote::num_locales()];
+    let one = [value];
+    exchange(
+        call,
+        kind,
+        1,
+        |_| &one[..],
+        |from, bytes| {
+            out[from] = bytemuck::pod_read_unaligned(bytes);
+        },
+    );
+    out
+}
+
+/// The inclusive prefix of the locales' values: on locale `l`,
+/// `op(...op(op(v0, v1), v2)..., vl)` (`MPI_Scan`), folded in locale
+/// order, so floats give the same bits however the job is placed.
+///
+/// # Panics
+///
+/// As [`all_gather`].
+#[track_caller]
+pub fn scan<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
+    let here = crate::remote::here();
+    scan_values("pgas::scan", SCAN, value)
+        .into_iter()
+        .take(here + 1)
+        .reduce(op)
+        .expect("a locale's own value is there")
+}
+
+/// The exclusive prefix: on locale `l > 0`, the fold of the values of
+/// locales `0..l` (`MPI_Exscan`); `None` on locale 0.
+///
+/// # Panics
+///
+/// As [`all_gather`].
+#[track_caller]
+pub fn exclusive_scan<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> Option<T> {
+    let here = crate::remote::here();
+    scan_values("pgas::exclusive_scan", EXCLUSIVE_SCAN, value)
+        .into_iter()
+        .take(here)
+        .reduce(op)
+}
