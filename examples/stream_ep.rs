@@ -39,7 +39,7 @@ impl cantus::Remote for Stream {
             pgas::barrier();
             let start = Instant::now();
             let (b, c) = (b.local(), c.local());
-            cantus::forall_chunks_mut(a.local_part(), CHUNK, |k, chunk| {
+            cantus::forall_chunks_mut(a.local_mut(), CHUNK, |k, chunk| {
                 let lo = k * CHUNK;
                 let (b, c) = (&b[lo..lo + chunk.len()], &c[lo..lo + chunk.len()]);
                 for ((x, &y), &z) in chunk.iter_mut().zip(b).zip(c) {

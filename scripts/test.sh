@@ -34,6 +34,12 @@ CANTUS_LOCALES=3 ./target/release/examples/nqueens 12
 CANTUS_LOCALES=4 ./target/release/examples/pentomino 5x12
 CANTUS_LOCALES=2 ./target/release/examples/fib_balanced 32
 CANTUS_LOCALES=2 ./target/release/examples/lu 512
+# Distributed-array codes (pgas/): a halo grid, an all-to-all-v.
+./target/release/examples/jacobi 256 50 2
+CANTUS_LOCALES=3 ./target/release/examples/jacobi 100 30
+./target/release/examples/jacobi 256 200 2 exchange
+CANTUS_LOCALES=4 ./target/release/examples/sample_sort 200000
+./target/release/examples/sample_sort 100000 2 3
 # A traced run of 2 locales, drawn and summed up by cantus-trace (each
 # step fails on a trace it cannot read).
 rm -f target/trace-uts.json
@@ -42,7 +48,8 @@ cargo run --release -q -p cantus-trace -- svg target/trace-uts.json target/trace
 cargo run --release -q -p cantus-trace -- summary target/trace-uts.json
 # The global address space's examples again on the message memory (each
 # segment its owner's alone, reached by remote calls: pgas/README.md).
-for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000"; do
+for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000" "jacobi 256 30 3" \
+               "sample_sort 100000 3"; do
     CANTUS_PGAS=messages ./target/release/examples/$example
 done
 
@@ -65,7 +72,8 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
         read -r mode n nodes <<<"$run"
         for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
                   "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
-                  "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256"; do
+                  "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256" "jacobi 128 20" \
+                  "sample_sort 50000"; do
             if [ "$nodes" = - ]; then unset CANTUS_MPI_NODES; else export CANTUS_MPI_NODES=$nodes; fi
             # shellcheck disable=SC2086
             CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe -x CANTUS_MPI_PROGRESS \

@@ -198,7 +198,7 @@ impl Remote for GlobalWork {
         let mut block = BlockArray::<u64>::new(8 * n).unwrap();
         block.forall_local(|i, v| *v = i as u64);
         pgas::barrier();
-        assert_eq!(block.get(8 * n - 1).unwrap(), 8 * n as u64 - 1);
+        assert_eq!(block.read(8 * n - 1).unwrap(), 8 * n as u64 - 1);
         pgas::barrier();
         pgas::all_reduce(seen, pgas::sum)
     }

@@ -8,7 +8,7 @@
 mod common;
 
 use cantus::ErrorKind;
-use cantus::pgas::{self, BlockArray, GlobalPtr, Signal};
+use cantus::pgas::{self, BlockArray, GlobalPtr, HaloGrid, Signal};
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
@@ -298,14 +298,14 @@ impl cantus::Remote for Blocks {
         // Every element, through its owner.
         if me == n - 1 {
             for i in (0..len).step_by(97) {
-                assert_eq!(a.get(i).unwrap(), i as u64 * 2);
+                assert_eq!(a.read(i).unwrap(), i as u64 * 2);
                 assert!(a.range_of(a.owner(i)).contains(&i));
             }
         }
-        assert_eq!(a.get(len).unwrap_err().kind(), ErrorKind::OutOfBounds);
+        assert_eq!(a.read(len).unwrap_err().kind(), ErrorKind::OutOfBounds);
         pgas::barrier();
         if me == 0 {
-            a.put(len - 1, 5).unwrap();
+            a.write(len - 1, 5).unwrap();
         }
         pgas::barrier();
         // Each locale bumps the first element of the next block.
@@ -823,7 +823,86 @@ impl cantus::Remote for ExchangeSkipped {
     }
 }
 
+/// A halo grid whose cells hold their global coordinates and the
+/// exchange's number: after each exchange every ghost cell holds its
+/// neighbour's value, and ghost cells past the array's edge keep the
+/// boundary value set once.
+#[derive(Clone, Serialize, Deserialize)]
+struct Halos {
+    rows: usize,
+    cols: usize,
+    width: usize,
+    grid: Option<(usize, usize)>,
+}
+impl cantus::Remote for Halos {
+    type Output = ();
+    fn run(self) {
+        let mut g = match self.grid {
+            None => HaloGrid::<f64>::new(self.rows, self.cols, self.width).unwrap(),
+            Some(grid) => {
+                HaloGrid::<f64>::with_grid(self.rows, self.cols, self.width, grid).unwrap()
+            }
+        };
+        let (rows, cols) = (g.own_rows(), g.own_cols());
+        let (h, c, w) = (
+            rows.len() as isize,
+            cols.len() as isize,
+            self.width as isize,
+        );
+        let value = |round: usize, i: isize, j: isize| -> f64 {
+            let (gi, gj) = (rows.start as isize + i, cols.start as isize + j);
+            if gi < 0 || gj < 0 || gi >= self.rows as isize || gj >= self.cols as isize {
+                -1.0 // the boundary
+            } else {
+                (round * 1_000_000 + gi as usize * 1000 + gj as usize) as f64
+            }
+        };
+        for i in -w..h + w {
+            for j in -w..c + w {
+                let at = g.index(i, j);
+                g.local_mut()[at] = value(0, i, j).min(-1.0);
+            }
+        }
+        for round in 1..=4 {
+            for i in 0..h {
+                for j in 0..c {
+                    let at = g.index(i, j);
+                    g.local_mut()[at] = value(round, i, j);
+                }
+            }
+            if round % 2 == 0 {
+                g.exchange().unwrap();
+            } else {
+                let x = g.start_exchange().unwrap();
+                // The ghost cells change only in wait.
+                let old = x.grid().row(-w)[0];
+                assert!(old == -1.0 || old == value(round - 1, -w, -w));
+                x.wait().unwrap();
+            }
+            for i in -w..h + w {
+                let row = g.row(i);
+                for j in -w..c + w {
+                    assert_eq!(
+                        row[(j + w) as usize],
+                        value(round, i, j),
+                        "exchange {round}: cell ({i}, {j}) of locale {}'s block",
+                        cantus::here()
+                    );
+                }
+            }
+            pgas::barrier(); // each exchange's cells are checked before the next
+        }
+        let n = cantus::num_locales();
+        let e = HaloGrid::<f64>::new(n * self.width.max(1) - 1, 4, self.width.max(1))
+            .err()
+            .expect("a block smaller than the ghost width");
+        assert_eq!(e.kind(), ErrorKind::InvalidConfig);
+        assert!(e.to_string().contains("fewer than the ghost width"), "{e}");
+    }
+}
+
 cantus::remote!(
+    Halos,
     ExchangeSkipped,
     Mail,
     Exchanges,
@@ -1182,6 +1261,32 @@ fn all_gather_all_to_all_and_scans() {
             let e = pgas::spmd(ExchangeSkipped { panics: true }).unwrap_err();
             assert!(e.to_string().contains("gives up"), "{e}");
             pgas::spmd(Exchanges(3)).unwrap(); // the job goes on
+        }
+    });
+}
+
+#[test]
+fn halo_grids_fill_ghost_cells_from_neighbours() {
+    in_jobs("halo_grids_fill_ghost_cells_from_neighbours", ALL, |n| {
+        for (rows, cols, width) in [(7, 5, 1), (40, 33, 2), (n * 3, 9, 3)] {
+            pgas::spmd(Halos {
+                rows,
+                cols,
+                width,
+                grid: None,
+            })
+            .unwrap();
+        }
+        if n == 4 {
+            for width in [1, 2] {
+                pgas::spmd(Halos {
+                    rows: 21,
+                    cols: 19,
+                    width,
+                    grid: Some((2, 2)),
+                })
+                .unwrap();
+            }
         }
     });
 }

@@ -91,8 +91,12 @@ pub(super) const MIN_RENDEZVOUS_BYTES: usize = 1 << 20;
 pub(super) const MAX_RENDEZVOUS_BYTES: usize = 1 << 30;
 
 /// Default bytes of each locale's segment of the symmetric heap
-/// ([`pgas`](crate::pgas)); pages take memory only once touched.
-pub const DEFAULT_HEAP_BYTES: usize = 64 << 20;
+/// ([`pgas`](crate::pgas)): 4 GiB of address space, of which a page
+/// takes memory only once touched (the shared region is a memfd, the
+/// message memory's segment a `MAP_NORESERVE` mapping), so arrays of
+/// gigabytes fit without a setting and a program that allocates little
+/// pays nothing for the rest.
+pub const DEFAULT_HEAP_BYTES: usize = 4 << 30;
 /// The smallest heap segment accepted.
 pub(super) const MIN_HEAP_BYTES: usize = 64 << 10;
 /// The largest heap segment accepted.

@@ -11,12 +11,18 @@ use std::ops::Range;
 /// A block-distributed array: element `i` lives on locale
 /// `i / block_len()`. Made collectively ([`BlockArray::new`]); each
 /// locale works on its own block in place
-/// ([`local_part`](BlockArray::local_part),
+/// ([`local_mut`](BlockArray::local_mut),
 /// [`forall_local`](BlockArray::forall_local))
-/// and reaches any element by its global index ([`get`](BlockArray::get),
-/// [`put`](BlockArray::put), [`ptr`](BlockArray::ptr)) and any range of
+/// and reaches any element by its global index ([`read`](BlockArray::read),
+/// [`write`](BlockArray::write), [`ptr`](BlockArray::ptr)) and any range of
 /// them, across owners, as slices ([`get_slice`](BlockArray::get_slice),
 /// [`put_slice`](BlockArray::put_slice)).
+///
+/// The names are those of the other global types: `local`/`local_mut`
+/// for this locale's part (as [`GlobalArray`] and
+/// [`HaloGrid`](super::HaloGrid)), `read`/`write` for one element (as
+/// [`GlobalPtr`]), `get`/`put` on a [`GlobalPtr`] and
+/// `get_slice`/`put_slice` here for a run of elements.
 #[derive(Debug)]
 pub struct BlockArray<T> {
     array: GlobalArray<T>,
@@ -85,10 +91,17 @@ impl<T: Pod> BlockArray<T> {
 
     /// This locale's block, mutably: element `j` is global index
     /// `local_range().start + j`. (`&mut self`: a mutable slice into
-    /// memory that this handle shares must be unique.)
-    pub fn local_part(&mut self) -> &mut [T] {
+    /// memory that this handle shares must be unique.) The same name as
+    /// [`GlobalArray::local_mut`] and [`HaloGrid::local_mut`](super::HaloGrid::local_mut).
+    pub fn local_mut(&mut self) -> &mut [T] {
         let len = self.local_range().len();
         &mut self.array.local_mut()[..len]
+    }
+
+    /// The old name of [`local_mut`](BlockArray::local_mut).
+    #[deprecated(note = "named local_mut, as on GlobalArray and HaloGrid")]
+    pub fn local_part(&mut self) -> &mut [T] {
+        self.local_mut()
     }
 
     /// Runs `body(i, &mut element)` for every element this locale owns
@@ -100,7 +113,7 @@ impl<T: Pod> BlockArray<T> {
         F: Fn(usize, &mut T) + Sync,
     {
         let lo = self.local_range().start;
-        crate::par::forall_mut(self.local_part(), |j, x| body(lo + j, x));
+        crate::par::forall_mut(self.local_mut(), |j, x| body(lo + j, x));
     }
 
     /// A pointer to element `i` on its owner.
@@ -124,22 +137,44 @@ impl<T: Pod> BlockArray<T> {
         Ok(self.array.ptr(owner).add(i - owner * self.block))
     }
 
-    /// Element `i`, read from its owner's memory.
+    /// Element `i`, read from its owner's memory (one element: `read`,
+    /// as [`GlobalPtr::read`]; a range: [`get_slice`](BlockArray::get_slice)).
     ///
     /// # Errors
     ///
     /// As [`ptr`](BlockArray::ptr).
-    pub fn get(&self, i: usize) -> Result<T, Error> {
+    pub fn read(&self, i: usize) -> Result<T, Error> {
         self.ptr(i)?.read()
     }
 
-    /// Writes element `i` into its owner's memory.
+    /// Writes element `i` into its owner's memory (as
+    /// [`GlobalPtr::write`]; a range: [`put_slice`](BlockArray::put_slice)).
     ///
     /// # Errors
     ///
     /// As [`ptr`](BlockArray::ptr).
-    pub fn put(&self, i: usize, value: T) -> Result<(), Error> {
+    pub fn write(&self, i: usize, value: T) -> Result<(), Error> {
         self.ptr(i)?.write(value)
+    }
+
+    /// The old name of [`read`](BlockArray::read).
+    ///
+    /// # Errors
+    ///
+    /// As [`read`](BlockArray::read).
+    #[deprecated(note = "named read (one element), as on GlobalPtr; get_slice reads a range")]
+    pub fn get(&self, i: usize) -> Result<T, Error> {
+        self.read(i)
+    }
+
+    /// The old name of [`write`](BlockArray::write).
+    ///
+    /// # Errors
+    ///
+    /// As [`write`](BlockArray::write).
+    #[deprecated(note = "named write (one element), as on GlobalPtr; put_slice writes a range")]
+    pub fn put(&self, i: usize, value: T) -> Result<(), Error> {
+        self.write(i, value)
     }
 
     /// Reads elements `start .. start + dst.len()` into `dst`, from as

@@ -10,7 +10,7 @@
 //! "Exchanges".
 
 use super::collective::Collective;
-use super::mailbox::{Channel, Gone, send_parts, take};
+use super::mailbox::{Buffer, Channel, Gone, send_message, take};
 use super::memory::body_gone;
 use crate::error::Locales;
 use bytemuck::Pod;
@@ -27,7 +27,6 @@ const EXCLUSIVE_SCAN: u64 = 6;
 /// What each part says of its call: (kind, element size, count: the
 /// elements per locale where every locale sends as many, else 0).
 type Signature = [u64; 3];
-const SIG_BYTES: usize = 24;
 
 /// (epoch, the number of the next exchange in it) on this locale.
 static NEXT: Mutex<(u64, u64)> = Mutex::new((0, 0));
@@ -59,6 +58,33 @@ fn describe(sig: Signature) -> String {
     }
 }
 
+/// A locale's part for this one, as an exchange hands it on.
+enum Part<'a> {
+    /// This locale's own, in the caller's slice.
+    Own(&'a [u8]),
+    /// Another locale's, in a buffer aligned for the elements.
+    Received(Buffer),
+}
+
+impl Part<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Part::Own(b) => b,
+            Part::Received(b) => b.bytes(),
+        }
+    }
+
+    /// The elements (another locale's taken over without a copy).
+    fn into_vec<T: Pod>(self) -> Vec<T> {
+        match self {
+            Part::Own(b) => bytemuck::cast_slice(b).to_vec(),
+            Part::Received(b) => b
+                .into_vec()
+                .expect("a whole number of T (the signature matched)"),
+        }
+    }
+}
+
 /// Runs one exchange as `call`: sends `part(l)` to every other locale
 /// `l`, and hands every locale's part for this one (its own included)
 /// to `into`, in locale order. Panics, alike on every locale, if the
@@ -68,7 +94,7 @@ fn exchange<'a, T: Pod>(
     kind: u64,
     count: usize,
     part: impl Fn(usize) -> &'a [T],
-    mut into: impl FnMut(usize, &[u8]),
+    mut into: impl FnMut(usize, Part<'a>),
 ) {
     let c = Collective::enter(call).unwrap_or_else(|e| panic!("{e}"));
     let s = &c.space;
@@ -79,45 +105,32 @@ fn exchange<'a, T: Pod>(
         .expect("a collective runs inside an SPMD group");
     let seq = next_seq(epoch);
     let sig: Signature = [kind, size_of::<T>() as u64, count as u64];
-    let head = sig.map(u64::to_le_bytes);
     // Each locale sends to its right neighbours first, so that no locale
     // is everyone's first target.
     for k in 1..n {
         let to = (here + k) % n;
         let bytes: &[u8] = bytemuck::cast_slice(part(to));
-        if let Err(e) = send_parts(
-            s,
-            epoch,
-            to,
-            Channel::Collective,
-            seq,
-            &[head.as_flattened(), bytes],
-        ) {
+        let channel = (Channel::Collective, seq, sig);
+        if let Err(e) = send_message(s, epoch, to, channel, bytes, align_of::<T>()) {
             panic!("cantus::{call}: locale {here} could not send its part to locale {to}: {e}");
         }
     }
     let mut sigs = vec![sig; n];
     for (from, seen) in sigs.iter_mut().enumerate() {
         if from == here {
-            into(here, bytemuck::cast_slice(part(here)));
+            into(here, Part::Own(bytemuck::cast_slice(part(here))));
             continue;
         }
-        let got = take(here, epoch, from, Channel::Collective, seq, |bytes| {
-            let word = |i: usize| u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap());
-            let theirs = if bytes.len() >= SIG_BYTES {
-                [word(0), word(1), word(2)]
-            } else {
-                [0; 3]
-            };
-            *seen = theirs;
-            let data = &bytes[SIG_BYTES.min(bytes.len())..];
-            if theirs == sig && data.len() % size_of::<T>().max(1) == 0 {
-                into(from, data);
+        match take(here, epoch, from, (Channel::Collective, seq), |_| Ok(())) {
+            Ok(Ok(m)) => {
+                *seen = m.signature;
+                let whole = m.buffer.bytes().len() % size_of::<T>().max(1) == 0;
+                if m.signature == sig && whole {
+                    into(from, Part::Received(m.buffer));
+                }
             }
-            Ok(())
-        });
-        if let Err(Gone { locale, panicked }) = got {
-            body_gone(locale, panicked, here, "collective");
+            Ok(Err(_)) => unreachable!("every part is accepted"),
+            Err(Gone { locale, panicked }) => body_gone(locale, panicked, here, "collective"),
         }
     }
     // Every locale has every signature: the same verdict everywhere.
@@ -134,21 +147,13 @@ fn exchange<'a, T: Pod>(
 
 /// An exchange's `into` that copies locale `from`'s part into block
 /// `from` (of `k` elements) of `out`.
-fn into_blocks<T: Pod>(out: &mut [T], k: usize) -> impl FnMut(usize, &[u8]) + '_ {
-    move |from, bytes| {
+fn into_blocks<T: Pod>(out: &mut [T], k: usize) -> impl FnMut(usize, Part<'_>) + '_ {
+    move |from, part| {
         crate::copy::copy(
             bytemuck::cast_slice_mut(&mut out[from * k..(from + 1) * k]),
-            bytes,
+            part.bytes(),
         );
     }
-}
-
-/// `bytes` (a whole number of `T`, from a locale whose signature matched)
-/// as elements.
-fn typed<T: Pod>(bytes: &[u8]) -> Vec<T> {
-    let mut v = vec![T::zeroed(); bytes.len() / size_of::<T>().max(1)];
-    crate::copy::copy(bytemuck::cast_slice_mut(&mut v), bytes);
-    v
 }
 
 /// Every locale's `mine`, concatenated in locale order, on every locale
@@ -209,9 +214,7 @@ pub fn all_gather_v<T: Pod>(mine: &[T]) -> Vec<Vec<T>> {
         ALL_GATHER_V,
         0,
         |_| mine,
-        |from, bytes| {
-            out[from] = typed(bytes);
-        },
+        |from, part| out[from] = part.into_vec(),
     );
     out
 }
@@ -293,9 +296,7 @@ pub fn all_to_all_v<T: Pod, P: AsRef<[T]>>(parts: &[P]) -> Vec<Vec<T>> {
         ALL_TO_ALL_V,
         0,
         |to| parts[to].as_ref(),
-        |from, bytes| {
-            out[from] = typed(bytes);
-        },
+        |from, part| out[from] = part.into_vec(),
     );
     out
 }
@@ -309,9 +310,7 @@ fn scan_values<T: Pod>(call: &str, kind: u64, value: T) -> Vec<T> {
         kind,
         1,
         |_| &one[..],
-        |from, bytes| {
-            out[from] = bytemuck::pod_read_unaligned(bytes);
-        },
+        |from, part| out[from] = bytemuck::pod_read_unaligned(part.bytes()),
     );
     out
 }

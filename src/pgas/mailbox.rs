@@ -24,7 +24,9 @@ use crate::error::{Error, ErrorKind, Locales};
 use crate::remote::Handler;
 use crate::remote::handlers::{Outcome, id_of};
 use bytemuck::Pod;
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
 use std::collections::{HashMap, VecDeque};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -35,9 +37,13 @@ const STATUS: &str = "cantus::pgas::mailbox::Status";
 inventory::submit! { Handler::raw(MESSAGE, serve_message, true) }
 inventory::submit! { Handler::raw(STATUS, serve_status, true) }
 
-/// Bytes before a message's data: the group's epoch, the tag, and a
-/// word of the sender (bits 0-31) and the channel (32-39).
-const HEAD: usize = 24;
+/// The words before a piece's data: the group's epoch, the tag, the
+/// sender (bits 0-31) and channel (32-39), the message's number among
+/// those this sender sent this receiver in the epoch, its length, this
+/// piece's offset in it, the alignment of its elements, and three words
+/// of signature (an exchange's; zero for a program's message).
+const HEAD_WORDS: usize = 10;
+const HEAD: usize = 8 * HEAD_WORDS;
 
 /// How long a receive waits before it first asks the sender whether its
 /// body ended, and the longest it waits between two questions (the
@@ -57,13 +63,116 @@ pub(crate) enum Channel {
 /// Where a message is filed: (epoch, sender, channel, tag).
 type Key = (u64, u32, u8, u64);
 
+/// A message's bytes, in memory allocated with the alignment of the
+/// sender's elements, so that a receiver of that type takes it as its
+/// `Vec<T>` without a copy.
+pub(crate) struct Buffer {
+    ptr: NonNull<u8>,
+    len: usize,
+    align: usize,
+}
+
+// SAFETY: a `Buffer` owns its allocation alone (as a `Vec<u8>` would).
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    /// `len` bytes aligned to `align` (a power of two; checked by the
+    /// caller), uninitialized until written.
+    fn new(len: usize, align: usize) -> Buffer {
+        let ptr = match Layout::from_size_align(len, align) {
+            Ok(layout) if len > 0 => {
+                // SAFETY: the layout has a nonzero size.
+                let p = unsafe { alloc(layout) };
+                NonNull::new(p).unwrap_or_else(|| handle_alloc_error(layout))
+            }
+            // No allocation: a dangling pointer of the alignment.
+            _ => NonNull::new(align as *mut u8).expect("an alignment is not 0"),
+        };
+        Buffer { ptr, len, align }
+    }
+
+    /// A copy of `bytes` aligned to `align`.
+    fn from_bytes(bytes: &[u8], align: usize) -> Buffer {
+        let mut b = Buffer::new(bytes.len(), align);
+        b.bytes_mut().copy_from_slice(bytes);
+        b
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        // SAFETY: `len` bytes at `ptr` are ours (or none, dangling and
+        // aligned), written before the buffer was filed (a piece's bytes
+        // land before the message is complete).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `bytes`, borrowed uniquely. Bytes not yet written
+        // are read by nobody before they are (pieces cover the whole).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The bytes as a `Vec<T>`: the allocation itself if it was made
+    /// for `T` (its alignment, a whole number of `T`), else a copy.
+    /// `None` if they are not a whole number of `T`.
+    pub(crate) fn into_vec<T: Pod>(self) -> Option<Vec<T>> {
+        let size = size_of::<T>();
+        if size == 0 || self.len % size != 0 {
+            return None;
+        }
+        let n = self.len / size;
+        if self.align != align_of::<T>() || n == 0 {
+            let mut v = vec![T::zeroed(); n];
+            crate::copy::copy(bytemuck::cast_slice_mut(&mut v), self.bytes());
+            return Some(v);
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: the allocation was made by the global allocator with
+        // the layout (n * size_of::<T>(), align_of::<T>()), which is
+        // `Layout::array::<T>(n)`; its bytes are initialized and any
+        // bytes are a valid `T` (Pod); ownership passes to the Vec (the
+        // buffer is not dropped).
+        Some(unsafe { Vec::from_raw_parts(this.ptr.as_ptr().cast::<T>(), n, n) })
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if self.len > 0 {
+            // SAFETY: allocated in `new` with this very layout.
+            unsafe {
+                dealloc(
+                    self.ptr.as_ptr(),
+                    Layout::from_size_align_unchecked(self.len, self.align),
+                )
+            };
+        }
+    }
+}
+
+/// A message received whole.
+pub(crate) struct Message {
+    /// Its signature (an exchange's; zero for a program's message).
+    pub(crate) signature: [u64; 3],
+    pub(crate) buffer: Buffer,
+}
+
+/// A message whose pieces are arriving.
+struct Partial {
+    key: Key,
+    signature: [u64; 3],
+    buffer: Buffer,
+    filled: usize,
+}
+
 #[derive(Default)]
 struct Boxes {
     /// The latest epoch whose body started here: messages of earlier
     /// epochs are dropped.
     latest: u64,
-    queues: HashMap<Key, VecDeque<Vec<u8>>>,
-    /// Messages filed, by (epoch, sender), and sent, by (epoch,
+    queues: HashMap<Key, VecDeque<Message>>,
+    /// Messages arriving in pieces, by (epoch, sender, number).
+    partial: HashMap<(u64, u32, u64), Partial>,
+    /// Messages filed whole, by (epoch, sender), and sent, by (epoch,
     /// receiver): a sender's count and a receiver's agree once all
     /// arrived.
     received: HashMap<(u64, u32), u64>,
@@ -83,13 +192,11 @@ fn arrived() {
     ARRIVALS.fetch_add(1, Ordering::Release);
 }
 
-fn file(key: Key, bytes: Vec<u8>) {
-    let mut b = BOXES.lock().unwrap();
-    if key.0 >= b.latest {
-        b.queues.entry(key).or_default().push_back(bytes);
-        *b.received.entry((key.0, key.1)).or_default() += 1;
-        drop(b);
-        arrived();
+impl Boxes {
+    /// Files a whole message (of a current epoch).
+    fn file(&mut self, key: Key, message: Message) {
+        self.queues.entry(key).or_default().push_back(message);
+        *self.received.entry((key.0, key.1)).or_default() += 1;
     }
 }
 
@@ -98,13 +205,71 @@ fn word(args: &[u8], at: usize) -> Option<u64> {
 }
 
 fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
-    let (Some(epoch), Some(tag), Some(who)) = (word(args, 0), word(args, 8), word(args, 16)) else {
-        return Outcome::Rejected(format!("a {}-byte body message is too short", args.len()));
-    };
-    file(
-        (epoch, who as u32, (who >> 32) as u8, tag),
-        args[HEAD..].to_vec(),
-    );
+    let mut w = [0u64; HEAD_WORDS];
+    for (i, v) in w.iter_mut().enumerate() {
+        match word(args, 8 * i) {
+            Some(x) => *v = x,
+            None => {
+                return Outcome::Rejected(format!(
+                    "a {}-byte body message is too short",
+                    args.len()
+                ));
+            }
+        }
+    }
+    let [epoch, tag, who, number, len, offset, align, s0, s1, s2] = w;
+    let data = &args[HEAD..];
+    let key = (epoch, who as u32, (who >> 32) as u8, tag);
+    let (len, offset) = (len as usize, offset as usize);
+    if !align.is_power_of_two()
+        || align > 4096
+        || offset.checked_add(data.len()).is_none_or(|end| end > len)
+    {
+        return Outcome::Rejected(format!(
+            "a body message piece of {} bytes at {offset} of {len}, aligned to {align}, does \
+             not fit",
+            data.len()
+        ));
+    }
+    let signature = [s0, s1, s2];
+    let mut b = BOXES.lock().unwrap();
+    if epoch < b.latest {
+        return Outcome::Done; // of a group that ended
+    }
+    if offset == 0 && data.len() == len {
+        let buffer = Buffer::from_bytes(data, align as usize);
+        b.file(key, Message { signature, buffer });
+    } else {
+        let at = (epoch, key.1, number);
+        let p = b.partial.entry(at).or_insert_with(|| Partial {
+            key,
+            signature,
+            buffer: Buffer::new(len, align as usize),
+            filled: 0,
+        });
+        if p.buffer.len != len || p.key != key {
+            return Outcome::Rejected(format!(
+                "a piece of body message {number} from locale {} disagrees with its others",
+                key.1
+            ));
+        }
+        // The pieces of one message are disjoint: their bytes land once.
+        p.buffer.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
+        p.filled += data.len();
+        if p.filled < len {
+            return Outcome::Done;
+        }
+        let p = b.partial.remove(&at).expect("just filled");
+        b.file(
+            p.key,
+            Message {
+                signature: p.signature,
+                buffer: p.buffer,
+            },
+        );
+    }
+    drop(b);
+    arrived();
     Outcome::Done
 }
 
@@ -134,6 +299,7 @@ pub(crate) fn body_starts(epoch: u64) {
     b.latest = b.latest.max(epoch);
     let latest = b.latest;
     b.queues.retain(|k, _| k.0 >= latest);
+    b.partial.retain(|k, _| k.0 >= latest);
     b.received.retain(|k, _| k.0 >= latest);
     b.sent.retain(|k, _| k.0 >= latest);
 }
@@ -205,35 +371,65 @@ fn check_locale(s: &Space, call: &str, l: usize) -> Result<(), Error> {
     ))
 }
 
-/// Sends `parts` (one after another, as one message) to `to`'s body of
-/// group `epoch` on `channel` with `tag`; to this locale itself, files
-/// them at once.
-pub(crate) fn send_parts(
+/// Sends `data` (elements aligned to `align`) to `to`'s body of group
+/// `epoch` on `channel` with `tag` and `signature`: in pieces that each
+/// fit a frame (the engine never cuts them into fragments, so the
+/// receiver copies each once, into the message's buffer). To this
+/// locale itself, files it at once.
+pub(crate) fn send_message(
     s: &Space,
     epoch: u64,
     to: usize,
-    channel: Channel,
-    tag: u64,
-    parts: &[&[u8]],
+    (channel, tag, signature): (Channel, u64, [u64; 3]),
+    data: &[u8],
+    align: usize,
 ) -> Result<(), Error> {
     if to == s.here {
-        file((epoch, to as u32, channel as u8, tag), parts.concat());
+        let key = (epoch, to as u32, channel as u8, tag);
+        let buffer = Buffer::from_bytes(data, align);
+        let mut b = BOXES.lock().unwrap();
+        if epoch >= b.latest {
+            b.file(key, Message { signature, buffer });
+        }
+        drop(b);
+        arrived();
         return Ok(());
     }
+    let number = {
+        // Counted before it leaves: a receiver that asks sees it as
+        // sent, and waits for it, whichever comes first.
+        let mut b = BOXES.lock().unwrap();
+        let sent = b.sent.entry((epoch, to as u32)).or_default();
+        *sent += 1;
+        *sent
+    };
     let who = s.here as u64 | (channel as u64) << 32;
-    let head = [epoch, tag, who].map(u64::to_le_bytes);
-    let mut args = Vec::with_capacity(parts.len() + 1);
-    args.push(head.as_flattened());
-    args.extend_from_slice(parts);
-    // Counted before it leaves: a receiver that asks sees it as sent, and
-    // waits for it, whichever comes first.
-    *BOXES
-        .lock()
-        .unwrap()
-        .sent
-        .entry((epoch, to as u32))
-        .or_default() += 1;
-    crate::remote::begin_on_raw(to, id_of(MESSAGE), &args)
+    let piece = crate::remote::frame_payload()
+        .map_or(usize::MAX, |p| p.saturating_sub(HEAD))
+        .max(4096);
+    let mut offset = 0;
+    loop {
+        let end = (offset + piece).min(data.len());
+        let head = [
+            epoch,
+            tag,
+            who,
+            number,
+            data.len() as u64,
+            offset as u64,
+            align as u64,
+            signature[0],
+            signature[1],
+            signature[2],
+        ]
+        .map(u64::to_le_bytes);
+        let args = [head.as_flattened(), &data[offset..end]];
+        crate::remote::begin_on_raw(to, id_of(MESSAGE), &args)?;
+        offset = end;
+        if offset >= data.len() {
+            return Ok(());
+        }
+    }
 }
 
 /// Why a receive can never complete: the sender's body of the group
@@ -244,19 +440,18 @@ pub(crate) struct Gone {
 }
 
 /// Waits for the oldest message from `from` on `channel` with `tag` in
-/// group `epoch` and hands it to `take`, which may refuse it (`Err`: the
-/// message stays where it was); `Err(Gone)` once `from`'s body ended
-/// with no such message left (asked of `from` after [`FIRST_ASK`] of
-/// waiting, then at doubling intervals up to [`MAX_ASK`]). `here` is
-/// this locale.
-pub(crate) fn take<R>(
+/// group `epoch` and returns it once `accept` takes it (`Err`: the
+/// message stays where it was, and the error is returned); `Err(Gone)`
+/// once `from`'s body ended with no such message left (asked of `from`
+/// after [`FIRST_ASK`] of waiting, then at doubling intervals up to
+/// [`MAX_ASK`]). `here` is this locale.
+pub(crate) fn take(
     here: usize,
     epoch: u64,
     from: usize,
-    channel: Channel,
-    tag: u64,
-    mut take: impl FnMut(&[u8]) -> Result<R, Error>,
-) -> Result<Result<R, Error>, Gone> {
+    (channel, tag): (Channel, u64),
+    mut accept: impl FnMut(&Message) -> Result<(), Error>,
+) -> Result<Result<Message, Error>, Gone> {
     let key = (epoch, from as u32, channel as u8, tag);
     let mut seen = None;
     let mut got = None;
@@ -270,16 +465,18 @@ pub(crate) fn take<R>(
                 seen = Some(now);
                 let mut b = BOXES.lock().unwrap();
                 if let Some(q) = b.queues.get_mut(&key)
-                    && let Some(bytes) = q.front()
+                    && let Some(m) = q.front()
                 {
-                    let r = take(bytes);
-                    if r.is_ok() {
-                        q.pop_front();
-                        if q.is_empty() {
-                            b.queues.remove(&key);
+                    got = Some(Ok(match accept(m) {
+                        Ok(()) => {
+                            let m = q.pop_front().expect("looked at");
+                            if q.is_empty() {
+                                b.queues.remove(&key);
+                            }
+                            Ok(m)
                         }
-                    }
-                    got = Some(Ok(r));
+                        Err(e) => Err(e),
+                    }));
                     return true;
                 }
             }
@@ -347,13 +544,13 @@ pub(crate) fn take<R>(
 pub fn send<T: Pod>(to: usize, tag: u64, data: &[T]) -> Result<(), Error> {
     let (s, epoch) = in_body("pgas::send")?;
     check_locale(&s, "pgas::send", to)?;
-    send_parts(
+    send_message(
         &s,
         epoch,
         to,
-        Channel::User,
-        tag,
-        &[bytemuck::cast_slice(data)],
+        (Channel::User, tag, [0; 3]),
+        bytemuck::cast_slice(data),
+        align_of::<T>(),
     )
 }
 
@@ -368,37 +565,38 @@ pub fn send<T: Pod>(to: usize, tag: u64, data: &[T]) -> Result<(), Error> {
 /// if the message is not a whole number of `T` (it stays to be received
 /// as another type).
 pub fn recv<T: Pod>(from: usize, tag: u64) -> Result<Vec<T>, Error> {
-    received("pgas::recv", from, tag, |bytes| {
-        let n = whole::<T>(bytes, from, tag)?;
-        let mut v = vec![T::zeroed(); n];
-        crate::copy::copy(bytemuck::cast_slice_mut(&mut v), bytes);
-        Ok(v)
-    })
+    let m = received("pgas::recv", from, tag, |m| {
+        whole::<T>(m.buffer.bytes(), from, tag).map(drop)
+    })?;
+    Ok(m.buffer.into_vec().expect("a whole number of T (checked)"))
 }
 
 /// [`recv`] into `buf`: returns how many elements the message had (the
-/// rest of `buf` is left as it was), without allocating.
+/// rest of `buf` is left as it was).
 ///
 /// # Errors
 ///
 /// As [`recv`]; [`ErrorKind::Message`] also if the message has more
 /// elements than `buf` holds (it stays to be received).
 pub fn recv_into<T: Pod>(from: usize, tag: u64, buf: &mut [T]) -> Result<usize, Error> {
-    received("pgas::recv_into", from, tag, |bytes| {
-        let n = whole::<T>(bytes, from, tag)?;
-        if n > buf.len() {
+    let room = buf.len();
+    let m = received("pgas::recv_into", from, tag, |m| {
+        let n = whole::<T>(m.buffer.bytes(), from, tag)?;
+        if n > room {
             return Err(Error::new(
                 ErrorKind::Message,
                 format!(
                     "cantus::pgas::recv_into: the message from locale {from} with tag {tag} has \
-                     {n} elements, more than the {} of the buffer",
-                    buf.len()
+                     {n} elements, more than the {room} of the buffer"
                 ),
             ));
         }
-        crate::copy::copy(bytemuck::cast_slice_mut(&mut buf[..n]), bytes);
-        Ok(n)
-    })
+        Ok(())
+    })?;
+    let bytes = m.buffer.bytes();
+    let n = bytes.len() / size_of::<T>();
+    crate::copy::copy(bytemuck::cast_slice_mut(&mut buf[..n]), bytes);
+    Ok(n)
 }
 
 /// How many `T` `bytes` hold, or the error if not a whole number.
@@ -418,15 +616,15 @@ fn whole<T: Pod>(bytes: &[u8], from: usize, tag: u64) -> Result<usize, Error> {
     Ok(bytes.len() / size)
 }
 
-fn received<R>(
+fn received(
     call: &str,
     from: usize,
     tag: u64,
-    read: impl FnMut(&[u8]) -> Result<R, Error>,
-) -> Result<R, Error> {
+    accept: impl FnMut(&Message) -> Result<(), Error>,
+) -> Result<Message, Error> {
     let (s, epoch) = in_body(call)?;
     check_locale(&s, call, from)?;
-    match take(s.here, epoch, from, Channel::User, tag, read) {
+    match take(s.here, epoch, from, (Channel::User, tag), accept) {
         Ok(r) => r,
         Err(Gone { locale, panicked }) => Err(Error::new(
             ErrorKind::Locale,
