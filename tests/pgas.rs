@@ -629,6 +629,13 @@ impl cantus::Remote for NonBlocking {
         for c in kept {
             c.wait().unwrap();
         }
+        // Many dropped completions: the list quiet keeps settles those
+        // that answered as it grows (the same bytes again).
+        let next = (me + 1) % n;
+        let again: Vec<u32> = (0..len).map(|k| value(me, next, k)).collect();
+        for _ in 0..150 {
+            drop(a.ptr(next).add(me * len).put_nb(&again).unwrap());
+        }
         pgas::quiet().unwrap();
         pgas::barrier();
         for from in 0..n {
@@ -901,7 +908,28 @@ impl cantus::Remote for Halos {
     }
 }
 
+/// Exchanges round after round; the last locale kills itself part-way.
+#[derive(Clone, Serialize, Deserialize)]
+struct DiesMidExchange;
+impl cantus::Remote for DiesMidExchange {
+    type Output = ();
+    fn run(self) {
+        let (me, n) = (cantus::here(), cantus::num_locales());
+        let mut g = HaloGrid::<u64>::new(64, 8, 1).unwrap();
+        for round in 0..100_000u64 {
+            if me + 1 == n && round == 50 {
+                // SAFETY: a signal to this very process.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            }
+            g.exchange().unwrap();
+            let got = pgas::all_to_all(&vec![round; 4 * n]);
+            assert!(got.iter().all(|&x| x == round));
+        }
+    }
+}
+
 cantus::remote!(
+    DiesMidExchange,
     Halos,
     ExchangeSkipped,
     Mail,
@@ -1289,4 +1317,28 @@ fn halo_grids_fill_ghost_cells_from_neighbours() {
             }
         }
     });
+}
+
+#[test]
+fn a_locale_killed_mid_exchange_ends_the_job_naming_it() {
+    let test = "a_locale_killed_mid_exchange_ends_the_job_naming_it";
+    if is_child() {
+        let rt = cantus::Runtime::builder()
+            .locales(3)
+            .workers(1)
+            .heap_bytes(HEAP)
+            .build()
+            .expect("a job starts");
+        let _ = rt.block_on(|| pgas::spmd(DiesMidExchange));
+        std::thread::sleep(std::time::Duration::from_secs(30));
+        unreachable!("the job should have ended");
+    }
+    for memory in MEMORIES {
+        let (status, stderr) = run_child(test, &[("CANTUS_LOCALES", "3"), ("CANTUS_PGAS", memory)]);
+        assert_eq!(status.code(), Some(128 + 9), "{memory}:\n{stderr}");
+        assert!(
+            stderr.contains("locale 2") && stderr.contains("signal 9"),
+            "{memory}: the message names the locale and why:\n{stderr}"
+        );
+    }
 }

@@ -122,10 +122,23 @@ impl Op {
     fn is_done(&self) -> bool {
         matches!(*self.state.lock().unwrap(), State::Done(_))
     }
+
+    /// Whether the put completed without an error, finishing it first if
+    /// every call already answered (so that this never waits).
+    fn settled_ok(&self) -> bool {
+        let answered = match &*self.state.lock().unwrap() {
+            State::Sent(calls) => calls.0.iter().all(RemoteHandle::is_answered),
+            State::Finishing => false,
+            State::Done(r) => return r.is_ok(),
+        };
+        answered && self.finish().is_ok()
+    }
 }
 
 /// This locale's puts that returned before they completed, for
-/// [`quiet`]; entries already done are pruned as it grows.
+/// [`quiet`]; as it grows (at 64, 128, ... entries) those that completed
+/// without an error are settled and dropped, so a program that never
+/// calls `quiet` keeps only its puts still in flight (and failed ones).
 static OUTSTANDING: Mutex<Vec<Arc<Op>>> = Mutex::new(Vec::new());
 
 /// The runtime stopped: forgets what it left outstanding (its replies
@@ -163,7 +176,9 @@ impl Completion {
         });
         let mut list = OUTSTANDING.lock().unwrap();
         if list.len() >= 64 && list.len().is_power_of_two() {
-            list.retain(|op| !op.is_done());
+            // Puts whose calls all answered are settled here, without
+            // waiting; a failed one stays for `quiet` to report.
+            list.retain(|op| !op.settled_ok());
         }
         list.push(op.clone());
         Completion { op: Some(op) }

@@ -99,6 +99,16 @@ impl<T: Send + 'static> RemoteHandle<T> {
         }
     }
 
+    /// Whether the call has answered (or failed to go out), so that
+    /// joining it would not wait.
+    pub(crate) fn is_answered(&self) -> bool {
+        match &self.inner {
+            Pending::Local(slot) => slot.is_full(),
+            Pending::Remote(ticket, _) => ticket.engine.replies.is_full(ticket.token),
+            Pending::Failed(_) => true,
+        }
+    }
+
     /// Waits for the reply of a raw call ([`on_raw`]) and hands its
     /// payload, in place in the reply slot, to `read`; failures as
     /// [`join`](Self::join).
