@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorKind, Locales};
 use crate::remote::Handler;
 use crate::remote::handlers::{Outcome, id_of};
 use bytemuck::Pod;
-use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::alloc::{Layout, alloc_zeroed, dealloc};
 use std::collections::{HashMap, VecDeque};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,38 +76,38 @@ pub(crate) struct Buffer {
 unsafe impl Send for Buffer {}
 
 impl Buffer {
-    /// `len` bytes aligned to `align` (a power of two; checked by the
-    /// caller), uninitialized until written.
-    fn new(len: usize, align: usize) -> Buffer {
-        let ptr = match Layout::from_size_align(len, align) {
-            Ok(layout) if len > 0 => {
-                // SAFETY: the layout has a nonzero size.
-                let p = unsafe { alloc(layout) };
-                NonNull::new(p).unwrap_or_else(|| handle_alloc_error(layout))
-            }
+    /// `len` zeroed bytes aligned to `align` (a power of two; checked by
+    /// the caller); `None` if no such allocation can be made (a length
+    /// from a bad message: refused, not an abort).
+    fn new(len: usize, align: usize) -> Option<Buffer> {
+        let layout = Layout::from_size_align(len, align).ok()?;
+        let ptr = if len == 0 {
             // No allocation: a dangling pointer of the alignment.
-            _ => NonNull::new(align as *mut u8).expect("an alignment is not 0"),
+            NonNull::new(align as *mut u8)?
+        } else {
+            // SAFETY: the layout has a nonzero size. Zeroed, so that every
+            // byte is initialized whatever pieces come (a fresh large
+            // allocation is zero pages the kernel hands out anyway).
+            NonNull::new(unsafe { alloc_zeroed(layout) })?
         };
-        Buffer { ptr, len, align }
+        Some(Buffer { ptr, len, align })
     }
 
     /// A copy of `bytes` aligned to `align`.
-    fn from_bytes(bytes: &[u8], align: usize) -> Buffer {
-        let mut b = Buffer::new(bytes.len(), align);
+    fn from_bytes(bytes: &[u8], align: usize) -> Option<Buffer> {
+        let mut b = Buffer::new(bytes.len(), align)?;
         b.bytes_mut().copy_from_slice(bytes);
-        b
+        Some(b)
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` bytes at `ptr` are ours (or none, dangling and
-        // aligned), written before the buffer was filed (a piece's bytes
-        // land before the message is complete).
+        // SAFETY: `len` initialized (zeroed, then written) bytes at
+        // `ptr` are ours, or none (dangling and aligned).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, borrowed uniquely. Bytes not yet written
-        // are read by nobody before they are (pieces cover the whole).
+        // SAFETY: as in `bytes`, borrowed uniquely.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
     }
 
@@ -236,17 +236,32 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
     if epoch < b.latest {
         return Outcome::Done; // of a group that ended
     }
+    let no_room = || {
+        Outcome::Rejected(format!(
+            "no memory for a {len}-byte body message from locale {}",
+            key.1
+        ))
+    };
     if offset == 0 && data.len() == len {
-        let buffer = Buffer::from_bytes(data, align as usize);
+        let Some(buffer) = Buffer::from_bytes(data, align as usize) else {
+            return no_room();
+        };
         b.file(key, Message { signature, buffer });
     } else {
         let at = (epoch, key.1, number);
-        let p = b.partial.entry(at).or_insert_with(|| Partial {
-            key,
-            signature,
-            buffer: Buffer::new(len, align as usize),
-            filled: 0,
-        });
+        if !b.partial.contains_key(&at) {
+            let Some(buffer) = Buffer::new(len, align as usize) else {
+                return no_room();
+            };
+            let fresh = Partial {
+                key,
+                signature,
+                buffer,
+                filled: 0,
+            };
+            b.partial.insert(at, fresh);
+        }
+        let p = b.partial.get_mut(&at).expect("just made");
         if p.buffer.len != len || p.key != key {
             return Outcome::Rejected(format!(
                 "a piece of body message {number} from locale {} disagrees with its others",
@@ -386,7 +401,12 @@ pub(crate) fn send_message(
 ) -> Result<(), Error> {
     if to == s.here {
         let key = (epoch, to as u32, channel as u8, tag);
-        let buffer = Buffer::from_bytes(data, align);
+        let buffer = Buffer::from_bytes(data, align).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Os,
+                format!("cantus::pgas: no memory for a {}-byte message", data.len()),
+            )
+        })?;
         let mut b = BOXES.lock().unwrap();
         if epoch >= b.latest {
             b.file(key, Message { signature, buffer });
@@ -642,4 +662,85 @@ fn received(
 /// starts several).
 pub(crate) fn clear() {
     *BOXES.lock().unwrap() = Boxes::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A piece's arguments as `send_message` frames them.
+    fn piece(head: [u64; HEAD_WORDS], data: &[u8]) -> Vec<u8> {
+        let mut v: Vec<u8> = head.iter().flat_map(|w| w.to_le_bytes()).collect();
+        v.extend_from_slice(data);
+        v
+    }
+
+    fn serve(args: &[u8]) -> Outcome {
+        serve_message(args, &mut Vec::new())
+    }
+
+    #[test]
+    fn a_buffer_made_for_t_becomes_its_vec_without_a_copy() {
+        let words = [1u64, 2, 3];
+        let b = Buffer::from_bytes(bytemuck::cast_slice(&words), 8).unwrap();
+        let at = b.bytes().as_ptr();
+        let v: Vec<u64> = b.into_vec().unwrap();
+        assert_eq!(v, words);
+        assert_eq!(v.as_ptr().cast::<u8>(), at, "the allocation itself");
+        // Another alignment (u8s received as u64s) is copied; a length
+        // that is not whole is refused.
+        let b = Buffer::from_bytes(bytemuck::cast_slice(&words), 1).unwrap();
+        assert_eq!(b.into_vec::<u64>().unwrap(), words);
+        let b = Buffer::from_bytes(&[1, 2, 3], 1).unwrap();
+        assert!(b.into_vec::<u16>().is_none());
+        assert!(
+            Buffer::new(usize::MAX - 8, 8).is_none(),
+            "refused, no abort"
+        );
+        assert_eq!(Buffer::new(0, 16).unwrap().into_vec::<u128>().unwrap(), []);
+    }
+
+    #[test]
+    fn pieces_assemble_in_any_order_and_bad_ones_are_refused() {
+        // An epoch no other test uses (the boxes are the process's).
+        let (epoch, from, tag) = (1 << 40, 7u64, 99);
+        let head = |number: u64, len: u64, offset: u64, align: u64| {
+            [epoch, tag, from, number, len, offset, align, 0, 0, 0]
+        };
+        assert!(matches!(serve(&[0; 16]), Outcome::Rejected(_)));
+        for bad in [head(1, 4, 2, 8), head(1, 4, 0, 3), head(1, 4, 0, 8192)] {
+            assert!(
+                matches!(serve(&piece(bad, &[1, 2, 3])), Outcome::Rejected(_)),
+                "{bad:?}"
+            );
+        }
+        assert!(matches!(
+            serve(&piece(head(2, 16, 8, 8), &[2; 8])),
+            Outcome::Done
+        ));
+        assert!(
+            matches!(
+                serve(&piece(head(2, 24, 0, 8), &[1; 8])),
+                Outcome::Rejected(_)
+            ),
+            "a piece whose message length disagrees"
+        );
+        assert!(matches!(
+            serve(&piece(head(2, 16, 0, 8), &[1; 8])),
+            Outcome::Done
+        ));
+        let key = (epoch, from as u32, Channel::User as u8, tag);
+        let m = BOXES
+            .lock()
+            .unwrap()
+            .queues
+            .get_mut(&key)
+            .and_then(VecDeque::pop_front)
+            .expect("filed once whole");
+        assert_eq!(m.buffer.bytes(), [[1; 8], [2; 8]].concat());
+        assert_eq!(
+            m.buffer.into_vec::<u64>().unwrap(),
+            [0x0101_0101_0101_0101, 0x0202_0202_0202_0202]
+        );
+    }
 }
