@@ -249,19 +249,20 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         b.file(key, Message { signature, buffer });
     } else {
         let at = (epoch, key.1, number);
-        if !b.partial.contains_key(&at) {
-            let Some(buffer) = Buffer::new(len, align as usize) else {
-                return no_room();
-            };
-            let fresh = Partial {
-                key,
-                signature,
-                buffer,
-                filled: 0,
-            };
-            b.partial.insert(at, fresh);
-        }
-        let p = b.partial.get_mut(&at).expect("just made");
+        let p = match b.partial.entry(at) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let Some(buffer) = Buffer::new(len, align as usize) else {
+                    return no_room();
+                };
+                e.insert(Partial {
+                    key,
+                    signature,
+                    buffer,
+                    filled: 0,
+                })
+            }
+        };
         if p.buffer.len != len || p.key != key {
             return Outcome::Rejected(format!(
                 "a piece of body message {number} from locale {} disagrees with its others",
