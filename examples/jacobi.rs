@@ -125,12 +125,10 @@ fn main() {
         Some("exchange") => false,
         Some(_) => usage(),
     };
-    // Two grids of (n / locales + 2) x (n + 2) cells on each locale, and
-    // their staging rows; pages are committed only where touched.
-    let per_locale = 2 * (n.div_ceil(locales.min(n)) + 8) * (n + 2) * 8;
+    // Two grids of (n / locales + 2) x (n + 2) cells on each locale fit
+    // the default heap (4 GiB of address space) up to n of about 16,000.
     let rt = cantus::Runtime::builder()
         .default_locales(locales)
-        .heap_bytes(per_locale.next_power_of_two().max(64 << 20))
         .build()
         .unwrap_or_else(|e| fail(e));
     let parts = rt

@@ -116,16 +116,22 @@ fn exchange<'a, T: Pod>(
         }
     }
     let mut sigs = vec![sig; n];
+    // Once a part disagrees, no more go to `into` (this locale panics
+    // below, as every other does).
+    let mut agreed = true;
     for (from, seen) in sigs.iter_mut().enumerate() {
         if from == here {
-            into(here, Part::Own(bytemuck::cast_slice(part(here))));
+            if agreed {
+                into(here, Part::Own(bytemuck::cast_slice(part(here))));
+            }
             continue;
         }
         match take(here, epoch, from, (Channel::Collective, seq), |_| Ok(())) {
             Ok(Ok(m)) => {
                 *seen = m.signature;
                 let whole = m.buffer.bytes().len() % size_of::<T>().max(1) == 0;
-                if m.signature == sig && whole {
+                agreed &= m.signature == sig && whole;
+                if agreed {
                     into(from, Part::Received(m.buffer));
                 }
             }
@@ -145,14 +151,29 @@ fn exchange<'a, T: Pod>(
     }
 }
 
-/// An exchange's `into` that copies locale `from`'s part into block
-/// `from` (of `k` elements) of `out`.
-fn into_blocks<T: Pod>(out: &mut [T], k: usize) -> impl FnMut(usize, Part<'_>) + '_ {
+/// An exchange's `into` that appends each locale's part of `k` elements
+/// to `out` (the parts come in locale order), writing its bytes once,
+/// with no zero fill before.
+fn into_blocks<T: Pod>(out: &mut Vec<T>, k: usize) -> impl FnMut(usize, Part<'_>) + '_ {
     move |from, part| {
-        crate::copy::copy(
-            bytemuck::cast_slice_mut(&mut out[from * k..(from + 1) * k]),
-            part.bytes(),
+        let bytes = part.bytes();
+        assert!(
+            out.len() == from * k && bytes.len() == k * size_of::<T>(),
+            "parts come in locale order, each of {k} elements"
         );
+        out.reserve(k);
+        // SAFETY: `reserve` made room for `k` more elements past `len`;
+        // exactly their bytes are copied there from `bytes` (a message's
+        // or the caller's slice, not in `out`), so every element of the
+        // new length is written, and any bytes are a valid `T` (Pod).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                out.as_mut_ptr().add(out.len()).cast::<u8>(),
+                bytes.len(),
+            );
+            out.set_len(out.len() + k);
+        }
     }
 }
 
@@ -189,7 +210,7 @@ fn into_blocks<T: Pod>(out: &mut [T], k: usize) -> impl FnMut(usize, Part<'_>) +
 pub fn all_gather<T: Pod>(mine: &[T]) -> Vec<T> {
     let n = crate::remote::num_locales();
     let k = mine.len();
-    let mut out = vec![T::zeroed(); n * k];
+    let mut out = Vec::with_capacity(n * k);
     exchange(
         "pgas::all_gather",
         ALL_GATHER,
@@ -238,7 +259,7 @@ pub fn all_to_all<T: Pod>(send: &[T]) -> Vec<T> {
         Locales(n)
     );
     let k = send.len() / n;
-    let mut out = vec![T::zeroed(); send.len()];
+    let mut out = Vec::with_capacity(send.len());
     exchange(
         "pgas::all_to_all",
         ALL_TO_ALL,

@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorKind, Locales};
 use crate::remote::Handler;
 use crate::remote::handlers::{Outcome, id_of};
 use bytemuck::Pod;
-use std::alloc::{Layout, alloc_zeroed, dealloc};
+use std::alloc::{Layout, alloc, dealloc};
 use std::collections::{HashMap, VecDeque};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,45 +70,75 @@ pub(crate) struct Buffer {
     ptr: NonNull<u8>,
     len: usize,
     align: usize,
+    /// Bytes written from the start (a message is whole at `len`).
+    written: usize,
 }
 
 // SAFETY: a `Buffer` owns its allocation alone (as a `Vec<u8>` would).
 unsafe impl Send for Buffer {}
 
 impl Buffer {
-    /// `len` zeroed bytes aligned to `align` (a power of two; checked by
-    /// the caller); `None` if no such allocation can be made (a length
-    /// from a bad message: refused, not an abort).
+    /// Room for `len` bytes aligned to `align` (a power of two; checked
+    /// by the caller), not yet written: `written` counts what was.
+    /// `None` if no such allocation can be made (a length from a bad
+    /// message: refused, not an abort).
     fn new(len: usize, align: usize) -> Option<Buffer> {
         let layout = Layout::from_size_align(len, align).ok()?;
         let ptr = if len == 0 {
             // No allocation: a dangling pointer of the alignment.
             NonNull::new(align as *mut u8)?
         } else {
-            // SAFETY: the layout has a nonzero size. Zeroed, so that every
-            // byte is initialized whatever pieces come (a fresh large
-            // allocation is zero pages the kernel hands out anyway).
-            NonNull::new(unsafe { alloc_zeroed(layout) })?
+            // SAFETY: the layout has a nonzero size.
+            NonNull::new(unsafe { alloc(layout) })?
         };
-        Some(Buffer { ptr, len, align })
+        Some(Buffer {
+            ptr,
+            len,
+            align,
+            written: 0,
+        })
     }
 
     /// A copy of `bytes` aligned to `align`.
     fn from_bytes(bytes: &[u8], align: usize) -> Option<Buffer> {
         let mut b = Buffer::new(bytes.len(), align)?;
-        b.bytes_mut().copy_from_slice(bytes);
+        b.append(bytes);
         Some(b)
     }
 
-    pub(crate) fn bytes(&self) -> &[u8] {
-        // SAFETY: `len` initialized (zeroed, then written) bytes at
-        // `ptr` are ours, or none (dangling and aligned).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    /// Writes `bytes` next (pieces come in order, each once).
+    ///
+    /// # Panics
+    ///
+    /// If they pass the end (the caller checked they do not).
+    fn append(&mut self, bytes: &[u8]) {
+        assert!(
+            bytes.len() <= self.len - self.written,
+            "a piece past its message's end"
+        );
+        // SAFETY: `written + bytes.len() <= len` bytes of our allocation;
+        // `bytes` is a frame's, elsewhere. Written through the pointer:
+        // no reference to the unwritten part is ever made.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.ptr.as_ptr().add(self.written),
+                bytes.len(),
+            )
+        };
+        self.written += bytes.len();
     }
 
-    fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`, borrowed uniquely.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    /// Whether every byte was written (then `bytes` may be read).
+    fn is_whole(&self) -> bool {
+        self.written == self.len
+    }
+
+    pub(crate) fn bytes(&self) -> &[u8] {
+        assert!(self.is_whole(), "a message is read only once whole");
+        // SAFETY: `len` bytes at `ptr` are ours and all were written
+        // (checked), or none (dangling and aligned).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 
     /// The bytes as a `Vec<T>`: the allocation itself if it was made
@@ -125,10 +155,11 @@ impl Buffer {
             crate::copy::copy(bytemuck::cast_slice_mut(&mut v), self.bytes());
             return Some(v);
         }
+        assert!(self.is_whole(), "a message is taken only once whole");
         let this = std::mem::ManuallyDrop::new(self);
         // SAFETY: the allocation was made by the global allocator with
         // the layout (n * size_of::<T>(), align_of::<T>()), which is
-        // `Layout::array::<T>(n)`; its bytes are initialized and any
+        // `Layout::array::<T>(n)`; its bytes are all written and any
         // bytes are a valid `T` (Pod); ownership passes to the Vec (the
         // buffer is not dropped).
         Some(unsafe { Vec::from_raw_parts(this.ptr.as_ptr().cast::<T>(), n, n) })
@@ -156,12 +187,12 @@ pub(crate) struct Message {
     pub(crate) buffer: Buffer,
 }
 
-/// A message whose pieces are arriving.
+/// A message whose pieces are arriving (in order: one sender's pieces
+/// of one message travel on one network of one pair, one after another).
 struct Partial {
     key: Key,
     signature: [u64; 3],
     buffer: Buffer,
-    filled: usize,
 }
 
 #[derive(Default)]
@@ -259,20 +290,20 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
                     key,
                     signature,
                     buffer,
-                    filled: 0,
                 })
             }
         };
-        if p.buffer.len != len || p.key != key {
-            return Outcome::Rejected(format!(
-                "a piece of body message {number} from locale {} disagrees with its others",
-                key.1
-            ));
+        if p.buffer.len != len || p.key != key || offset != p.buffer.written {
+            let why = format!(
+                "a piece of body message {number} from locale {} at {offset} disagrees with \
+                 the {} bytes of it before",
+                key.1, p.buffer.written
+            );
+            b.partial.remove(&at);
+            return Outcome::Rejected(why);
         }
-        // The pieces of one message are disjoint: their bytes land once.
-        p.buffer.bytes_mut()[offset..offset + data.len()].copy_from_slice(data);
-        p.filled += data.len();
-        if p.filled < len {
+        p.buffer.append(data);
+        if !p.buffer.is_whole() {
             return Outcome::Done;
         }
         let p = b.partial.remove(&at).expect("just filled");
@@ -702,7 +733,7 @@ mod tests {
     }
 
     #[test]
-    fn pieces_assemble_in_any_order_and_bad_ones_are_refused() {
+    fn pieces_assemble_in_order_and_bad_ones_are_refused() {
         // An epoch no other test uses (the boxes are the process's).
         let (epoch, from, tag) = (1 << 40, 7u64, 99);
         let head = |number: u64, len: u64, offset: u64, align: u64| {
@@ -715,21 +746,18 @@ mod tests {
                 "{bad:?}"
             );
         }
-        assert!(matches!(
-            serve(&piece(head(2, 16, 8, 8), &[2; 8])),
-            Outcome::Done
-        ));
+        let done = |h, d: &[u8]| matches!(serve(&piece(h, d)), Outcome::Done);
         assert!(
-            matches!(
-                serve(&piece(head(2, 24, 0, 8), &[1; 8])),
-                Outcome::Rejected(_)
-            ),
-            "a piece whose message length disagrees"
+            !done(head(2, 16, 8, 8), &[2; 8]),
+            "a piece before its first"
         );
-        assert!(matches!(
-            serve(&piece(head(2, 16, 0, 8), &[1; 8])),
-            Outcome::Done
-        ));
+        assert!(done(head(3, 16, 0, 8), &[1; 8]));
+        assert!(
+            !done(head(3, 24, 8, 8), &[2; 8]),
+            "a piece whose message length disagrees (the message is dropped)"
+        );
+        assert!(done(head(4, 16, 0, 8), &[1; 8]));
+        assert!(done(head(4, 16, 8, 8), &[2; 8]));
         let key = (epoch, from as u32, Channel::User as u8, tag);
         let m = BOXES
             .lock()
