@@ -18,7 +18,7 @@
 //! `exchange.rs` travel here too, on a channel of their own.
 //! `README.md` beside this file, "Messages between bodies".
 
-use super::memory::wait_until;
+use super::memory::wait_promptly;
 use super::space::{Space, space};
 use crate::error::{Error, ErrorKind, Locales};
 use crate::remote::Handler;
@@ -509,7 +509,7 @@ pub(crate) fn take(
     let mut got = None;
     let mut ask_in = FIRST_ASK;
     let mut ask_at = Instant::now() + ask_in;
-    wait_until(
+    wait_promptly(
         || {
             // Acquire: pairs with `arrived`'s Release.
             let now = ARRIVALS.load(Ordering::Acquire);

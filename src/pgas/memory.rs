@@ -285,6 +285,39 @@ pub(crate) fn wait_until(mut done: impl FnMut() -> bool, progress: impl Fn() -> 
     }
 }
 
+/// How long [`wait_promptly`] polls and yields before it naps, and after
+/// how long its yields let other threads of the machine run too.
+const PROMPT_FOR: std::time::Duration = std::time::Duration::from_millis(10);
+const PROMPT_SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Waits until `done` for data another locale sends on its own schedule
+/// (a signal word, a message between bodies): for [`PROMPT_FOR`] it
+/// calls `progress` (the transport's poll: the sender's puts and pieces
+/// are applied inside it) and yields between looks, to the locale's
+/// other tasks and, after [`PROMPT_SPIN_FOR`], to other threads too (a
+/// locale that shares its core with the sender must not keep it from
+/// sending); then it naps as [`wait_until`] does where a poll brought
+/// nothing. The wait of a neighbour that arrives a few microseconds
+/// later is then never a nap (the policy of the collectives MPI makes,
+/// `messages/post.rs`).
+pub(crate) fn wait_promptly(mut done: impl FnMut() -> bool, progress: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    let mut nap = MIN_PAUSE;
+    while !done() {
+        let progressed = progress();
+        let waited = start.elapsed();
+        if waited < PROMPT_FOR {
+            crate::task::yield_now();
+            if waited > PROMPT_SPIN_FOR {
+                std::thread::yield_now();
+            }
+        } else if !progressed {
+            crate::task::sleep(nap);
+            nap = (nap * 2).min(MAX_PAUSE);
+        }
+    }
+}
+
 /// Panics for a collective that can never complete because the SPMD body
 /// of `locale` ended: by a panic (`panicked`), or by returning while
 /// `here` waits in a collective it did not call.

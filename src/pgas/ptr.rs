@@ -5,7 +5,7 @@
 //! act on the memory directly; on another, they go through the
 //! installed memory (`memory.rs`), which returns once they are done.
 
-use super::memory::{AtomicOp, Memory, wait_until};
+use super::memory::{AtomicOp, Memory, wait_promptly};
 use super::nonblocking::{Completion, GetHandle, Signal};
 use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
@@ -471,10 +471,11 @@ impl GlobalPtr<u64> {
     /// value (read with Acquire: what a [`put_signal`](GlobalPtr::put_signal)
     /// or a store released is visible). The word must be on this locale:
     /// a signal is waited for where it lands (OpenSHMEM's
-    /// `shmem_wait_until`). A task spins for about 20 µs, polling the
-    /// transport, then sleeps for growing pauses (up to 200 µs) so its
-    /// worker runs other tasks and serves remote calls, as in
-    /// [`barrier`](super::barrier).
+    /// `shmem_wait_until`). A task polls the transport and yields between
+    /// looks for 10 ms (to the locale's other tasks, and after 50 µs to
+    /// other threads too), then sleeps for growing pauses (up to 200 µs),
+    /// so a neighbour's signal that comes a little later is never waited
+    /// for by a nap.
     ///
     /// # Errors
     ///
@@ -508,7 +509,7 @@ impl GlobalPtr<u64> {
         if until(seen) {
             return Ok(seen);
         }
-        wait_until(
+        wait_promptly(
             || {
                 seen = word.load(Ordering::Acquire);
                 until(seen)
