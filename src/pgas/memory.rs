@@ -285,32 +285,34 @@ pub(crate) fn wait_until(mut done: impl FnMut() -> bool, progress: impl Fn() -> 
     }
 }
 
-/// How long [`wait_promptly`] polls and yields before it naps, and after
-/// how long its yields let other threads of the machine run too.
+/// How long [`wait_promptly`] spins (polling) before it starts yielding,
+/// and how long it polls and yields before it naps.
+const PROMPT_SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(20);
 const PROMPT_FOR: std::time::Duration = std::time::Duration::from_millis(10);
-const PROMPT_SPIN_FOR: std::time::Duration = std::time::Duration::from_micros(50);
 
 /// Waits until `done` for data another locale sends on its own schedule
-/// (a signal word, a message between bodies): for [`PROMPT_FOR`] it
-/// calls `progress` (the transport's poll: the sender's puts and pieces
-/// are applied inside it) and yields between looks, to the locale's
-/// other tasks and, after [`PROMPT_SPIN_FOR`], to other threads too (a
+/// (a signal word, a message between bodies), which `progress` (the
+/// transport's poll) applies inside it: spins for [`PROMPT_SPIN_FOR`],
+/// polling between looks (the data of a neighbour that is on time
+/// arrives within it); then, until [`PROMPT_FOR`], polls and yields
+/// between looks, to the locale's other tasks and to other threads (a
 /// locale that shares its core with the sender must not keep it from
-/// sending); then it naps as [`wait_until`] does where a poll brought
-/// nothing. The wait of a neighbour that arrives a few microseconds
-/// later is then never a nap (the policy of the collectives MPI makes,
-/// `messages/post.rs`).
+/// sending); then naps as [`wait_until`] does where a poll brought
+/// nothing. A neighbour a little late is never waited for by a nap.
 pub(crate) fn wait_promptly(mut done: impl FnMut() -> bool, progress: impl Fn() -> bool) {
     let start = std::time::Instant::now();
     let mut nap = MIN_PAUSE;
+    let mut spins = 0u32;
     while !done() {
         let progressed = progress();
-        let waited = start.elapsed();
-        if waited < PROMPT_FOR {
-            crate::task::yield_now();
-            if waited > PROMPT_SPIN_FOR {
-                std::thread::yield_now();
+        spins += 1;
+        if spins % 64 != 0 || start.elapsed() < PROMPT_SPIN_FOR {
+            if !progressed {
+                std::hint::spin_loop();
             }
+        } else if start.elapsed() < PROMPT_FOR {
+            crate::task::yield_now();
+            std::thread::yield_now();
         } else if !progressed {
             crate::task::sleep(nap);
             nap = (nap * 2).min(MAX_PAUSE);

@@ -471,11 +471,10 @@ impl GlobalPtr<u64> {
     /// value (read with Acquire: what a [`put_signal`](GlobalPtr::put_signal)
     /// or a store released is visible). The word must be on this locale:
     /// a signal is waited for where it lands (OpenSHMEM's
-    /// `shmem_wait_until`). A task polls the transport and yields between
-    /// looks for 10 ms (to the locale's other tasks, and after 50 µs to
-    /// other threads too), then sleeps for growing pauses (up to 200 µs),
-    /// so a neighbour's signal that comes a little later is never waited
-    /// for by a nap.
+    /// `shmem_wait_until`). A task spins for 20 µs polling the transport,
+    /// then polls and yields (to other tasks and threads) until 10 ms,
+    /// then sleeps for growing pauses (up to 200 µs): a neighbour's
+    /// signal that comes a little later is never waited for by a nap.
     ///
     /// # Errors
     ///

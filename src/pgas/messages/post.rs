@@ -11,10 +11,11 @@
 //! phase the step within the collective. A parcel of another epoch is
 //! left over from a group that ended early, and is dropped.
 
-use super::super::memory::{body_gone, wait_promptly, wait_until};
+use super::super::memory::{MAX_PAUSE, MIN_PAUSE, body_gone, wait_until};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// Which parcel: collective `seq` of the group, step `phase`, from `from`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -159,14 +160,24 @@ impl Post {
     }
 }
 
+/// How long a wait in a collective the transport makes (`wait_for`)
+/// polls and yields before it naps: the latency of a collective whose
+/// locales arrive together is never a nap. For the first `SPIN_FOR` it
+/// yields only to the locale's other tasks; after that to other
+/// processes too (a rank that shares its core with another must not
+/// keep it from arriving).
+const SPIN_FOR: Duration = Duration::from_micros(50);
+const YIELD_FOR: Duration = Duration::from_millis(10);
+
 impl Post {
     /// Waits in collective `seq` until `ready` gives its result (a
     /// collective the transport makes, `native.rs`), polling the
-    /// transport and yielding between looks for 10 ms, then napping
-    /// (`memory::wait_promptly`: the latency of a collective whose
-    /// locales arrive together is never a nap, a long wait is the other
-    /// locales' work). Panics, naming the locale, if a body ended such
-    /// that the collective can never complete (`here` is this locale).
+    /// transport and letting the locale's other tasks (after [`SPIN_FOR`],
+    /// other threads) run between looks: for [`YIELD_FOR`] without a
+    /// pause, then napping as a tree step's wait does (`wait_until`'s
+    /// 5-200 us) where a poll brought nothing (a long wait is the other
+    /// locales' work, not latency). Panics, naming the locale, if a body ended such that the
+    /// collective can never complete (`here` is this locale).
     pub(crate) fn wait_for<T>(
         &self,
         seq: u64,
@@ -174,29 +185,36 @@ impl Post {
         mut ready: impl FnMut() -> Option<T>,
         progress: impl Fn() -> bool,
     ) -> T {
+        let start = Instant::now();
         let mut seen = None;
-        let mut got = None;
-        wait_promptly(
-            || {
-                got = ready();
-                if got.is_some() {
-                    return true;
+        let mut nap = MIN_PAUSE;
+        loop {
+            if let Some(v) = ready() {
+                return v;
+            }
+            // Acquire: pairs with `arrived`'s Release (a notice of an end).
+            let now = self.arrivals.load(Ordering::Acquire);
+            if seen != Some(now) {
+                seen = Some(now);
+                // The lock is let go before the panic (it would poison it).
+                let blocker = self.state.lock().unwrap().blocker(seq);
+                if let Some((locale, panicked)) = blocker {
+                    body_gone(locale, panicked, here, "collective");
                 }
-                // Acquire: pairs with `arrived`'s Release (a notice of an end).
-                let now = self.arrivals.load(Ordering::Acquire);
-                if seen != Some(now) {
-                    seen = Some(now);
-                    // The lock is let go before the panic (it would poison it).
-                    let blocker = self.state.lock().unwrap().blocker(seq);
-                    if let Some((locale, panicked)) = blocker {
-                        body_gone(locale, panicked, here, "collective");
-                    }
+            }
+            let progressed = progress();
+            let waited = start.elapsed();
+            if waited < YIELD_FOR {
+                // What the poll brought may be tasks of this worker.
+                crate::task::yield_now();
+                if waited > SPIN_FOR {
+                    std::thread::yield_now();
                 }
-                false
-            },
-            progress,
-        );
-        got.expect("wait_promptly returns once ready")
+            } else if !progressed {
+                crate::task::sleep(nap);
+                nap = (nap * 2).min(MAX_PAUSE);
+            }
+        }
     }
 }
 
