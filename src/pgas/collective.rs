@@ -5,7 +5,9 @@
 //! the SPMD hooks; the installed [`Memory`](super::memory::Memory) moves
 //! the data (`README.md` beside this file states each one's protocol).
 
-use super::memory::{ALL_REDUCE, BROADCAST, Mismatch, REDUCE, Signature};
+use super::memory::{
+    ALL_GATHER, ALL_REDUCE, BROADCAST, EXCLUSIVE_SCAN, Mismatch, REDUCE, Signature,
+};
 use super::space::{Space, if_installed, installed, space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
@@ -77,6 +79,22 @@ fn describe(sig: Signature) -> String {
         [REDUCE, root, size] => format!("reduce of a {size}-byte value to locale {root}"),
         [ALL_REDUCE, _, size] => format!("all_reduce of a {size}-byte value"),
         [super::memory::BARRIER, _, _] => "barrier".to_string(),
+        [kind @ ALL_GATHER..=EXCLUSIVE_SCAN, size, count] => {
+            let names = [
+                "all_gather",
+                "all_gather_v",
+                "all_to_all",
+                "all_to_all_v",
+                "scan",
+                "exclusive_scan",
+            ];
+            let name = names[(kind - ALL_GATHER) as usize];
+            if count > 0 {
+                format!("{name} of {count} element(s) of {size} bytes")
+            } else {
+                format!("{name} of {size}-byte elements")
+            }
+        }
         _ => "no known collective".to_string(),
     }
 }

@@ -9,24 +9,15 @@
 //! different exchanges are told alike. `README.md` beside this file,
 //! "Exchanges".
 
-use super::collective::Collective;
+use super::collective::{Collective, mismatch};
 use super::mailbox::{Buffer, Channel, Gone, send_message, take};
-use super::memory::body_gone;
+use super::memory::{
+    ALL_GATHER, ALL_GATHER_V, ALL_TO_ALL, ALL_TO_ALL_V, EXCLUSIVE_SCAN, SCAN, Signature, agree,
+    body_gone,
+};
 use crate::error::Locales;
 use bytemuck::Pod;
 use std::sync::Mutex;
-
-/// Kinds of exchange (a signature's first word).
-const ALL_GATHER: u64 = 1;
-const ALL_GATHER_V: u64 = 2;
-const ALL_TO_ALL: u64 = 3;
-const ALL_TO_ALL_V: u64 = 4;
-const SCAN: u64 = 5;
-const EXCLUSIVE_SCAN: u64 = 6;
-
-/// What each part says of its call: (kind, element size, count: the
-/// elements per locale where every locale sends as many, else 0).
-type Signature = [u64; 3];
 
 /// (epoch, the number of the next exchange in it) on this locale.
 static NEXT: Mutex<(u64, u64)> = Mutex::new((0, 0));
@@ -38,24 +29,6 @@ fn next_seq(epoch: u64) -> u64 {
     }
     n.1 += 1;
     n.1
-}
-
-fn describe(sig: Signature) -> String {
-    let [kind, size, count] = sig;
-    let name = match kind {
-        ALL_GATHER => "all_gather",
-        ALL_GATHER_V => "all_gather_v",
-        ALL_TO_ALL => "all_to_all",
-        ALL_TO_ALL_V => "all_to_all_v",
-        SCAN => "scan",
-        EXCLUSIVE_SCAN => "exclusive_scan",
-        _ => "no known exchange",
-    };
-    if count > 0 {
-        format!("{name} of {count} element(s) of {size} bytes")
-    } else {
-        format!("{name} of {size}-byte elements")
-    }
 }
 
 /// A locale's part for this one, as an exchange hands it on.
@@ -140,14 +113,8 @@ fn exchange<'a, T: Pod>(
         }
     }
     // Every locale has every signature: the same verdict everywhere.
-    if let Some(l) = (1..n).find(|&l| sigs[l] != sigs[0]) {
-        panic!(
-            "cantus::{call}: the locales' collective calls do not match: locale 0 called {} \
-             but locale {l} called {}; every locale must make the same collective calls in \
-             the same order",
-            describe(sigs[0]),
-            describe(sigs[l])
-        );
+    if let Err(m) = agree(n, |l| sigs[l]) {
+        panic!("{}", mismatch(call, m));
     }
 }
 
@@ -208,16 +175,15 @@ fn into_blocks<T: Pod>(out: &mut Vec<T>, k: usize) -> impl FnMut(usize, Part<'_>
 /// the locale whose body ended (or panicked) before it took part.
 #[track_caller]
 pub fn all_gather<T: Pod>(mine: &[T]) -> Vec<T> {
-    let n = crate::remote::num_locales();
+    gathered("pgas::all_gather", ALL_GATHER, mine)
+}
+
+/// An all-gather made as `call`, of kind `kind` (an all-gather's or a
+/// scan's, which gathers one value from each locale).
+fn gathered<T: Pod>(call: &str, kind: u64, mine: &[T]) -> Vec<T> {
     let k = mine.len();
-    let mut out = Vec::with_capacity(n * k);
-    exchange(
-        "pgas::all_gather",
-        ALL_GATHER,
-        k,
-        |_| mine,
-        into_blocks(&mut out, k),
-    );
+    let mut out = Vec::with_capacity(crate::remote::num_locales() * k);
+    exchange(call, kind, k, |_| mine, into_blocks(&mut out, k));
     out
 }
 
@@ -322,20 +288,6 @@ pub fn all_to_all_v<T: Pod, P: AsRef<[T]>>(parts: &[P]) -> Vec<Vec<T>> {
     out
 }
 
-/// Every locale's values, gathered for a scan.
-fn scan_values<T: Pod>(call: &str, kind: u64, value: T) -> Vec<T> {
-    let mut out = vec![T::zeroed(); crate::remote::num_locales()];
-    let one = [value];
-    exchange(
-        call,
-        kind,
-        1,
-        |_| &one[..],
-        |from, part| out[from] = bytemuck::pod_read_unaligned(part.bytes()),
-    );
-    out
-}
-
 /// The inclusive prefix of the locales' values: on locale `l`,
 /// `op(...op(op(v0, v1), v2)..., vl)` (`MPI_Scan`), folded in locale
 /// order, so floats give the same bits however the job is placed.
@@ -346,7 +298,7 @@ fn scan_values<T: Pod>(call: &str, kind: u64, value: T) -> Vec<T> {
 #[track_caller]
 pub fn scan<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
     let here = crate::remote::here();
-    scan_values("pgas::scan", SCAN, value)
+    gathered("pgas::scan", SCAN, &[value])
         .into_iter()
         .take(here + 1)
         .reduce(op)
@@ -362,7 +314,7 @@ pub fn scan<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> T {
 #[track_caller]
 pub fn exclusive_scan<T: Pod>(value: T, op: impl Fn(T, T) -> T) -> Option<T> {
     let here = crate::remote::here();
-    scan_values("pgas::exclusive_scan", EXCLUSIVE_SCAN, value)
+    gathered("pgas::exclusive_scan", EXCLUSIVE_SCAN, &[value])
         .into_iter()
         .take(here)
         .reduce(op)

@@ -400,14 +400,16 @@ impl<T: Pod> HaloGrid<T> {
         }
         self.generation += 1;
         self.send_columns()?;
-        let sides = self.neighbour(0, -1).is_some() || self.neighbour(0, 1).is_some();
-        if !sides {
+        if !self.has_sides() {
             self.send_rows()?;
         }
-        Ok(HaloExchange {
-            grid: self,
-            rows_sent: !sides,
-        })
+        Ok(HaloExchange { grid: self })
+    }
+
+    /// Whether this block has a west or east neighbour (then its rows,
+    /// which carry the corners, go only once the columns came).
+    fn has_sides(&self) -> bool {
+        self.neighbour(0, -1).is_some() || self.neighbour(0, 1).is_some()
     }
 }
 
@@ -415,7 +417,6 @@ impl<T: Pod> HaloGrid<T> {
 #[must_use = "the ghost cells are filled only by wait()"]
 pub struct HaloExchange<'a, T> {
     grid: &'a mut HaloGrid<T>,
-    rows_sent: bool,
 }
 
 impl<T: Pod> HaloExchange<'_, T> {
@@ -433,7 +434,7 @@ impl<T: Pod> HaloExchange<'_, T> {
     pub fn wait(self) -> Result<(), Error> {
         let g = self.grid;
         g.receive([(0, -1, FROM_W), (0, 1, FROM_E)])?;
-        if !self.rows_sent {
+        if g.has_sides() {
             g.send_rows()?;
         }
         g.receive([(-1, 0, FROM_N), (1, 0, FROM_S)])

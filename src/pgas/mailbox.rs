@@ -231,6 +231,19 @@ impl Boxes {
     }
 }
 
+/// Files a copy of `data`, a whole message, unless its group ended here;
+/// `None` if there is no memory for it.
+fn file_copy(key: Key, signature: [u64; 3], data: &[u8], align: usize) -> Option<()> {
+    let buffer = Buffer::from_bytes(data, align)?;
+    let mut b = BOXES.lock().unwrap();
+    if key.0 >= b.latest {
+        b.file(key, Message { signature, buffer });
+    }
+    drop(b);
+    arrived();
+    Some(())
+}
+
 fn word(args: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_le_bytes(args.get(at..at + 8)?.try_into().ok()?))
 }
@@ -263,10 +276,6 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         ));
     }
     let signature = [s0, s1, s2];
-    let mut b = BOXES.lock().unwrap();
-    if epoch < b.latest {
-        return Outcome::Done; // of a group that ended
-    }
     let no_room = || {
         Outcome::Rejected(format!(
             "no memory for a {len}-byte body message from locale {}",
@@ -274,47 +283,48 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         ))
     };
     if offset == 0 && data.len() == len {
-        let Some(buffer) = Buffer::from_bytes(data, align as usize) else {
-            return no_room();
-        };
-        b.file(key, Message { signature, buffer });
-    } else {
-        let at = (epoch, key.1, number);
-        let p = match b.partial.entry(at) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => {
-                let Some(buffer) = Buffer::new(len, align as usize) else {
-                    return no_room();
-                };
-                e.insert(Partial {
-                    key,
-                    signature,
-                    buffer,
-                })
-            }
-        };
-        if p.buffer.len != len || p.key != key || offset != p.buffer.written {
-            let why = format!(
-                "a piece of body message {number} from locale {} at {offset} disagrees with \
-                 the {} bytes of it before",
-                key.1, p.buffer.written
-            );
-            b.partial.remove(&at);
-            return Outcome::Rejected(why);
-        }
-        p.buffer.append(data);
-        if !p.buffer.is_whole() {
-            return Outcome::Done;
-        }
-        let p = b.partial.remove(&at).expect("just filled");
-        b.file(
-            p.key,
-            Message {
-                signature: p.signature,
-                buffer: p.buffer,
-            },
-        );
+        return file_copy(key, signature, data, align as usize)
+            .map_or_else(no_room, |()| Outcome::Done);
     }
+    let mut b = BOXES.lock().unwrap();
+    if epoch < b.latest {
+        return Outcome::Done; // of a group that ended
+    }
+    let at = (epoch, key.1, number);
+    let p = match b.partial.entry(at) {
+        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let Some(buffer) = Buffer::new(len, align as usize) else {
+                return no_room();
+            };
+            e.insert(Partial {
+                key,
+                signature,
+                buffer,
+            })
+        }
+    };
+    if p.buffer.len != len || p.key != key || offset != p.buffer.written {
+        let why = format!(
+            "a piece of body message {number} from locale {} at {offset} disagrees with \
+             the {} bytes of it before",
+            key.1, p.buffer.written
+        );
+        b.partial.remove(&at);
+        return Outcome::Rejected(why);
+    }
+    p.buffer.append(data);
+    if !p.buffer.is_whole() {
+        return Outcome::Done;
+    }
+    let p = b.partial.remove(&at).expect("just filled");
+    b.file(
+        p.key,
+        Message {
+            signature: p.signature,
+            buffer: p.buffer,
+        },
+    );
     drop(b);
     arrived();
     Outcome::Done
@@ -433,19 +443,12 @@ pub(crate) fn send_message(
 ) -> Result<(), Error> {
     if to == s.here {
         let key = (epoch, to as u32, channel as u8, tag);
-        let buffer = Buffer::from_bytes(data, align).ok_or_else(|| {
+        return file_copy(key, signature, data, align).ok_or_else(|| {
             Error::new(
                 ErrorKind::Os,
                 format!("cantus::pgas: no memory for a {}-byte message", data.len()),
             )
-        })?;
-        let mut b = BOXES.lock().unwrap();
-        if epoch >= b.latest {
-            b.file(key, Message { signature, buffer });
-        }
-        drop(b);
-        arrived();
-        return Ok(());
+        });
     }
     let number = {
         // Counted before it leaves: a receiver that asks sees it as
@@ -552,7 +555,7 @@ pub(crate) fn take(
         },
         crate::remote::poll_once,
     );
-    got.expect("wait_until returns once a message came or its sender is gone")
+    got.expect("wait_promptly returns once a message came or its sender is gone")
 }
 
 /// Sends `data` to locale `to`'s SPMD body, with `tag`: `to`'s body

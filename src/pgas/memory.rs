@@ -41,6 +41,15 @@ pub(crate) const ALL_REDUCE: u64 = 4;
 /// A barrier (compared only by the message memory; the shared memory's
 /// barrier carries no signature, to stay one barrier).
 pub(crate) const BARRIER: u64 = 5;
+/// The exchanges (`exchange.rs`, over messages between the bodies),
+/// whose signatures are (kind, element size, elements per locale where
+/// every locale sends as many, else 0).
+pub(crate) const ALL_GATHER: u64 = 6;
+pub(crate) const ALL_GATHER_V: u64 = 7;
+pub(crate) const ALL_TO_ALL: u64 = 8;
+pub(crate) const ALL_TO_ALL_V: u64 = 9;
+pub(crate) const SCAN: u64 = 10;
+pub(crate) const EXCLUSIVE_SCAN: u64 = 11;
 
 /// The locales' collective calls differ: locale 0 called `first`, locale
 /// `locale` (the lowest that differs) called `theirs`. Every locale gets
@@ -119,7 +128,7 @@ impl AtomicOp {
 }
 
 /// The global address space's memory, as one locale sees it. The
-/// one-sided half (`put`, `get`, `atomic`) is called from any task or
+/// one-sided half (`put_nb`, `get_nb`, `atomic`) is called from any task or
 /// thread; the collective half only from this locale's SPMD body (one
 /// collective at a time, checked by the caller); the group half from the
 /// hooks the active-message layer calls (`remote::SpmdHooks`).
@@ -137,20 +146,17 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// long, aligned to a page), if it does: the shared memory maps every
     /// locale's, the message memory only this locale's. A mapped segment
     /// is accessed in place (copies, CPU atomics); the others only
-    /// through `put`, `get` and `atomic`. Valid while `self` lives.
+    /// through `put_nb`, `get_nb` and `atomic`. Valid while `self` lives.
     fn mapped(&self, locale: usize) -> Option<NonNull<u8>>;
 
-    /// Copies `src` to `offset` of `locale`'s segment, which this process
-    /// does not map (the bytes lie in the segment: checked by the
-    /// caller). Returns once they are there: a later operation of the
-    /// caller, on any locale, comes after it (`README.md`, "Ordering").
-    fn put(&self, locale: usize, offset: usize, src: &[u8]) -> Result<(), Error>;
-
     /// Starts copying `src` to `offset` of `locale`'s segment, which
-    /// this process does not map, and returns once `src` may be reused:
-    /// the calls carrying it, unanswered. With a `signal` (a word's
-    /// offset in the same segment, a store or fetch_add), the owner
-    /// applies it once every byte is in place.
+    /// this process does not map (the bytes lie in the segment: checked
+    /// by the caller), and returns once `src` may be reused: the calls
+    /// carrying it, unanswered. With a `signal` (a word's offset in the
+    /// same segment, a store or fetch_add), the owner applies it once
+    /// every byte is in place. Once [`InFlight::finish`] returned, the
+    /// bytes are there: a later operation of the caller, on any locale,
+    /// comes after it (`README.md`, "Ordering").
     fn put_nb(
         &self,
         locale: usize,
@@ -160,12 +166,9 @@ pub(crate) trait Memory: Send + Sync + 'static {
     ) -> Result<InFlight, Error>;
 
     /// Starts copying `len` bytes from `offset` of `locale`'s segment,
-    /// which this process does not map: the calls fetching them.
+    /// which this process does not map: the calls fetching them
+    /// ([`Gets::finish`] copies them out).
     fn get_nb(&self, locale: usize, offset: usize, len: usize) -> Result<Gets, Error>;
-
-    /// Copies `dst.len()` bytes from `offset` of `locale`'s segment,
-    /// which this process does not map, into `dst`.
-    fn get(&self, locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error>;
 
     /// Applies `op` to the 8-byte-aligned word at `offset` of `locale`'s
     /// segment, which this process does not map, as [`AtomicOp::apply`]

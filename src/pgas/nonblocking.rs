@@ -23,7 +23,7 @@ pub(crate) struct InFlight(pub(crate) Vec<RemoteHandle<()>>);
 
 impl InFlight {
     /// Waits for every piece; the first failure, once all answered.
-    fn finish(self) -> Result<(), Error> {
+    pub(crate) fn finish(self) -> Result<(), Error> {
         self.0
             .into_iter()
             .map(|c| c.join_with(|_| ()))

@@ -176,17 +176,13 @@ impl<T: Pod> GlobalPtr<T> {
     pub fn put(&self, src: &[T]) -> Result<(), Error> {
         self.access(src.len(), "a put", "pgas::GlobalPtr::put", |at| match at {
             Target::Mapped(dst) => {
-                // SAFETY: `dst` is valid for `size_of_val(src)` bytes
-                // (checked by `locate`) in a mapping of the memory, which
-                // cannot overlap `src`, a Rust slice outside it... unless
-                // `src` was borrowed from global memory itself: `copy`
-                // allows the overlap (`move_raw`, a `ptr::copy` where they overlap).
-                unsafe { crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) };
+                // SAFETY: `locate` checked `dst` for the bytes of `src`.
+                unsafe { copy_in(src, dst) };
                 Ok(())
             }
-            Target::Remote(memory, locale, offset) => {
-                memory.put(locale, offset, bytemuck::cast_slice(src))
-            }
+            Target::Remote(memory, locale, offset) => memory
+                .put_nb(locale, offset, bytemuck::cast_slice(src), None)?
+                .finish(),
         })
     }
 
@@ -199,18 +195,13 @@ impl<T: Pod> GlobalPtr<T> {
     pub fn get(&self, dst: &mut [T]) -> Result<(), Error> {
         self.access(dst.len(), "a get", "pgas::GlobalPtr::get", |at| match at {
             Target::Mapped(src) => {
-                // SAFETY: `src` is valid for the bytes of `dst` (checked
-                // by `locate`); `dst` is a unique borrow. Any bytes are a
-                // valid `T` (Pod). `move_raw` allows `dst` to lie in global
-                // memory.
-                unsafe {
-                    crate::copy::move_raw(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst))
-                };
+                // SAFETY: `locate` checked `src` for the bytes of `dst`.
+                unsafe { copy_out(src, dst) };
                 Ok(())
             }
-            Target::Remote(memory, locale, offset) => {
-                memory.get(locale, offset, bytemuck::cast_slice_mut(dst))
-            }
+            Target::Remote(memory, locale, offset) => memory
+                .get_nb(locale, offset, size_of_val(dst))?
+                .finish(bytemuck::cast_slice_mut(dst)),
         })
     }
 
@@ -233,10 +224,8 @@ impl<T: Pod> GlobalPtr<T> {
             "pgas::GlobalPtr::put_nb",
             |at| match at {
                 Target::Mapped(dst) => {
-                    // SAFETY: as in `put`.
-                    unsafe {
-                        crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src))
-                    };
+                    // SAFETY: `locate` checked `dst` for the bytes of `src`.
+                    unsafe { copy_in(src, dst) };
                     Ok(Completion::done())
                 }
                 Target::Remote(memory, locale, offset) => memory
@@ -312,10 +301,8 @@ impl<T: Pod> GlobalPtr<T> {
             let w = word.locate(s, 1, "a put_signal's signal word")?;
             match (self.locate(s, src.len(), "a put_signal")?, w) {
                 (Place::Mapped(dst), Place::Mapped(w)) => {
-                    // SAFETY: as in `put`.
-                    unsafe {
-                        crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src))
-                    };
+                    // SAFETY: `locate` checked `dst` for the bytes of `src`.
+                    unsafe { copy_in(src, dst) };
                     // SAFETY: in bounds (`locate`) and aligned (checked
                     // above) in a mapping that lives while the space does
                     // (we hold its lock); any bits are a valid AtomicU64.
@@ -351,10 +338,8 @@ impl<T: Pod> GlobalPtr<T> {
         self.access(n, "a get", "pgas::GlobalPtr::get_nb", |at| match at {
             Target::Mapped(src) => {
                 let mut v = vec![T::zeroed(); n];
-                // SAFETY: as in `get`.
-                unsafe {
-                    crate::copy::move_raw(src, v.as_mut_ptr().cast::<u8>(), size_of_val(&v[..]))
-                };
+                // SAFETY: `locate` checked `src` for `n` elements.
+                unsafe { copy_out(src, &mut v) };
                 Ok(GetHandle::ready(v))
             }
             Target::Remote(memory, locale, offset) => memory
@@ -412,6 +397,31 @@ impl<T: Pod> GlobalPtr<T> {
     pub fn write(&self, value: T) -> Result<(), Error> {
         self.put(&[value])
     }
+}
+
+/// Copies `src` to `dst`, in a mapping of global memory.
+///
+/// # Safety
+///
+/// `dst` is valid for `size_of_val(src)` bytes (`locate` checked them).
+/// It cannot overlap `src`, a Rust slice outside the mapping... unless
+/// `src` was borrowed from global memory itself: `move_raw` allows the
+/// overlap (a `ptr::copy` where they overlap).
+unsafe fn copy_in<T: Pod>(src: &[T], dst: *mut u8) {
+    // SAFETY: as the caller promises.
+    unsafe { crate::copy::move_raw(src.as_ptr().cast::<u8>(), dst, size_of_val(src)) }
+}
+
+/// Copies from `src`, in a mapping of global memory, into `dst`.
+///
+/// # Safety
+///
+/// `src` is valid for the bytes of `dst` (`locate` checked them); `dst`
+/// is a unique borrow, and any bytes are a valid `T` (Pod). `move_raw`
+/// allows `dst` to lie in global memory.
+unsafe fn copy_out<T: Pod>(src: *const u8, dst: &mut [T]) {
+    // SAFETY: as the caller promises.
+    unsafe { crate::copy::move_raw(src, dst.as_mut_ptr().cast::<u8>(), size_of_val(dst)) }
 }
 
 /// Where a range of global memory is.

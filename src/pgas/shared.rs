@@ -222,14 +222,6 @@ impl Memory for SharedMemory {
         self.areas.heaps.get(locale).copied()
     }
 
-    fn put(&self, locale: usize, _: usize, _: &[u8]) -> Result<(), Error> {
-        Err(unmapped(locale))
-    }
-
-    fn get(&self, locale: usize, _: usize, _: &mut [u8]) -> Result<(), Error> {
-        Err(unmapped(locale))
-    }
-
     fn put_nb(
         &self,
         locale: usize,

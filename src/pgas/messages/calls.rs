@@ -325,20 +325,10 @@ fn frame_payload() -> Result<usize, Error> {
     })
 }
 
-/// Copies `src` to `offset` of `locale`'s segment: one call per piece
-/// that fits a frame, all sent before the first reply is awaited; returns
-/// once every piece was acknowledged (so the bytes are there).
-pub(crate) fn put(locale: usize, offset: usize, src: &[u8]) -> Result<(), Error> {
-    put_nb(locale, offset, src, None)?
-        .0
-        .into_iter()
-        .map(|c| c.join_with(|_| ()))
-        .fold(Ok(()), Result::and)
-}
-
 /// Sends the calls that copy `src` to `offset` of `locale`'s segment, one
-/// per piece that fits a frame, and returns them unanswered (the bytes
-/// were framed: `src` may be reused). With a `signal` (the signal word's
+/// per piece that fits a frame, all before the first reply is awaited,
+/// and returns them unanswered (the bytes were framed: `src` may be
+/// reused; each reply acknowledges its piece's bytes in place). With a `signal` (the signal word's
 /// offset, a store or fetch_add), the last piece applies it after its
 /// copy; the owner runs one sender's calls in the order sent (one
 /// network of one pair, handlers inline in its poll), so every piece is
@@ -387,16 +377,9 @@ pub(crate) fn put_nb(
     Ok(InFlight(calls))
 }
 
-/// Copies `dst.len()` bytes from `offset` of `locale`'s segment: one
-/// call per piece whose reply fits a frame, all sent before the first
-/// reply is awaited.
-pub(crate) fn get(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
-    get_nb(locale, offset, dst.len())?.finish(dst)
-}
-
 /// Sends the calls that fetch `len` bytes from `offset` of `locale`'s
-/// segment, one per piece whose reply fits a frame, and returns them
-/// unanswered.
+/// segment, one per piece whose reply fits a frame, all before the first
+/// reply is awaited, and returns them unanswered.
 pub(crate) fn get_nb(locale: usize, offset: usize, len: usize) -> Result<Gets, Error> {
     let piece = frame_payload()?.max(1);
     let pieces = (0..len)

@@ -463,14 +463,6 @@ impl Memory for MessageMemory {
         self.mapped[locale]
     }
 
-    fn put(&self, locale: usize, offset: usize, src: &[u8]) -> Result<(), Error> {
-        calls::put(locale, offset, src)
-    }
-
-    fn get(&self, locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
-        calls::get(locale, offset, dst)
-    }
-
     fn put_nb(
         &self,
         locale: usize,
