@@ -580,6 +580,7 @@ fn rust_to_c(ty: &str) -> String {
         "c_long" => "long",
         "c_char" => "char",
         "c_void" | "()" => "void",
+        "bool" => "bool",
         "u8" => "uint8_t",
         "u64" => "uint64_t",
         "i64" => "int64_t",

@@ -22,9 +22,8 @@
  * everything of Qthreads not declared in the headers above - among them
  * the *_to forms of the syncvar forks (qthread_fork_syncvar_to,
  * qthread_fork_syncvar_copyargs_to),
- * qthread_fork_copyargs_precond, qthread_fork_*_simple, qthread_fork_net,
- * qthread_trylock, qthread_lock_init/destroy,
- * spinlocks, qt_team_critical_section and qt_team_eureka (and the
+ * qthread_fork_copyargs_precond, qthread_fork_syncvar_copyargs_simple,
+ * qthread_fork_net, spinlocks (qthread_spinlock_*), qt_team_critical_section and qt_team_eureka (and the
  * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
  * qthread_worker_unique/local, qthread_syncvar_incrF,
  * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
@@ -99,6 +98,9 @@ typedef unsigned short qthread_worker_id_t;
 
 #define QTHREAD_NULL_TASK_ID UINT_MAX
 #define QTHREAD_NON_TASK_ID 0
+#define QTHREAD_DEFAULT_TEAM_ID 1
+#define QTHREAD_NON_TEAM_ID 0
+#define QTHREAD_NULL_TEAM_ID UINT_MAX
 
 /* A task body; its result fills the fork's aligned_t *ret. */
 typedef aligned_t (*qthread_f)(void *arg);
@@ -291,8 +293,8 @@ int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
 
 /* (internal) qthread_fork_precond*: builds the precondition array. */
 static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_t *ret,
-                                          qthread_shepherd_id_t shepherd, int npreconds,
-                                          va_list ap)
+                                          qthread_shepherd_id_t shepherd, unsigned int flags,
+                                          int npreconds, va_list ap)
 {
     size_t n = npreconds < 0 ? (size_t)(-(long)npreconds) : (size_t)npreconds;
     aligned_t **pre = NULL;
@@ -313,7 +315,7 @@ static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_
                 pre[i] = va_arg(ap, aligned_t *);
         }
     }
-    return qthread_spawn(f, arg, 0, ret, n, pre, shepherd, 0);
+    return qthread_spawn(f, arg, 0, ret, n, pre, shepherd, flags);
 }
 
 /*
@@ -322,6 +324,8 @@ static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_
  * qthread_spawn). As in Qthreads, a negative npreconds means one argument
  * follows: an array of -npreconds aligned_t pointers.
  * qthread_fork_precond_to - the same, aimed at a shepherd.
+ * qthread_fork_precond_simple - qthread_fork_precond with
+ * QTHREAD_SPAWN_SIMPLE (an ordinary task on cantus, see qthread_spawn).
  * (Inline functions here, building the array and calling qthread_spawn.)
  * Returns:  as qthread_spawn; QTHREAD_MALLOC_ERROR if the array cannot be
  *           allocated.
@@ -331,7 +335,17 @@ static inline int qthread_fork_precond(qthread_f f, const void *arg, aligned_t *
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, 0, npreconds, ap);
+    va_end(ap);
+    return rc;
+}
+
+static inline int qthread_fork_precond_simple(qthread_f f, const void *arg, aligned_t *ret,
+                                              int npreconds, ...)
+{
+    va_list ap;
+    va_start(ap, npreconds);
+    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, QTHREAD_SPAWN_SIMPLE, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -341,7 +355,7 @@ static inline int qthread_fork_precond_to(qthread_f f, const void *arg, aligned_
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, shepherd, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, ret, shepherd, 0, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -354,14 +368,25 @@ void qthread_yield_(int kind);
 #define qthread_yield() qthread_yield_(0)
 #define qthread_yield_near() qthread_yield_(1)
 
+/*
+ * qthread_flushsc - flush the caller's spawn cache. Qthreads may hold a
+ * worker's new tasks in a cache until it flushes; cantus queues every
+ * task at its fork, so there is never anything to flush: it returns at
+ * once, in any context.
+ */
+void qthread_flushsc(void);
+
 /* ---- queries ------------------------------------------------------------ */
 
 /*
- * qthread_id - the calling task's id, in 2 .. UINT_MAX-1 (ids are unique
- * among running tasks but not consecutive, and wrap after UINT_MAX-2
- * tasks). 1 in the thread that started the runtime (Qthreads' main
- * thread). QTHREAD_NON_TASK_ID (0) in other threads and before
- * qthread_initialize.
+ * qthread_id - the calling task's id. As in Qthreads, tasks made by
+ * qthread_fork* / qthread_spawn are numbered 2, 3, ... in the order of
+ * their forks (numbering starts again at 2 with each qthread_initialize,
+ * and after 2^31 - 2 forks); other tasks (qt_loop bodies, cantus_spawn,
+ * Rust tasks) have ids from 2^31 to UINT_MAX-1, never a fork's while
+ * fewer than 2^31 forked tasks live. 1 in the thread that started the
+ * runtime (Qthreads' main task). QTHREAD_NON_TASK_ID (0) in other threads
+ * and before qthread_initialize.
  */
 unsigned qthread_id(void);
 
@@ -538,15 +563,17 @@ void *qthread_get_tasklocal(unsigned int size);
 unsigned qthread_size_tasklocal(void);
 
 /*
- * qthread_bos, qthread_tos - the calling task's stack: bos is its lowest
+ * qthread_bos, qthread_tos - the calling task's stack, named as in
+ * Qthreads: tos ("top of stack", Qthreads' stack pointer) is its lowest
  * usable address (the guard page lies just below it; the stack grows
- * down towards it), tos one past its highest (where it starts), so
- * tos - bos is the stack size (readstate(STACK_SIZE); the larger root
- * stack for a task that cantus_run or a join from an outside thread
- * runs). qthread_stackleft - the bytes between the caller's frame and
- * bos: what the task may still use before it overflows (an overflow
+ * down towards it), bos ("bottom of stack") one past its highest, where
+ * it starts; so bos - tos is the stack size (readstate(STACK_SIZE); the
+ * larger root stack for a task that cantus_run or a join from an outside
+ * thread runs). qthread_stackleft - the bytes between the caller's frame
+ * and tos: what the task may still use before it overflows (an overflow
  * hits the guard page and stops the program with a message).
- * Outside a task: NULL, NULL and 0.
+ * Outside a task (and in the main task, which runs on its thread's own
+ * stack): NULL, NULL and 0.
  */
 size_t qthread_stackleft(void);
 void *qthread_bos(void);
@@ -626,13 +653,26 @@ int qthread_syncvar_status(syncvar_t *v);
  * Qthreads implement these as readFE/fill on the word itself, so there a
  * locked word also reads as empty).
  * Contexts: a task or an outside thread.
+ * qthread_trylock - take the lock if nobody holds it, else return
+ * QTHREAD_OPFAIL at once.
+ * qthread_lock_init - declare the lock of address a recursive (or not,
+ * is_recursive false): a recursive lock taken again by its holder only
+ * counts, and the holder's last qthread_unlock releases it; another
+ * task's qthread_unlock of it is QTHREAD_OPFAIL. The holder is the task
+ * (an outside thread: the thread), where Qthreads takes the worker.
+ * QTHREAD_OPFAIL if a was declared already. qthread_lock_destroy - forget
+ * the declaration (QTHREAD_OPFAIL if there was none); the address is a
+ * plain lock again. Declare before locking, destroy after the last use.
  * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (a NULL), QTHREAD_NOT_ALLOWED
- *           (no runtime).
+ *           (no runtime), QTHREAD_OPFAIL (above).
  * Undefined: freeing or reusing the memory of a locked address for
  *           another lock.
  */
 int qthread_lock(const aligned_t *a);
 int qthread_unlock(const aligned_t *a);
+int qthread_trylock(const aligned_t *a);
+int qthread_lock_init(const aligned_t *a, bool is_recursive);
+int qthread_lock_destroy(aligned_t *a);
 
 /* ---- atomics (compiler built-ins, as in Qthreads) ------------------------ */
 

@@ -25,6 +25,11 @@ thread_local! {
     static STARTER_OF: Cell<u64> = const { Cell::new(0) };
 }
 
+/// The number of the runtime started last (0 before the first).
+pub(crate) fn generation() -> u64 {
+    GENERATION.load(Ordering::Relaxed)
+}
+
 /// Whether the calling thread started the runtime that runs now.
 pub(crate) fn is_starter_thread() -> bool {
     STARTED.load(Ordering::Acquire)

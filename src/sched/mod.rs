@@ -189,6 +189,19 @@ pub(crate) fn current_queue_len() -> Option<usize> {
     WorkerLocal::current().map(|l| l.queued_here())
 }
 
+/// How many tasks wait in worker `w`'s deque of the calling thread's
+/// runtime (a moment's view; `None` without a runtime or such a worker).
+pub(crate) fn queue_len_of(w: usize) -> Option<usize> {
+    let reg = Registry::current()?;
+    reg.workers.get(w).map(|s| s.stealer.len())
+}
+
+/// Whether the calling thread, not a task, is inside a blocking action
+/// (`qt_begin_blocking_action` made in place).
+pub(crate) fn in_blocking_action_in_place() -> bool {
+    worker::blocking_call::in_place_action()
+}
+
 /// The bytes the runtime keeps for a task besides its usable stack: the
 /// guard page below the stack and the task's queued record.
 pub(crate) fn task_runtime_bytes() -> usize {

@@ -1,13 +1,18 @@
 //! Per-task storage: what belongs to the running task, made at its first
 //! request and freed when the task ends: bytes, which the C ABI hands out
-//! as Qthreads' task-local storage (`qthread_get_tasklocal`), and a value
-//! the layer that spawned the task attaches to it (the C ABI's team).
+//! as Qthreads' task-local storage (`qthread_get_tasklocal`), a value
+//! the layer that spawned the task attaches to it (the C ABI's team), and
+//! a *label*, a number that layer gives the task (the C ABI's Qthreads
+//! id, numbered at fork).
 //!
 //! A worker keeps the running task's storage in one word, a pointer
 //! (`WorkerLocal::storage`): `run_task` clears it before a task runs and
 //! frees what the task made when it returns; a task that blocks takes
 //! its word with it across the switch (`suspend_current`), as it does
 //! its id. A task that makes no request costs two stores and a branch.
+//! A label alone needs no storage: the word holds it in place of the
+//! pointer (marked by its second bit), so labelling every task allocates
+//! nothing; storage made later takes the label over.
 //! The word's lowest bit marks a task whose body may leave its worker
 //! for a blocking call (`worker/blocking_call.rs`); while it is away, the
 //! blocking-call thread holds the word (and the task reaches its storage
@@ -30,6 +35,8 @@ const ALIGN: usize = 16;
 pub(crate) struct TaskStorage {
     bytes: Option<Bytes>,
     attached: Option<Arc<dyn Any + Send + Sync>>,
+    /// The task's label, 0 for none (see [`set_label`]).
+    label: u64,
 }
 
 /// Task-local bytes: `len` of them, zeroed when made, aligned for any C
@@ -83,10 +90,39 @@ impl Drop for Bytes {
 /// is a `Box` (aligned to 8), so the bit is free.
 const MAY_GO_AWAY: usize = 1;
 
-/// The storage a task word points at (null: none).
+/// The mark of a task word that holds a label in place of a pointer
+/// (the label in the bits above [`LABEL_SHIFT`]): its second bit, free in
+/// a pointer to a `Box<TaskStorage>` (aligned to 8).
+const INLINE_LABEL: usize = 2;
+/// Where an inline label starts in a task word.
+const LABEL_SHIFT: u32 = 3;
+/// The largest label a task word holds in place (larger ones make the
+/// storage).
+const MAX_INLINE_LABEL: u64 = (usize::MAX >> LABEL_SHIFT) as u64;
+
+/// The storage a task word points at (null: none, or only a label).
 #[inline]
 fn storage_of(word: *mut TaskStorage) -> *mut TaskStorage {
+    if word.addr() & INLINE_LABEL != 0 {
+        return std::ptr::null_mut();
+    }
     word.map_addr(|a| a & !MAY_GO_AWAY)
+}
+
+/// A task word holding `label` in place, with the may-go-away mark of
+/// `word`.
+#[inline]
+fn inline_label(label: u64, word: *mut TaskStorage) -> *mut TaskStorage {
+    debug_assert!(label <= MAX_INLINE_LABEL);
+    std::ptr::without_provenance_mut::<TaskStorage>(
+        (label as usize) << LABEL_SHIFT | INLINE_LABEL | (word.addr() & MAY_GO_AWAY),
+    )
+}
+
+/// The label a task word holds in place, if it does.
+#[inline]
+fn label_in(word: *mut TaskStorage) -> Option<u64> {
+    (word.addr() & INLINE_LABEL != 0).then(|| (word.addr() >> LABEL_SHIFT) as u64)
 }
 
 /// Whether a task word carries the may-go-away mark.
@@ -125,7 +161,10 @@ fn current() -> Option<&'static mut TaskStorage> {
     let word = cell.get();
     let mut p = storage_of(word);
     if p.is_null() {
-        p = Box::into_raw(Box::default());
+        p = Box::into_raw(Box::new(TaskStorage {
+            label: label_in(word).unwrap_or(0),
+            ..TaskStorage::default()
+        }));
         cell.set(with_may_go_away(p, may_go_away(word)));
     }
     // SAFETY: a non-null pointer in the task word is the running task's
@@ -184,6 +223,39 @@ pub(crate) fn attached() -> Option<Arc<dyn Any + Send + Sync>> {
     existing()?.attached.clone()
 }
 
+/// Gives the running task the label `label` (replacing one it had; 0
+/// takes it away), without allocating when it has no storage; `false`
+/// outside a task.
+pub(crate) fn set_label(label: u64) -> bool {
+    let Some(cell) = word() else {
+        return false;
+    };
+    let word = cell.get();
+    let p = storage_of(word);
+    if !p.is_null() {
+        // SAFETY: as in `current`: the running task's storage.
+        unsafe { (*p).label = label };
+    } else if label == 0 {
+        cell.set(with_may_go_away(std::ptr::null_mut(), may_go_away(word)));
+    } else if label <= MAX_INLINE_LABEL {
+        cell.set(inline_label(label, word));
+    } else if let Some(s) = current() {
+        s.label = label;
+    }
+    true
+}
+
+/// The running task's label, if it was given one.
+pub(crate) fn label() -> Option<u64> {
+    let word = word()?.get();
+    if let Some(l) = label_in(word) {
+        return Some(l);
+    }
+    // SAFETY: as in `current`.
+    let l = unsafe { storage_of(word).as_ref() }.map_or(0, |s| s.label);
+    (l != 0).then_some(l)
+}
+
 /// Frees a task's storage when the task has ended (`run_task`), given
 /// its task word.
 #[inline]
@@ -198,6 +270,31 @@ pub(crate) fn release(word: *mut TaskStorage) {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_label_lives_in_the_word_until_storage_takes_it_over() {
+        let empty: *mut TaskStorage = std::ptr::null_mut();
+        for away in [false, true] {
+            let w = inline_label(12345, with_may_go_away(empty, away));
+            assert_eq!(label_in(w), Some(12345));
+            assert_eq!(may_go_away(w), away);
+            // No storage behind a label: nothing to free.
+            assert!(storage_of(w).is_null());
+            release(w);
+            let marked = with_may_go_away(w, !away);
+            assert_eq!(label_in(marked), Some(12345));
+            assert_eq!(may_go_away(marked), !away);
+        }
+        assert_eq!(label_in(empty), None);
+        let boxed = Box::into_raw(Box::<TaskStorage>::default());
+        assert_eq!(label_in(boxed), None);
+        assert_eq!(storage_of(with_may_go_away(boxed, true)), boxed);
+        release(boxed);
+        let top = inline_label(MAX_INLINE_LABEL, empty);
+        assert_eq!(label_in(top), Some(MAX_INLINE_LABEL));
+    }
+
     #[test]
     fn storage_is_zeroed_and_keeps_its_contents_when_it_grows() {
         let mut s = super::Bytes::new(24);

@@ -68,13 +68,14 @@ static aligned_t stack_task(void *arg)
 {
     struct stack_result *r = arg;
     char here;
-    uintptr_t bos = (uintptr_t)qthread_bos(), tos = (uintptr_t)qthread_tos();
+    /* As in Qthreads: tos the lowest address, bos where the stack starts */
+    uintptr_t tos = (uintptr_t)qthread_tos(), bos = (uintptr_t)qthread_bos();
     size_t left = qthread_stackleft();
-    r->in_range = bos < (uintptr_t)&here && (uintptr_t)&here < tos;
-    r->size = tos - bos == qthread_readstate(STACK_SIZE);
-    /* stackleft is measured down to bos: near this frame's distance */
-    r->ok_top = left > 0 && left < tos - bos && left <= (uintptr_t)&here - bos + 4096 &&
-                left + 4096 >= (uintptr_t)&here - bos;
+    r->in_range = tos < (uintptr_t)&here && (uintptr_t)&here < bos;
+    r->size = bos - tos == qthread_readstate(STACK_SIZE);
+    /* stackleft is measured down to tos: near this frame's distance */
+    r->ok_top = left > 0 && left < bos - tos && left <= (uintptr_t)&here - tos + 4096 &&
+                left + 4096 >= (uintptr_t)&here - tos;
     /* 16 frames of 512+ bytes deeper: at least 8 KiB less left */
     r->deeper = deeper_left(16) + 8192 <= left;
     return 0;
@@ -98,11 +99,23 @@ int main(void)
     setenv("QT_TASKLOCAL_SIZE", "96", 1);
     CHECK_EQ(qthread_initialize(), QTHREAD_SUCCESS);
 
-    /* the thread that started the runtime is not a task */
-    CHECK(qthread_get_tasklocal(8) == NULL);
-    CHECK(strstr(cantus_last_error(), "outside a task") != NULL);
-    CHECK_EQ(qthread_size_tasklocal(), 0);
-    CHECK(qthread_bos() == NULL);
+    /* the thread that started the runtime is Qthreads' main task: it has
+     * task-local storage (zeroed, default size, grown with its contents),
+     * but runs on its own thread's stack (no bos/tos) */
+    CHECK_EQ(qthread_size_tasklocal(), DEFAULT_TL);
+    unsigned char *mine = qthread_get_tasklocal(8);
+    CHECK(mine != NULL);
+    int main_zeroed = 1;
+    for (int i = 0; i < DEFAULT_TL; i++) main_zeroed &= mine[i] == 0;
+    CHECK(main_zeroed);
+    mine[0] = 42;
+    mine[DEFAULT_TL - 1] = 43;
+    CHECK(qthread_get_tasklocal(8) == mine);
+    unsigned char *big = qthread_get_tasklocal(4096);
+    CHECK(big != NULL && big[0] == 42 && big[DEFAULT_TL - 1] == 43 && big[4095] == 0);
+    CHECK(qthread_size_tasklocal() >= 4096);
+    CHECK(qthread_bos() == NULL && qthread_tos() == NULL);
+    CHECK_EQ(qthread_stackleft(), 0);
 
     qthread_empty(&gate);
     static struct tl_result tl[TASKS];
@@ -134,6 +147,11 @@ int main(void)
         CHECK(st[i].ok_top);
         CHECK(st[i].deeper);
     }
+    /* each task's storage is its own, not main's */
+    CHECK(qthread_get_tasklocal(8) == big);
     qthread_finalize();
+    /* after qthread_finalize there is no main task any more */
+    CHECK(qthread_get_tasklocal(8) == NULL);
+    CHECK_EQ(qthread_size_tasklocal(), 0);
     return DONE();
 }

@@ -4,7 +4,7 @@
 //! `dest` of a read may be NULL (the value is dropped), a read into its
 //! own source writes nothing.
 
-use super::qt;
+use super::{locks, qt};
 use crate::ffi::error::Fail;
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::{KeySite, SyncvarSite, WordSite, syncvar};
@@ -255,26 +255,87 @@ fn lock_site(call: &str, a: *const u64) -> Result<KeySite, Fail> {
 
 /// qthread_lock: takes the lock of address `a`, waiting while another
 /// holds it (FIFO hand-off). The lock is separate from the word's FEB
-/// state and value; `a` is only a key.
+/// state and value; `a` is only a key. A lock declared recursive
+/// (`qthread_lock_init`, `locks.rs`) that the caller holds only counts.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_lock(a: *const u64) -> c_int {
     qt("qthread_lock", || {
         require_runtime("qthread_lock")?;
+        let site = lock_site("qthread_lock", a)?;
+        let declared = locks::declared(a as usize);
+        if declared.as_ref().is_some_and(|d| d.enter_again()) {
+            return Ok(());
+        }
         // Full = unlocked: taking the lock is a readFE of its state.
-        full_empty::perform(&lock_site("qthread_lock", a)?, Op::ReadFE, 0);
+        full_empty::perform(&site, Op::ReadFE, 0);
+        if let Some(d) = declared {
+            d.entered();
+        }
         Ok(())
     })
 }
 
+/// qthread_trylock: takes the lock of address `a` if nobody holds it
+/// (or, recursive, the caller does); `QTHREAD_OPFAIL` otherwise, at once.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_trylock(a: *const u64) -> c_int {
+    let mut busy = false;
+    let rc = qt("qthread_trylock", || {
+        require_runtime("qthread_trylock")?;
+        let site = lock_site("qthread_trylock", a)?;
+        let declared = locks::declared(a as usize);
+        if declared.as_ref().is_some_and(|d| d.enter_again()) {
+            return Ok(());
+        }
+        let took = full_empty::with_place(&site, |p, wake| {
+            let free = p.is_full();
+            if free {
+                full_empty::set_locked(p, false, None, wake);
+            }
+            free
+        });
+        if !took {
+            busy = true;
+            return Err(Fail::new(
+                crate::ffi::error::EBUSY,
+                format!("qthread_trylock: the lock of {a:p} is held"),
+            ));
+        }
+        if let Some(d) = declared {
+            d.entered();
+        }
+        Ok(())
+    });
+    if busy { locks::QTHREAD_OPFAIL } else { rc }
+}
+
 /// qthread_unlock: releases the lock of address `a` (handing it to the
 /// first waiter); releasing an unlocked address succeeds, as in Qthreads.
+/// A recursive lock is released by its holder's last unlock;
+/// `QTHREAD_OPFAIL` when another task holds it.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_unlock(a: *const u64) -> c_int {
-    qt("qthread_unlock", || {
+    let mut refused = false;
+    let rc = qt("qthread_unlock", || {
         require_runtime("qthread_unlock")?;
-        full_empty::set(&lock_site("qthread_unlock", a)?, true, None);
+        let site = lock_site("qthread_unlock", a)?;
+        if let Some(d) = locks::declared(a as usize) {
+            match d.leave() {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(why) => {
+                    refused = true;
+                    return Err(Fail::new(
+                        crate::ffi::error::EBUSY,
+                        format!("qthread_unlock({a:p}): {why}"),
+                    ));
+                }
+            }
+        }
+        full_empty::set(&site, true, None);
         Ok(())
-    })
+    });
+    if refused { locks::QTHREAD_OPFAIL } else { rc }
 }
 
 /// qthread_feb_status: 1 if full, 0 if empty, or a negative error code.

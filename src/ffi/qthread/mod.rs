@@ -15,6 +15,8 @@ pub mod barrier;
 pub(crate) mod buf;
 pub mod feb;
 pub mod io;
+pub mod locks;
+pub(crate) mod main_task;
 pub mod qloop;
 pub mod qtimer;
 pub mod queue;
@@ -36,6 +38,7 @@ use super::tasks::Arg;
 use crate::sched::new_task::Task;
 use crate::sched::{Registry, WorkerLocal};
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// `QTHREAD_SUCCESS`.
 pub(crate) const QTHREAD_SUCCESS: c_int = 0;
@@ -150,6 +153,9 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
         }
     }
     tasklocal::set_default_size(tasklocal);
+    // A new runtime numbers its forks from 2 again (as Qthreads after
+    // qthread_finalize); Relaxed: no task runs yet.
+    NEXT_FORK_ID.store(FIRST_FORK_ID, Ordering::Relaxed);
     let r = match lifecycle::start(call, b) {
         Err(f) if f.code == error::EALREADY => Ok(()),
         r => r,
@@ -209,6 +215,7 @@ pub extern "C" fn qthread_finalize() {
                  thread that called qthread_initialize, after the tasks are done)",
             ));
         }
+        main_task::end();
         match lifecycle::stop("qthread_finalize") {
             Err(f) if f.code == error::ENORUNTIME => Ok(()),
             r => r,
@@ -305,29 +312,71 @@ pub unsafe extern "C" fn qthread_fork_to(
 
 /// `qthread_id` of the thread that started the runtime (Qthreads' main).
 const MAIN_ID: c_uint = 1;
+/// The first id of a forked task (Qthreads numbers forks from 2, in
+/// order).
+const FIRST_FORK_ID: u32 = 2;
+/// Forked tasks' ids run from [`FIRST_FORK_ID`] below this, then start
+/// again; tasks not made by a `qthread_fork*`/`qthread_spawn` (a
+/// `qt_loop` body, `cantus_spawn`, Rust tasks) have ids from here to
+/// `UINT_MAX - 1`, so the two never meet while fewer forks than this
+/// are alive.
+const UNFORKED_IDS: u32 = 1 << 31;
 
-/// qthread_id: the calling task's id (2..UINT_MAX-1), 1 in the thread that
-/// started the runtime, `QTHREAD_NON_TASK_ID` in other threads.
+/// The id of the next forked task.
+static NEXT_FORK_ID: AtomicU32 = AtomicU32::new(FIRST_FORK_ID);
+
+/// Numbers a forked task, at its fork: Qthreads' ids, 2, 3, ... in the
+/// order of the forks (of all threads together).
+pub(crate) fn next_fork_id() -> u32 {
+    // Relaxed: only uniqueness and each thread's order matter.
+    let id = NEXT_FORK_ID.fetch_add(1, Ordering::Relaxed);
+    if id < UNFORKED_IDS {
+        return id;
+    }
+    // 2^31 forks later: start again (a compare-exchange, so only one
+    // thread resets what all of them overran).
+    let _ = NEXT_FORK_ID.compare_exchange(
+        id.wrapping_add(1),
+        FIRST_FORK_ID,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    FIRST_FORK_ID + id % (UNFORKED_IDS - FIRST_FORK_ID)
+}
+
+/// qthread_id: the calling task's id: a forked task's number (2, 3, ...
+/// in fork order), 1 in the thread that started the runtime (Qthreads'
+/// main task), `QTHREAD_NON_TASK_ID` in other threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_id() -> c_uint {
     error::guarded(QTHREAD_NON_TASK_ID, || {
+        if let Some(id) = crate::sched::task_storage::label() {
+            return id as c_uint;
+        }
         // A task away in a blocking call keeps its id (as Qthreads' I/O
         // workers run the task as itself).
         match crate::query::current_task_id().or_else(crate::sched::away_task_id) {
-            // 2..=UINT_MAX-1: never NON_TASK_ID (0), the main thread's 1,
-            // nor NULL_TASK_ID (UINT_MAX).
-            Some(id) => (id % u64::from(c_uint::MAX - 2)) as c_uint + 2,
+            // UNFORKED_IDS..=UINT_MAX-1: never a fork's id, NON_TASK_ID
+            // (0), the main thread's 1, nor NULL_TASK_ID (UINT_MAX).
+            Some(id) => (id % u64::from(c_uint::MAX - UNFORKED_IDS)) as c_uint + UNFORKED_IDS,
             None if lifecycle::is_starter_thread() => MAIN_ID,
             None => QTHREAD_NON_TASK_ID,
         }
     })
 }
 
-/// qthread_shep: the calling task's shepherd (worker), or `NO_SHEPHERD`.
+/// The calling task's shepherd: its worker, 0 for Qthreads' main task
+/// (`main_task.rs`), `None` elsewhere (and in a blocking action).
+pub(crate) fn current_shepherd() -> Option<usize> {
+    crate::query::current_worker().or_else(main_task::shepherd)
+}
+
+/// qthread_shep: the calling task's shepherd (worker), 0 in the main
+/// task, or `NO_SHEPHERD`.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_shep() -> c_ushort {
     error::guarded(NO_SHEPHERD, || {
-        crate::query::current_worker().map_or(NO_SHEPHERD, |w| {
+        current_shepherd().map_or(NO_SHEPHERD, |w| {
             w.min(usize::from(NO_SHEPHERD) - 1) as c_ushort
         })
     })
@@ -426,3 +475,8 @@ pub extern "C" fn qthread_yield_(_kind: c_int) {
         }
     })
 }
+
+/// qthread_flushsc: flushes the caller's spawn cache. cantus queues every
+/// task at its fork, so there is never anything to flush (qthread.h).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_flushsc() {}

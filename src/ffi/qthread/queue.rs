@@ -1,16 +1,25 @@
 //! `qthread_queue_*`: queues that tasks join to wait until another task
 //! releases them (one, or all). cantus keeps one kind of queue for every
-//! flag: a FIFO of waiters under a mutex, each waiter a write-once
-//! variable of the one full/empty engine on which the joiner blocks (a
+//! flag: a FIFO of waiters under a mutex, each waiter a word of the one
+//! full/empty engine, emptied, on which the joiner waits for full (a
 //! task suspends, an outside thread blocks as a thread), so a waiting
 //! join shows in the deadlock report like any read of a variable.
+//!
+//! A joiner enters the queue in the same critical section of its word's
+//! lock that queues its wait, and then blocks at once (no spinning
+//! first): as in Qthreads, where the scheduler enqueues a task after it
+//! stopped running, a task counted in `qthread_queue_length` is one that
+//! waits, not one still running (`qthread_readstate`'s busyness leaves
+//! it out but for the instant between the two).
 
 use super::qt;
 use crate::ffi::error::{self, Fail};
+use crate::ffi::feb::full_empty::{self, Op};
+use crate::ffi::feb::table::WordSite;
 use crate::ffi::lifecycle::require_runtime;
-use crate::sync::SingleVar;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
 /// `QTHREAD_QUEUE_NO_SYNCH`: Qthreads' unsynchronized queue (cantus's is
@@ -27,13 +36,14 @@ const QTHREAD_OPFAIL: c_int = -7;
 
 /// A queue of waiting tasks (`qthread_queue_t` points at one).
 pub struct Queue {
-    waiters: Mutex<VecDeque<Arc<SingleVar<()>>>>,
+    /// The waiters' words (empty while they wait; released by filling).
+    waiters: Mutex<VecDeque<Arc<AtomicU64>>>,
     /// `QTHREAD_QUEUE_CAPPED`'s limit on waiters.
     cap: Option<usize>,
 }
 
 impl Queue {
-    fn waiters(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<SingleVar<()>>>> {
+    fn waiters(&self) -> std::sync::MutexGuard<'_, VecDeque<Arc<AtomicU64>>> {
         // A panic never happens under this lock (pushes and pops only), so
         // a poisoned lock still holds a consistent queue.
         self.waiters.lock().unwrap_or_else(|p| p.into_inner())
@@ -114,18 +124,30 @@ pub unsafe extern "C" fn qthread_queue_join(q: *mut c_void) -> c_int {
         require_runtime(call)?;
         // SAFETY: per the contract.
         let q = unsafe { queue(call, q)? };
-        let me = Arc::new(SingleVar::new());
-        {
+        let me = Arc::new(AtomicU64::new(0));
+        let site = WordSite(&me);
+        full_empty::set(&site, false, None);
+        let mut full = None;
+        // Joins the queue under the word's lock, in the critical section
+        // that queues the wait (lock order: the word's, then the queue's;
+        // a release takes them one after the other, never nested).
+        full_empty::wait_if(&site, Op::ReadFF, |_, _| {
             let mut w = q.waiters();
             if q.cap.is_some_and(|cap| w.len() >= cap) {
-                return Ok(Err(format!(
-                    "{call}: the capped queue holds its {} waiters already",
-                    w.len()
-                )));
+                full = Some(w.len());
+                return false;
             }
             w.push_back(me.clone());
+            true
+        });
+        if let Some(n) = full {
+            // Full again (the default): the word leaves the side table
+            // before its memory goes.
+            full_empty::set(&site, true, None);
+            return Ok(Err(format!(
+                "{call}: the capped queue holds its {n} waiters already"
+            )));
         }
-        me.read();
         Ok(Ok(()))
     })
 }
@@ -155,9 +177,9 @@ fn release(q: &Queue, n: usize) -> usize {
         let k = n.min(w.len());
         w.drain(..k).collect()
     };
-    for v in &woken {
-        // Each waiter is written once, by the release that popped it.
-        let _ = v.try_write(());
+    for w in &woken {
+        // Each waiter is filled once, by the release that popped it.
+        full_empty::set(&WordSite(w), true, None);
     }
     woken.len()
 }

@@ -18,6 +18,7 @@ use crate::ffi::feb::table::{SyncvarSite, WordSite, syncvar};
 use crate::ffi::feb::word_at;
 use crate::ffi::lifecycle::require_runtime;
 use crate::ffi::tasks::Arg;
+use crate::sched::task_storage;
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
@@ -123,19 +124,26 @@ enum TaskArg {
     Copy(AlignedBuf),
 }
 
-/// Runs `f(arg)` in its team and delivers its result.
+/// Runs `f(arg)` as the task numbered `id` (`qthread_id`), in its team,
+/// and delivers its result.
 fn run(
     f: unsafe extern "C" fn(*mut c_void) -> u64,
     arg: *mut c_void,
     ret: RetLoc,
     team: Membership,
+    id: u32,
 ) {
+    // A task run inside another (a join that runs what it waits for)
+    // shares that task's storage: its label comes back after.
+    let outer = task_storage::label();
+    task_storage::set_label(u64::from(id));
     team.run(
         // SAFETY: the caller of qthread_spawn promises f(arg) may run on
         // a worker.
         || crate::sched::body_may_go_away(|| unsafe { f(arg) }),
         |v| ret.deliver(v),
     );
+    task_storage::set_label(outer.unwrap_or(0));
 }
 
 /// Runs a task's body; a panic inside cantus is reported (naming the
@@ -156,7 +164,8 @@ pub(super) fn task_body(
     ret: RetLoc,
     team: Membership,
 ) -> impl FnOnce() + Send + 'static {
-    move || guard(call, move || run(f, arg.get(), ret, team))
+    let id = super::next_fork_id();
+    move || guard(call, move || run(f, arg.get(), ret, team, id))
 }
 
 /// Checks `ret` for `flags` and empties it (aligned_t, syncvar_t).
@@ -355,6 +364,7 @@ unsafe fn spawn(
     } else {
         TaskArg::Ptr(Arg(arg.cast_mut()))
     };
+    let id = super::next_fork_id();
     let body = move || {
         guard("qthread_spawn", move || {
             await_preconds(&pre, syncvars);
@@ -362,7 +372,7 @@ unsafe fn spawn(
                 TaskArg::Ptr(a) => a.get(),
                 TaskArg::Copy(b) => b.as_mut_ptr().cast(),
             };
-            run(f, argp, ret, team);
+            run(f, argp, ret, team, id);
         })
     };
     place(call, target, body)

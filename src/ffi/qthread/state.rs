@@ -38,7 +38,7 @@ pub extern "C" fn qthread_readstate(which: IntrospectiveState) -> usize {
 }
 
 fn readstate(which: c_int) -> usize {
-    let worker = crate::query::current_worker();
+    let worker = super::current_shepherd();
     let no_worker = usize::from(NO_SHEPHERD);
     match which {
         STACK_SIZE => crate::sched::stack_size().unwrap_or(0),
@@ -47,10 +47,17 @@ fn readstate(which: c_int) -> usize {
         RUNTIME_DATA_SIZE => crate::sched::task_runtime_bytes(),
         BUSYNESS => match (worker, crate::sched::current_queue_len()) {
             (Some(_), Some(queued)) => queued + 1,
+            // The main task, on shepherd 0 (`main_task.rs`).
+            (Some(w), None) => crate::sched::queue_len_of(w).map_or(UNKNOWN, |q| q + 1),
             _ => UNKNOWN,
         },
-        NODE_BUSYNESS => crate::query::snapshot().map_or(0, |s| (s.queued + s.running) as usize),
-        WORKER_OCCUPATION => crate::query::snapshot().map_or(0, |s| s.running as usize),
+        // Qthreads counts its main task as running on shepherd 0.
+        NODE_BUSYNESS => crate::query::snapshot().map_or(0, |s| {
+            (s.queued + s.running) as usize + super::main_task::alive()
+        }),
+        WORKER_OCCUPATION => {
+            crate::query::snapshot().map_or(0, |s| s.running as usize + super::main_task::alive())
+        }
         TOTAL_SHEPHERDS | TOTAL_WORKERS => super::worker_count(false),
         // One worker per shepherd: a disabled shepherd's worker is idle.
         ACTIVE_SHEPHERDS | ACTIVE_WORKERS => super::worker_count(true),

@@ -32,20 +32,24 @@ fn default_size() -> usize {
 /// `size` bytes (and at least the default size), zeroed when the task
 /// first asks, freed when it ends. A larger request than before moves
 /// the storage (contents kept, the new bytes zeroed); earlier pointers
-/// are then stale, as in Qthreads. NULL outside a task.
+/// are then stale, as in Qthreads. The thread that started the runtime
+/// (Qthreads' main task) has storage of its own until `qthread_finalize`;
+/// NULL in other threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_get_tasklocal(size: c_uint) -> *mut c_void {
     let call = "qthread_get_tasklocal";
     error::guarded(std::ptr::null_mut(), || {
         let want = (size as usize).max(default_size());
-        match crate::sched::task_storage::bytes(want) {
+        match crate::sched::task_storage::bytes(want)
+            .or_else(|| super::main_task::local_bytes(want))
+        {
             Some((p, _)) => p.cast(),
             None => {
                 error::record(Fail::new(
                     error::ECONTEXT,
                     format!(
-                        "{call} called outside a task: only tasks have task-local storage \
-                         (the thread that started the runtime is not a task on cantus)"
+                        "{call} called outside a task: only tasks (and the thread that started \
+                         the runtime, Qthreads' main task) have task-local storage"
                     ),
                 ));
                 std::ptr::null_mut()
@@ -59,9 +63,11 @@ pub extern "C" fn qthread_get_tasklocal(size: c_uint) -> *mut c_void {
 /// more); 0 outside a task.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_size_tasklocal() -> c_uint {
-    error::guarded(0, || match crate::sched::task_storage::bytes_len() {
-        None => 0,
-        Some(n) => n.max(default_size()).min(c_uint::MAX as usize) as c_uint,
+    error::guarded(0, || {
+        match crate::sched::task_storage::bytes_len().or_else(super::main_task::local_len) {
+            None => 0,
+            Some(n) => n.max(default_size()).min(c_uint::MAX as usize) as c_uint,
+        }
     })
 }
 
@@ -78,26 +84,27 @@ fn stack_here() -> usize {
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_stackleft() -> usize {
     error::guarded(0, || match crate::sched::task_stack() {
-        Some((bos, _)) => stack_here().saturating_sub(bos),
+        Some((lowest, _)) => stack_here().saturating_sub(lowest),
         None => 0,
     })
 }
 
-/// qthread_bos: the bottom of the calling task's stack (its lowest usable
-/// address, just above the guard page; stacks grow down towards it);
-/// NULL outside a task.
+/// qthread_bos: the "bottom of stack" as Qthreads means it: where the
+/// calling task's stack starts (one past its highest address; the stack
+/// grows down from it); NULL outside a task.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_bos() -> *mut c_void {
     error::guarded(std::ptr::null_mut(), || {
-        crate::sched::task_stack().map_or(std::ptr::null_mut(), |(bos, _)| bos as *mut c_void)
+        crate::sched::task_stack().map_or(std::ptr::null_mut(), |(_, end)| end as *mut c_void)
     })
 }
 
-/// qthread_tos: the top of the calling task's stack (one past its highest
-/// address, where the stack starts); NULL outside a task.
+/// qthread_tos: the "top of stack" as Qthreads means it: the lowest
+/// usable address of the calling task's stack, just above its guard page
+/// (where the stack ends when full); NULL outside a task.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_tos() -> *mut c_void {
     error::guarded(std::ptr::null_mut(), || {
-        crate::sched::task_stack().map_or(std::ptr::null_mut(), |(_, tos)| tos as *mut c_void)
+        crate::sched::task_stack().map_or(std::ptr::null_mut(), |(lowest, _)| lowest as *mut c_void)
     })
 }

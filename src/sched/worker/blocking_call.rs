@@ -166,8 +166,12 @@ thread_local! {
     /// On a blocking-call thread, while a task runs there: what it needs
     /// to go home.
     static AWAY: Cell<*const AwayHere> = const { Cell::new(std::ptr::null()) };
-    /// Blocking actions made in place on this thread (`begin_in_place`).
+    /// Blocking actions made in place on this thread (`begin_in_place`),
+    /// with or without a runtime.
     static IN_PLACE: Cell<u32> = const { Cell::new(0) };
+    /// Which of them (bit `depth - 1`, for the first 64) counted as
+    /// outside activity of a runtime (one ran at their begin).
+    static IN_PLACE_COUNTED: Cell<u64> = const { Cell::new(0) };
 }
 
 /// The task running on this blocking-call thread.
@@ -405,25 +409,57 @@ fn arrived_home(
     set_errno(errno);
 }
 
-/// A blocking action where the caller is: declared outside activity.
+/// A blocking action where the caller is: declared outside activity of
+/// the runtime that runs, if one does. Counted on the thread either way,
+/// so that its end matches (Qthreads lets a program call both before
+/// `qthread_initialize`).
 #[inline(never)]
 fn begin_in_place() {
-    if let Some(reg) = Registry::current() {
+    let depth = IN_PLACE.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
+    let counted = Registry::current().is_some_and(|reg| {
         reg.outside.active.fetch_add(1, Ordering::SeqCst);
-        IN_PLACE.with(|n| n.set(n.get() + 1));
+        true
+    });
+    if depth <= 64 {
+        let bit = 1u64 << (depth - 1);
+        IN_PLACE_COUNTED.with(|c| {
+            c.set(if counted {
+                c.get() | bit
+            } else {
+                c.get() & !bit
+            })
+        });
+    } else if counted {
+        // Deeper than the mask: uncounted at its end, so not counted now.
+        if let Some(reg) = Registry::current() {
+            reg.outside.active.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 }
 
 #[inline(never)]
 fn end_in_place() -> bool {
-    if IN_PLACE.with(|n| n.get()) == 0 {
+    let depth = IN_PLACE.with(|n| n.get());
+    if depth == 0 {
         return false;
     }
-    IN_PLACE.with(|n| n.set(n.get() - 1));
-    if let Some(reg) = Registry::current() {
-        reg.outside.active.fetch_sub(1, Ordering::SeqCst);
+    IN_PLACE.with(|n| n.set(depth - 1));
+    let counted = depth <= 64 && IN_PLACE_COUNTED.with(|c| c.get() >> (depth - 1) & 1 == 1);
+    if counted {
+        if let Some(reg) = Registry::current() {
+            reg.outside.active.fetch_sub(1, Ordering::SeqCst);
+        }
     }
     true
+}
+
+/// Whether the calling thread (not a task) is inside a blocking action
+/// made in place.
+pub(crate) fn in_place_action() -> bool {
+    IN_PLACE.with(|n| n.get()) > 0
 }
 
 /// Runs a task body that may leave its worker in a blocking action (a C
