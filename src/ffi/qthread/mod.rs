@@ -13,8 +13,11 @@
 pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
+pub mod dictionary;
 pub mod feb;
+pub mod hash;
 pub mod io;
+pub mod loop_queue;
 pub mod qloop;
 pub mod qtimer;
 pub mod queue;
