@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 9] = [
+const HEADERS: [&str; 11] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -174,9 +174,11 @@ const HEADERS: [&str; 9] = [
     "qthread/qutil.h",
     "qthread/cacheline.h",
     "qthread/io.h",
+    "qthread/hash.h",
+    "qthread/dictionary.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 11] = [
+const PROGRAMS: [(&str, &str, &str); 12] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -215,6 +217,11 @@ const PROGRAMS: [(&str, &str, &str); 11] = [
         " 0 failed",
     ),
     ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
+    (
+        "tests/c/test_qthread_dict_loops.c",
+        "test_qthread_dict_loops",
+        " 0 failed",
+    ),
     (
         "examples/c/chapel_shim.c",
         "chapel_shim",
@@ -601,6 +608,14 @@ fn rust_to_c(ty: &str) -> String {
         "QtBarrier" => "qt_barrier_t",
         "QtBarrierBtype" => "qt_barrier_btype",
         "QtimerT" => "qtimer_t",
+        "QtDictionary" => "qt_dictionary",
+        "DictIterator" => "qt_dictionary_iterator",
+        "ListEntry" => "list_entry",
+        "QtDictKeyEqualsF" => "qt_dict_key_equals_f",
+        "QtDictHashF" => "qt_dict_hash_f",
+        "QtDictCleanupF" => "qt_dict_cleanup_f",
+        "QqloopHandle" => "qqloop_handle_t",
+        "QtLoopQueueType" => "qt_loop_queue_type",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()

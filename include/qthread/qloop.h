@@ -12,9 +12,14 @@
  * Contexts: a task or an outside thread, after qthread_initialize. They
  *           return nothing, as in Qthreads: a NULL func or no runtime is
  *           reported on stderr and in cantus_last_error(), and nothing runs.
+ * Loop queues (qt_loop_queue_*, below): a loop whose iterations worker
+ * tasks, one per shepherd, pull in chunks from one shared counter.
+ *
  * Left out: the other qt_loop* variants (qt_loop_step, _sv, _dc, _aligned),
- *           qt_loopaccum_*, the loop queues, qt_qsort and the
- *           qt_*_acc accumulator helpers (not declared).
+ *           qt_loopaccum_*, qt_qsort and the qt_*_acc accumulator helpers
+ *           (not declared); qt_loop_step_queue_create and
+ *           qqloop_step_handle_t (Qthreads declares them but defines no
+ *           such function, and no call takes a step handle).
  */
 #ifndef QTHREAD_QLOOP_H_CANTUS
 #define QTHREAD_QLOOP_H_CANTUS
@@ -68,6 +73,60 @@ aligned_t qt_uint_sum(aligned_t *array, size_t length, int checkfeb);
 aligned_t qt_uint_prod(aligned_t *array, size_t length, int checkfeb);
 aligned_t qt_uint_max(aligned_t *array, size_t length, int checkfeb);
 aligned_t qt_uint_min(aligned_t *array, size_t length, int checkfeb);
+
+/*
+ * Loop queues - self-scheduled loops. qt_loop_queue_create makes a loop
+ * over [start, stop); qt_loop_queue_run starts one worker task per
+ * shepherd (qt_loop_queue_run_there: one, on shepherd `shep`), each of
+ * which claims chunks [startat, stopat) from a shared counter and calls
+ * func(startat, stopat, argptr) on them until none are left; it returns
+ * when every joined worker has finished (every iteration ran exactly
+ * once), and frees the handle. The kinds choose the chunk sizes:
+ *
+ *   CHUNK     a fixed size: (stop - start) / shepherds / 10 (at least 1,
+ *             as Qthreads), or what qt_loop_queue_setchunk sets.
+ *   GUIDED    max(1, remaining / workers): big chunks first, small ones
+ *             at the end.
+ *   FACTORED  in batches: each batch is `workers` chunks of
+ *             ceil(remaining / (2 * workers)), so a batch covers about
+ *             half of what remains.
+ *   TIMED     each worker times its chunks: the first is 1 iteration,
+ *             the next ones what its measured time per iteration says
+ *             takes about 20 us, at most remaining / (2 * workers) + 1.
+ *
+ * (`workers`: those joined to the loop so far.) qt_loop_queue_addworker
+ * lets one more worker, on shepherd `shep`, join: before run, or while it
+ * runs (from a loop body, say); none joins once every iteration is
+ * claimed. The shepherd of a worker is where it is queued: an idle
+ * shepherd may take it over before it starts (as qthread_fork_to).
+ *
+ * Contexts: a task or an outside thread, after qthread_initialize; run
+ *           blocks the caller until the loop is done (a task suspends).
+ * Misuse, reported on stderr and in cantus_last_error(): create without
+ *           a runtime, with a NULL func or an unknown type (NULL);
+ *           setchunk on a loop that is not CHUNK (Qthreads asserts) or a
+ *           chunk of 0 (ignored); run_there or addworker with a shepherd
+ *           that does not exist (nothing runs; run_there keeps the handle,
+ *           as Qthreads).
+ * Differs from Qthreads: `incr` is accepted and ignored (as Qthreads'
+ *           chunking does: func gets contiguous ranges and applies any
+ *           stride itself); GUIDED/FACTORED/TIMED sizes are cantus's own
+ *           rules above (Qthreads' TIMED keeps a chunk size once chunks
+ *           get faster than 0.75 us); a worker whose shepherd is disabled
+ *           during the loop keeps claiming chunks (cantus tasks never
+ *           move; Qthreads' worker leaves the loop).
+ * Undefined: using a handle after run/run_there returned; a handle never
+ *           run is never freed (as Qthreads).
+ */
+typedef struct qqloop_handle_s qqloop_handle_t;
+typedef enum { CHUNK, GUIDED, FACTORED, TIMED } qt_loop_queue_type;
+
+qqloop_handle_t *qt_loop_queue_create(qt_loop_queue_type type, size_t start, size_t stop,
+                                      size_t incr, qt_loop_f func, void *argptr);
+void qt_loop_queue_setchunk(qqloop_handle_t *l, size_t chunk);
+void qt_loop_queue_run(qqloop_handle_t *loop);
+void qt_loop_queue_run_there(qqloop_handle_t *loop, qthread_shepherd_id_t shep);
+void qt_loop_queue_addworker(qqloop_handle_t *loop, qthread_shepherd_id_t shep);
 
 #ifdef __cplusplus
 }

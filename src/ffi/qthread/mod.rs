@@ -13,9 +13,12 @@
 pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
+pub mod dictionary;
 pub mod feb;
+pub mod hash;
 pub mod io;
 pub mod locks;
+pub mod loop_queue;
 pub(crate) mod main_task;
 pub mod qloop;
 pub mod qtimer;
