@@ -15,6 +15,7 @@ pub mod barrier;
 pub(crate) mod buf;
 pub mod feb;
 pub mod io;
+pub mod qarray;
 pub mod qloop;
 pub mod qtimer;
 pub mod queue;
