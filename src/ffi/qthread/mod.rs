@@ -10,6 +10,7 @@
 //! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
 //! `qthread_id()` is 1, as Qthreads' main thread's.
 
+pub mod allpairs;
 pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
@@ -26,6 +27,7 @@ pub mod spawn;
 pub mod state;
 pub mod tasklocal;
 pub mod team;
+pub mod wavefront;
 
 use super::Code;
 use super::error::{self, Fail, boundary};

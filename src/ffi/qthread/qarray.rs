@@ -6,7 +6,7 @@
 //! task per owning shepherd, forked to it ([`run_placed`]), each doing
 //! its pieces (never crossing a segment) in index order.
 //!
-//! [`run_placed`] and [`SendPtr`] also serve `allpairs.rs` and
+//! [`run_placed`], [`SendPtr`] and [`owned`] also serve `allpairs.rs` and
 //! `wavefront.rs`.
 
 use super::buf::AlignedBuf;
@@ -85,12 +85,12 @@ pub struct QArray {
 /// What `qarray_create*` allocates: the public struct first (so a
 /// `qarray *` is a pointer to this), then cantus's bookkeeping.
 #[repr(C)]
-struct Owned {
-    public: QArray,
+pub(crate) struct Owned {
+    pub(crate) public: QArray,
     /// Shepherds when created: the N of `FIXED_HASH` / `FIXED_FIELDS`.
     shepherds: usize,
     /// Segments allocated.
-    segments: usize,
+    pub(crate) segments: usize,
     /// `DIST`: the owner of each segment (empty otherwise).
     owners: Box<[AtomicU16]>,
     /// The block at `base_ptr`.
@@ -213,7 +213,7 @@ fn field_owner(seg: usize, segments: usize, n: usize) -> usize {
 
 impl Owned {
     /// The owner of segment `seg`.
-    fn owner(&self, seg: usize) -> usize {
+    pub(crate) fn owner(&self, seg: usize) -> usize {
         let a = &self.public;
         match a.dist_type {
             // SAFETY: ALL_SAME arrays are created with `dist_shep` set.
@@ -225,7 +225,7 @@ impl Owned {
     }
 
     /// The address of element `i` (< count).
-    fn elem(&self, i: usize) -> *mut u8 {
+    pub(crate) fn elem(&self, i: usize) -> *mut u8 {
         geometry(&self.public).elem(i)
     }
 }
@@ -263,7 +263,7 @@ impl Geometry {
 ///
 /// # Safety
 /// `a` is NULL or came from `qarray_create*` and is not destroyed.
-unsafe fn owned<'a>(call: &str, a: *const QArray) -> Result<&'a Owned, Fail> {
+pub(crate) unsafe fn owned<'a>(call: &str, a: *const QArray) -> Result<&'a Owned, Fail> {
     if a.is_null() {
         return Err(Fail::null(call, "a"));
     }
