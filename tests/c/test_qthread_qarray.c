@@ -20,7 +20,7 @@
 
 #include "check.h"
 
-#define SHEPS 4
+#define SHEPS 4 /* asked for; the environment may set another count */
 
 static const distribution_t inputs[] = {FIXED_HASH, FIXED_FIELDS, ALL_SAME,  DIST,
                                         DIST_STRIPES, DIST_FIELDS, DIST_RAND, DIST_LEAST,
@@ -41,7 +41,13 @@ static aligned_t *visits;
 static aligned_t bad_pieces; /* pieces crossing a segment or an owner */
 static aligned_t calls;
 
-static size_t index_of(const void *elem) { return (size_t)*(const uint64_t *)elem; }
+/* Elements of tight arrays may be unaligned: read and write with memcpy. */
+static size_t index_of(const void *elem)
+{
+    uint64_t v;
+    memcpy(&v, elem, sizeof v);
+    return (size_t)v;
+}
 
 static aligned_t visit_elem(void *elem)
 {
@@ -286,7 +292,7 @@ static void misuse(void)
     qarray_iter_loopaccum(a, 0, 100, sum_loop, NULL, &sum, sizeof sum, NULL);
     CHECK_EQ(sum, 5);
     CHECK(strstr(cantus_last_error(), "acc") != NULL);
-    qarray_set_shepof(a, 0, (qthread_shepherd_id_t)(SHEPS + 3));
+    qarray_set_shepof(a, 0, qthread_num_shepherds());
     CHECK(strstr(cantus_last_error(), "does not exist") != NULL);
     qarray_set_shepof(a, 100, 0);
     CHECK(strstr(cantus_last_error(), "index") != NULL);
@@ -501,12 +507,13 @@ static void wavefront(void)
 int main(void)
 {
     CHECK_EQ(qthread_init(SHEPS), QTHREAD_SUCCESS);
-    CHECK_EQ(qthread_num_shepherds(), SHEPS);
+    const qthread_shepherd_id_t sheps = qthread_num_shepherds(); /* the harness may fix it */
+    CHECK(sheps >= 1);
     distributions();
     dist_like();
     misuse();
     aligned_t r;
-    for (qthread_shepherd_id_t s = 0; s < SHEPS; s++) {
+    for (qthread_shepherd_id_t s = 0; s < sheps; s++) {
         qthread_fork_to(in_task, NULL, &r, s);
         qthread_readFF(NULL, &r);
     }

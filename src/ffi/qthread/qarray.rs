@@ -539,23 +539,35 @@ pub unsafe extern "C" fn qarray_shepof(a: *const QArray, index: usize) -> c_usho
     })
 }
 
-/// Moves the segments `set_shepof` moves; `o` is the array at `a`.
-fn set_owner(a: *mut QArray, o: &Owned, i: usize, shep: usize) -> Result<(), Fail> {
-    match o.public.dist_type {
+/// Moves the segments `set_shepof` moves.
+///
+/// # Safety
+/// `a` is a live array with no loop over it running, and no reference to
+/// its public struct is used across this call (the owner of an
+/// `ALL_SAME` array is written through `a`).
+unsafe fn set_owner(a: *mut QArray, i: usize, shep: usize) -> Result<(), Fail> {
+    let o = a.cast::<Owned>();
+    // SAFETY: `a` is a live `Owned` (contract); these are plain reads of
+    // fields nothing writes concurrently.
+    let (dist_type, segments, seg_size) =
+        unsafe { ((*a).dist_type, (*o).segments, (*a).segment_size) };
+    match dist_type {
         ALL_SAME => {
-            let old = o.owner(0);
+            // SAFETY: as above; ALL_SAME arrays have `dist_shep` set.
+            let old = usize::from(unsafe { (*a).dist_specific.dist_shep });
             if old != shep {
-                load_change(old, o.segments, false);
-                load_change(shep, o.segments, true);
-                // SAFETY: `a` is the live array (the caller's contract);
-                // writing its owner concurrently with loops over it is
-                // undefined (qarray.h), so nothing reads it now.
+                load_change(old, segments, false);
+                load_change(shep, segments, true);
+                // SAFETY: `a` is live (contract) and no reference to it is
+                // in use; writing its owner concurrently with loops over
+                // it is undefined (qarray.h), so nothing reads it now.
                 unsafe { (*a).dist_specific.dist_shep = shep as c_ushort };
             }
         }
         DIST => {
-            let seg = i / o.public.segment_size;
-            let old = o.owners[seg].swap(shep as u16, Ordering::Relaxed);
+            // SAFETY: `owners` is apart from the public struct and atomic.
+            let owners = unsafe { &(*o).owners };
+            let old = owners[i / seg_size].swap(shep as u16, Ordering::Relaxed);
             if usize::from(old) != shep {
                 load_change(usize::from(old), 1, false);
                 load_change(shep, 1, true);
@@ -590,15 +602,16 @@ pub unsafe extern "C" fn qarray_set_shepof(a: *mut QArray, i: usize, shep: c_ush
     boundary_void(CALL, || {
         require_runtime(CALL)?;
         // SAFETY: the caller's contract.
-        let o = unsafe { owned(CALL, a)? };
+        let count = unsafe { owned(CALL, a)? }.public.count;
         let shep = check_shepherd(CALL, shep)?;
-        if i >= o.public.count {
+        if i >= count {
             return Err(Fail::new(
                 error::EINVAL,
-                format!("{CALL}: index {i} is not below count {}", o.public.count),
+                format!("{CALL}: index {i} is not below count {count}"),
             ));
         }
-        set_owner(a, o, i, shep)
+        // SAFETY: a live array (contract); no reference to it is in use.
+        unsafe { set_owner(a, i, shep) }
     });
 }
 
@@ -626,12 +639,20 @@ pub unsafe extern "C" fn qarray_dist_like(reference: *const QArray, modified: *m
             ));
         }
         match (r.public.dist_type, m.public.dist_type) {
-            (ALL_SAME, ALL_SAME) => set_owner(modified, m, 0, r.owner(0)),
+            (ALL_SAME, ALL_SAME) => {
+                let shep = r.owner(0);
+                // SAFETY: a live array (contract); `r` and `m` are not used
+                // after this write (they may be the same array).
+                unsafe { set_owner(modified, 0, shep) }
+            }
             (_, DIST) => {
-                let ss = m.public.segment_size;
-                for s in 0..m.segments {
+                let (ss, segments) = (m.public.segment_size, m.segments);
+                for s in 0..segments {
                     let first = s * ss;
-                    set_owner(modified, m, first, r.owner(first / r.public.segment_size))?;
+                    let shep = r.owner(first / r.public.segment_size);
+                    // SAFETY: a live DIST array (contract): only its atomic
+                    // owners change, so `r` and `m` stay valid.
+                    unsafe { set_owner(modified, first, shep)? };
                 }
                 Ok(())
             }
