@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 11] = [
+const HEADERS: [&str; 14] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -176,9 +176,12 @@ const HEADERS: [&str; 11] = [
     "qthread/io.h",
     "qthread/hash.h",
     "qthread/dictionary.h",
+    "qthread/qarray.h",
+    "qthread/allpairs.h",
+    "qthread/wavefront.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 12] = [
+const PROGRAMS: [(&str, &str, &str); 13] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -220,6 +223,11 @@ const PROGRAMS: [(&str, &str, &str); 12] = [
     (
         "tests/c/test_qthread_dict_loops.c",
         "test_qthread_dict_loops",
+        " 0 failed",
+    ),
+    (
+        "tests/c/test_qthread_qarray.c",
+        "test_qthread_qarray",
         " 0 failed",
     ),
     (
@@ -429,6 +437,7 @@ fn headers_compile_as_cplusplus() {
         "#include <cantus.h>\n#include <qthread/qthread.h>\n#include <qthread/sinc.h>\n\
          #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
          #include <qthread/qutil.h>\n#include <qthread/cacheline.h>\n#include <qthread/io.h>\n\
+         #include <qthread/qarray.h>\n#include <qthread/allpairs.h>\n#include <qthread/wavefront.h>\n\
          static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
          int main() { bool b = true; aligned_t r, p = 0;\n\
          qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\
@@ -616,6 +625,17 @@ fn rust_to_c(ty: &str) -> String {
         "QtDictCleanupF" => "qt_dict_cleanup_f",
         "QqloopHandle" => "qqloop_handle_t",
         "QtLoopQueueType" => "qt_loop_queue_type",
+        "QArray" => "qarray",
+        "DistributionT" => "distribution_t",
+        "QaLoopF" => "qa_loop_f",
+        "QaLooprF" => "qa_loopr_f",
+        "QaCloopF" => "qa_cloop_f",
+        "QtAccumF" => "qt_accum_f",
+        "DistF" => "dist_f",
+        "DistOutF" => "dist_out_f",
+        "WaveCompF" => "wave_comp_f",
+        "WavefrontLattice" => "qt_wavefront_lattice",
+        "IntRows" => "int* const*",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()

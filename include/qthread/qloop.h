@@ -15,11 +15,16 @@
  * Loop queues (qt_loop_queue_*, below): a loop whose iterations worker
  * tasks, one per shepherd, pull in chunks from one shared counter.
  *
+ * qt_accum_f and the accumulators qt_{dbl,int,uint}_{add,prod,max,min}_acc
+ * (inline, as in Qthreads: *a = *a op *b on double, saligned_t, aligned_t;
+ * integer add and prod wrap around where Qthreads' signed ones overflow)
+ * are declared here for <qthread/qarray.h>'s qarray_iter_loopaccum.
+ *
  * Left out: the other qt_loop* variants (qt_loop_step, _sv, _dc, _aligned),
- *           qt_loopaccum_*, qt_qsort and the qt_*_acc accumulator helpers
- *           (not declared); qt_loop_step_queue_create and
- *           qqloop_step_handle_t (Qthreads declares them but defines no
- *           such function, and no call takes a step handle).
+ *           qt_loopaccum_* and qt_qsort (not declared);
+ *           qt_loop_step_queue_create and qqloop_step_handle_t (Qthreads
+ *           declares them but defines no such function, and no call takes
+ *           a step handle).
  */
 #ifndef QTHREAD_QLOOP_H_CANTUS
 #define QTHREAD_QLOOP_H_CANTUS
@@ -31,6 +36,22 @@ extern "C" {
 #endif
 
 typedef void (*qt_loop_f)(size_t startat, size_t stopat, void *arg);
+
+/* Combines the partial result b into a (an accumulation step). */
+typedef void (*qt_accum_f)(void *a, const void *b);
+
+static inline void qt_dbl_add_acc(void *a, const void *b) { *(double *)a += *(const double *)b; }
+static inline void qt_dbl_prod_acc(void *a, const void *b) { *(double *)a *= *(const double *)b; }
+static inline void qt_dbl_max_acc(void *a, const void *b) { if (*(const double *)b > *(double *)a) *(double *)a = *(const double *)b; }
+static inline void qt_dbl_min_acc(void *a, const void *b) { if (*(const double *)b < *(double *)a) *(double *)a = *(const double *)b; }
+static inline void qt_int_add_acc(void *a, const void *b) { *(saligned_t *)a = (saligned_t)((aligned_t)*(saligned_t *)a + (aligned_t)*(const saligned_t *)b); }
+static inline void qt_int_prod_acc(void *a, const void *b) { *(saligned_t *)a = (saligned_t)((aligned_t)*(saligned_t *)a * (aligned_t)*(const saligned_t *)b); }
+static inline void qt_int_max_acc(void *a, const void *b) { if (*(const saligned_t *)b > *(saligned_t *)a) *(saligned_t *)a = *(const saligned_t *)b; }
+static inline void qt_int_min_acc(void *a, const void *b) { if (*(const saligned_t *)b < *(saligned_t *)a) *(saligned_t *)a = *(const saligned_t *)b; }
+static inline void qt_uint_add_acc(void *a, const void *b) { *(aligned_t *)a += *(const aligned_t *)b; }
+static inline void qt_uint_prod_acc(void *a, const void *b) { *(aligned_t *)a *= *(const aligned_t *)b; }
+static inline void qt_uint_max_acc(void *a, const void *b) { if (*(const aligned_t *)b > *(aligned_t *)a) *(aligned_t *)a = *(const aligned_t *)b; }
+static inline void qt_uint_min_acc(void *a, const void *b) { if (*(const aligned_t *)b < *(aligned_t *)a) *(aligned_t *)a = *(const aligned_t *)b; }
 
 /* One task per iteration: func(i, i + 1, argptr) for i in [start, stop). */
 void qt_loop(size_t start, size_t stop, qt_loop_f func, void *argptr);

@@ -46,6 +46,14 @@ impl AlignedBuf {
         AlignedBuf { blocks, len }
     }
 
+    /// `len` zero bytes.
+    pub(crate) fn zeroed(len: usize) -> AlignedBuf {
+        AlignedBuf {
+            blocks: vec![Block([0; 16]); len.div_ceil(16)],
+            len,
+        }
+    }
+
     pub(crate) fn as_ptr(&self) -> *const u8 {
         self.blocks.as_ptr().cast()
     }

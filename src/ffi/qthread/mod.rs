@@ -10,6 +10,7 @@
 //! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
 //! `qthread_id()` is 1, as Qthreads' main thread's.
 
+pub mod allpairs;
 pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
@@ -20,6 +21,7 @@ pub mod io;
 pub mod locks;
 pub mod loop_queue;
 pub(crate) mod main_task;
+pub mod qarray;
 pub mod qloop;
 pub mod qtimer;
 pub mod queue;
@@ -30,6 +32,7 @@ pub mod spawn;
 pub mod state;
 pub mod tasklocal;
 pub mod team;
+pub mod wavefront;
 
 use super::Code;
 use super::error::{self, Fail, boundary};
