@@ -14,7 +14,9 @@
  *
  * Headers: qthread/qthread.h (this one), qthread/sinc.h, qthread/qloop.h,
  * qthread/barrier.h, qthread/qtimer.h, qthread/qutil.h,
- * qthread/cacheline.h, qthread/io.h; <qthread.h> includes this one.
+ * qthread/cacheline.h, qthread/io.h, qthread/hash.h,
+ * qthread/dictionary.h, qthread/qarray.h, qthread/allpairs.h,
+ * qthread/wavefront.h; <qthread.h> includes this one.
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
@@ -23,21 +25,25 @@
  * the *_to forms of the syncvar forks (qthread_fork_syncvar_to,
  * qthread_fork_syncvar_copyargs_to),
  * qthread_fork_copyargs_precond, qthread_fork_syncvar_copyargs_simple,
- * qthread_fork_net, spinlocks (qthread_spinlock_*), qt_team_critical_section and qt_team_eureka (and the
+ * qthread_fork_net, spinlocks (qthread_spinlock_*),
+ * qt_team_critical_section and qt_team_eureka (and the
  * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
  * qthread_worker_unique/local, qthread_syncvar_incrF,
  * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
- * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, loop
- * queues, qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
- * qt_barrier_dump, qtimer_wtime/res.
+ * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*,
+ * qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
+ * qt_barrier_dump, qtimer_wtime/res. None of Qthreads' own tests uses
+ * them.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init
- *    or cantus_init) does not become a qthread: it stays an outside thread
- *    (it may fork and use FEBs, blocking as a thread). As in Qthreads its
- *    qthread_id() is 1, but qthread_shep() and qthread_worker() return
- *    NO_SHEPHERD / NO_WORKER there, where Qthreads would say 0. Task ids
- *    are 2 and up but not consecutive: the first fork is not always 2.
+ *    or cantus_init) answers as Qthreads' main task of shepherd 0 (id 1,
+ *    qthread_shep() and qthread_worker() 0, NO_SHEPHERD inside a blocking
+ *    action, task-local storage, counted running by readstate), but runs
+ *    beside shepherd 0's worker rather than on it: its waits block the
+ *    thread (Qthreads would run shepherd 0's other tasks on it meanwhile),
+ *    and it has no task stack (qthread_bos/tos NULL). Forked tasks are
+ *    numbered 2, 3, ... in fork order, as in Qthreads.
  *  - qthread_finalize waits for every task to finish (Qthreads tells the
  *    shepherds to stop at their next context switch), and is not called
  *    automatically at exit: call it, or the process exits with its tasks.
@@ -199,12 +205,10 @@ void qthread_finalize(void);
 int qthread_fork(qthread_f f, const void *arg, aligned_t *ret);
 
 /*
- * qthread_fork_to - as qthread_fork, aimed at shepherd `shepherd` (taken
- * modulo the number of shepherds, as in Qthreads; NO_SHEPHERD: anywhere).
- * cantus queues the task on the caller's worker if that is the target,
- * otherwise on the shared queue that idle workers take from first; like
- * any unstarted task it may be stolen, so the target is a placement hint
- * and the task may run on another shepherd.
+ * qthread_fork_to - as qthread_fork, on shepherd `shepherd` (taken modulo
+ * the number of shepherds, as in Qthreads; NO_SHEPHERD: anywhere). The
+ * task waits in that shepherd's own queue, which no other shepherd steals
+ * from, and runs there; a disabled shepherd's task goes to the others.
  * Contexts, returns, undefined: as qthread_fork.
  */
 int qthread_fork_to(qthread_f f, const void *arg, aligned_t *ret,
@@ -230,7 +234,7 @@ int qthread_fork_syncvar(qthread_f f, const void *arg, syncvar_t *ret);
 int qthread_fork_copyargs(qthread_f f, const void *arg, size_t arg_size, aligned_t *ret);
 
 /* qthread_fork_copyargs_to - qthread_fork_copyargs preferring shepherd shep
- * (a hint, as for qthread_fork_to). */
+ * (as for qthread_fork_to). */
 int qthread_fork_copyargs_to(qthread_f f, const void *arg, size_t arg_size, aligned_t *ret,
                              qthread_shepherd_id_t shep);
 
@@ -444,11 +448,14 @@ enum introspective_state {
 };
 size_t qthread_readstate(enum introspective_state type);
 
-/* qthread_migrate_to - cantus tasks never move once started, so this
- * succeeds only on the calling task's own shepherd (the task stays where
- * it is). Returns:  QTHREAD_SUCCESS there; QTHREAD_NOT_ALLOWED for another
- *           shepherd (with a message: fork with qthread_fork_to instead)
- *           or outside a task; QTHREAD_BADARGS for no such shepherd. */
+/* qthread_migrate_to - moves the calling task to `shepherd`, where it goes
+ * on (it returns there). A task made by qthread_fork* / qthread_spawn
+ * moves; the main task does not (as in Qthreads), nor do tasks of other
+ * calls (qt_loop bodies, cantus_spawn: cantus tasks never move once
+ * started). The task's own shepherd, NO_SHEPHERD or a disabled shepherd:
+ * it stays where it is.
+ * Returns:  QTHREAD_SUCCESS; QTHREAD_NOT_ALLOWED outside such a task (with
+ *           a message); QTHREAD_BADARGS for no such shepherd. */
 int qthread_migrate_to(qthread_shepherd_id_t shepherd);
 
 /* ---- shepherd control ---------------------------------------------------- */

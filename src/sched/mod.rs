@@ -166,6 +166,37 @@ pub(crate) fn set_worker_disabled(w: usize, disabled: bool) -> bool {
     }
 }
 
+/// Queues `task` on worker `w` of the calling thread's runtime, which
+/// alone runs it (`worker/migrate.rs`; handed on if `w` is disabled when
+/// it comes to it). `false` (the task dropped unrun) without a runtime
+/// or such a worker.
+pub(crate) fn place_on_worker(w: usize, task: new_task::Task) -> bool {
+    match Registry::current() {
+        Some(reg) if w < reg.workers.len() => {
+            worker::migrate::place_on(&reg, w, task);
+            true
+        }
+        _ => false,
+    }
+}
+
+pub(crate) use worker::migrate::Unmoved;
+
+/// Moves the calling task to worker `to` for good (`worker/migrate.rs`);
+/// returns there. Only for tasks whose every frame below the caller is
+/// the scheduler's or the C ABI's (the C ABI's forked tasks).
+pub(crate) fn migrate_current_task(to: usize) -> Result<(), Unmoved> {
+    worker::migrate::migrate_current(to)
+}
+
+/// Whether worker `w` of the calling thread's runtime is disabled
+/// (`None` without a runtime or such a worker).
+pub(crate) fn worker_disabled(w: usize) -> Option<bool> {
+    Registry::current()
+        .filter(|reg| w < reg.workers.len())
+        .map(|reg| reg.sleep.is_disabled(w))
+}
+
 /// How many workers of the calling thread's runtime are enabled (`None`
 /// without a runtime).
 pub(crate) fn enabled_workers() -> Option<usize> {

@@ -65,6 +65,9 @@ pub(crate) struct WorkerShared {
     /// Slots of this worker's carriers whose task was woken; only this
     /// worker resumes them (see `sched/README.md`).
     pub(crate) resume: SegQueue<u32>,
+    /// Tasks placed on this worker and started tasks moving to it
+    /// (`worker/migrate.rs`): only this worker takes them.
+    pub(crate) inbox: SegQueue<super::worker::migrate::Inbound>,
     pub(crate) counters: Counters,
 }
 
@@ -144,6 +147,7 @@ impl Registry {
                     CachePadded::new(WorkerShared {
                         stealer,
                         resume: SegQueue::new(),
+                        inbox: SegQueue::new(),
                         counters: Counters::default(),
                     })
                 })

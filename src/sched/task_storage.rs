@@ -245,7 +245,9 @@ pub(crate) fn set_label(label: u64) -> bool {
     true
 }
 
-/// The running task's label, if it was given one.
+/// The running task's label, if it was given one. Never inlined (as
+/// [`set_label`]).
+#[inline(never)]
 pub(crate) fn label() -> Option<u64> {
     let word = word()?.get();
     if let Some(l) = label_in(word) {

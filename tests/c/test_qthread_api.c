@@ -74,10 +74,13 @@ static void forks(void)
     CHECK_EQ(r2, 10);
     CHECK_EQ(qthread_fork(twice, (void *)1, NULL), QTHREAD_SUCCESS); /* no ret */
 
-    /* outside a task: the thread that started the runtime is qthread 1,
-     * as Qthreads' main, but runs on no shepherd */
+    /* the thread that started the runtime is Qthreads' main task: qthread
+     * 1 on shepherd 0 (and worker 0) */
     CHECK_EQ(qthread_id(), 1);
-    CHECK_EQ(qthread_shep(), NO_SHEPHERD);
+    CHECK_EQ(qthread_shep(), 0);
+    qthread_shepherd_id_t wshep = NO_SHEPHERD;
+    CHECK_EQ(qthread_worker(&wshep), 0);
+    CHECK_EQ(wshep, 0);
 
     /* misuse */
     CHECK_EQ(qthread_fork(NULL, NULL, &ret), QTHREAD_BADARGS);

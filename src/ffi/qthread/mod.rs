@@ -41,8 +41,8 @@ use super::feb::table::WordSite;
 use super::feb::word_at;
 use super::lifecycle::{self, require_runtime};
 use super::tasks::Arg;
+use crate::sched::WorkerLocal;
 use crate::sched::new_task::Task;
-use crate::sched::{Registry, WorkerLocal};
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -275,27 +275,32 @@ pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut
     })
 }
 
-/// Queues a task body, aimed at shepherd `shep` (`NO_SHEPHERD`: anywhere).
+/// Queues a task body on shepherd `shep` (`NO_SHEPHERD`: anywhere): the
+/// shepherd's worker alone runs it, from its inbox (`sched/worker/
+/// migrate.rs`), as Qthreads runs a task forked to a shepherd there. A
+/// disabled shepherd's task goes to the others (as in Qthreads).
 pub(crate) fn place(
     call: &str,
     shep: c_ushort,
     body: impl FnOnce() + Send + 'static,
 ) -> Result<(), Fail> {
-    let here = crate::query::current_worker();
     let workers = crate::query::workers().unwrap_or(1).max(1);
     let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
-    if target.is_none() || target == here {
-        return crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call));
+    match target {
+        Some(w) if crate::sched::worker_disabled(w) == Some(false) => {
+            // SAFETY: the closure is 'static.
+            let task = unsafe { Task::from_closure(body, std::ptr::null()) };
+            if crate::sched::place_on_worker(w, task) {
+                Ok(())
+            } else {
+                Err(Fail::no_runtime(call))
+            }
+        }
+        _ => crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call)),
     }
-    // Another shepherd: through the shared injector, which idle workers
-    // drain first (cantus has no per-worker inbox; see qthread.h).
-    let reg = Registry::current().ok_or_else(|| Fail::no_runtime(call))?;
-    // SAFETY: the closure is 'static.
-    reg.inject(unsafe { Task::from_closure(body, std::ptr::null()) });
-    Ok(())
 }
 
-/// qthread_fork_to: as `qthread_fork`, preferring shepherd `shep`.
+/// qthread_fork_to: as `qthread_fork`, on shepherd `shep`.
 ///
 /// # Safety
 /// As for `qthread_fork`.
@@ -432,16 +437,22 @@ pub extern "C" fn qthread_num_shepherds() -> c_ushort {
     shepherd_count(true)
 }
 
-/// qthread_migrate_to: cantus tasks never move once started (`sched/README.md`),
-/// so this succeeds only where there is nothing to move: `shepherd` is
-/// the calling task's own (the task stays where it is). Another
-/// shepherd is `QTHREAD_NOT_ALLOWED`, with a message saying why; so is a
-/// call outside a task; one that is no shepherd is `QTHREAD_BADARGS`.
+/// qthread_migrate_to: moves the calling task to `shepherd`, where it
+/// goes on (as in Qthreads). Only a task made by `qthread_fork*` or
+/// `qthread_spawn` moves: cantus's other tasks never move once started
+/// (`sched/README.md`), and neither does the main task (Qthreads refuses
+/// it too): `QTHREAD_NOT_ALLOWED`, with a message. Its own shepherd,
+/// `NO_SHEPHERD` or a disabled shepherd: it stays where it is, with
+/// success. A shepherd that does not exist is `QTHREAD_BADARGS`.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_migrate_to(shepherd: c_ushort) -> c_int {
     let call = "qthread_migrate_to";
-    qt(call, || {
+    let mut to = None;
+    let rc = qt(call, || {
         require_runtime(call)?;
+        if shepherd == NO_SHEPHERD {
+            return Ok(());
+        }
         let workers = crate::query::workers().unwrap_or(0);
         if usize::from(shepherd) >= workers {
             return Err(Fail::new(
@@ -449,21 +460,38 @@ pub extern "C" fn qthread_migrate_to(shepherd: c_ushort) -> c_int {
                 format!("{call}: shepherd {shepherd} does not exist (there are {workers})"),
             ));
         }
-        match crate::query::current_worker() {
-            Some(here) if here == usize::from(shepherd) => Ok(()),
-            Some(here) => Err(Fail::new(
+        let Some(here) = crate::query::current_worker() else {
+            return Err(Fail::new(
                 error::ECONTEXT,
                 format!(
-                    "{call}({shepherd}) from a task on shepherd {here}: cantus tasks never move \
-                     once started (fork a task with qthread_fork_to instead)"
+                    "{call} called outside a task (or in a blocking action): only a task \
+                     on a shepherd moves"
                 ),
-            )),
-            None => Err(Fail::new(
+            ));
+        };
+        if crate::sched::task_storage::label().is_none() {
+            return Err(Fail::new(
                 error::ECONTEXT,
-                format!("{call} called outside a task: only a task has a shepherd"),
-            )),
+                format!(
+                    "{call}({shepherd}) from a task not made by qthread_fork or qthread_spawn: \
+                     cantus's other tasks never move once started"
+                ),
+            ));
         }
-    })
+        let target = usize::from(shepherd);
+        if target != here && crate::sched::worker_disabled(target) == Some(false) {
+            to = Some(target);
+        }
+        Ok(())
+    });
+    // The move itself outside `qt`'s frame: code after it runs on another
+    // thread, and nothing there may use what was looked up before.
+    if let Some(target) = to {
+        if crate::sched::migrate_current_task(target).is_err() {
+            return QTHREAD_NOT_ALLOWED;
+        }
+    }
+    rc
 }
 
 /// qthread_num_workers: the number of worker threads, 0 if none run.

@@ -74,7 +74,10 @@ pub(super) enum RetLoc {
 unsafe impl Send for RetLoc {}
 
 impl RetLoc {
-    /// Delivers the result `v`.
+    /// Delivers the result `v`. Never inlined: the task may have moved to
+    /// another worker since it started (`qthread_migrate_to`), and what it
+    /// calls here looks its worker up afresh.
+    #[inline(never)]
     fn deliver(self, v: u64) {
         match self {
             RetLoc::None => {}

@@ -141,12 +141,21 @@ impl Membership {
             Membership::Leader(team) => {
                 crate::sched::task_storage::attach(team.clone());
                 let v = body();
-                team.leave();
-                team.ended.read();
+                lead_out(team);
                 deliver(v);
             }
         }
     }
+}
+
+/// A leader's end: it leaves its team and waits for the team to end. Never
+/// inlined into `run`: the task may have moved to another worker during
+/// its body (`qthread_migrate_to`), and the wait looks its worker up
+/// afresh.
+#[inline(never)]
+fn lead_out(team: &Team) {
+    team.leave();
+    team.ended.read();
 }
 
 /// A membership ends when its task has finished, or was never forked

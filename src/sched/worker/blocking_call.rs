@@ -473,7 +473,8 @@ pub(crate) fn body_may_go_away<R>(body: impl FnOnce() -> R) -> R {
     let home = thread_pointer();
     let r = body();
     if thread_pointer() != home {
-        returned_away();
+        unmark_elsewhere(prev);
+        return r;
     }
     // On the worker's thread (home), so `local` is this thread's.
     let word = local.storage.get();
@@ -481,6 +482,23 @@ pub(crate) fn body_may_go_away<R>(body: impl FnOnce() -> R) -> R {
         .storage
         .set(task_storage::with_may_go_away(word, prev));
     r
+}
+
+/// A body returned on another thread than it started on: away in a
+/// blocking action (ended and brought home, with a message), or moved to
+/// another worker (`migrate.rs`). Then restores the mark on the worker it
+/// is on now, looked up afresh.
+#[cold]
+#[inline(never)]
+fn unmark_elsewhere(prev: bool) {
+    if !away_here().is_null() {
+        returned_away();
+    }
+    let local = WorkerLocal::current().expect("a task body ends on a worker");
+    let word = local.storage.get();
+    local
+        .storage
+        .set(task_storage::with_may_go_away(word, prev));
 }
 
 /// Marks the running task as one that may leave; its worker and the
@@ -501,10 +519,7 @@ fn mark() -> Option<(&'static WorkerLocal, bool)> {
 #[inline(never)]
 fn returned_away() {
     let here = away_here();
-    assert!(
-        !here.is_null(),
-        "a task body returned on a thread not its worker's"
-    );
+    debug_assert!(!here.is_null(), "returned_away off a blocking-call thread");
     eprintln!(
         "cantus: a task returned inside a blocking action (qt_begin_blocking_action \
          without qt_end_blocking_action); cantus ended it for the task"
@@ -516,7 +531,7 @@ fn returned_away() {
 /// every live thread, read without a thread-local lookup. Not `pure`:
 /// two reads around a switch must not be merged.
 #[inline(always)]
-fn thread_pointer() -> usize {
+pub(super) fn thread_pointer() -> usize {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         let tp: usize;

@@ -48,12 +48,7 @@ impl WorkerLocal {
                 (slots.len() - 1) as u32
             }
         };
-        let me = self as *const WorkerLocal as usize;
-        let carrier = Coroutine::with_stack(stack, move |y: &Yielder<Resume, Suspend>, input| {
-            // SAFETY: carriers run only on this worker's thread, inside
-            // worker_main's frame where the WorkerLocal lives.
-            carrier_main(unsafe { &*(me as *const WorkerLocal) }, slot, y, input)
-        });
+        let carrier = Coroutine::with_stack(stack, carrier_main);
         let mut slots = self.slots.borrow_mut();
         slots[slot as usize] = Slot {
             carrier: Some(carrier),
@@ -76,11 +71,15 @@ impl WorkerLocal {
             (carrier, s.guard)
         };
         guard::set_running(guard, self.task_id.get(), self.stack_size_of(slot));
+        // The carrier learns its slot here (it may have come from another
+        // worker: `migrate.rs`).
+        self.current_slot.set(slot);
         let result = carrier.resume(Resume::Run);
         self.current_slot.set(NO_SLOT);
         guard::set_running((0, 0), 0, 0);
         match result {
             CoroutineResult::Yield(Suspend::Offload(errno)) => self.send_away(carrier, slot, errno),
+            CoroutineResult::Yield(Suspend::Migrate(to)) => self.send_migrant(carrier, slot, to),
             CoroutineResult::Yield(why) => {
                 self.slots.borrow_mut()[slot as usize].carrier = Some(carrier);
                 match why {
@@ -90,7 +89,7 @@ impl WorkerLocal {
                     Suspend::Sleep(deadline) => {
                         self.timers.borrow_mut().push(Reverse((deadline, slot)))
                     }
-                    Suspend::Offload(_) | Suspend::Home => {
+                    Suspend::Offload(_) | Suspend::Migrate(_) | Suspend::Home => {
                         unreachable!("handled above / only on a blocking-call thread")
                     }
                 }
@@ -182,20 +181,26 @@ impl WorkerLocal {
     }
 }
 
-pub(super) fn carrier_main(
-    local: &WorkerLocal,
-    slot: u32,
-    y: &Yielder<Resume, Suspend>,
-    input: Resume,
-) {
+/// A carrier's body: runs tasks until none is left, then parks idle
+/// until its worker resumes it (or tells it to exit). It looks its worker
+/// up (the worker resuming it set its slot, `resume`), and again after a
+/// task that migrated (`migrate.rs`) or whenever it was parked: a carrier
+/// ends up on the worker its last task moved to.
+pub(super) fn carrier_main(y: &Yielder<Resume, Suspend>, input: Resume) {
     if input == Resume::Exit {
         return;
     }
     loop {
+        let mut local = migrate::current_afresh().expect("a carrier runs on a worker");
         local.yielder.set(y);
-        local.current_slot.set(slot);
+        let mut home = migrate::here();
         while let Some(task) = local.find_task() {
             local.run_task(task);
+            if migrate::moved_from(home) {
+                local = migrate::current_afresh().expect("a migrated carrier runs on a worker");
+                local.yielder.set(y);
+                home = migrate::here();
+            }
             if local.resumable_pending() {
                 break;
             }

@@ -13,6 +13,7 @@
 pub(crate) mod blocking_call;
 mod carrier;
 mod idle_loop;
+pub(crate) mod migrate;
 mod steal;
 
 use super::deque::Worker;
@@ -53,6 +54,8 @@ pub(crate) enum Suspend {
     Offload(i32),
     /// On a blocking-call thread: its task goes home (`blocking_call.rs`).
     Home,
+    /// Its task moves to the worker of that index, for good (`migrate.rs`).
+    Migrate(usize),
 }
 
 pub(crate) type Carrier = Coroutine<Resume, Suspend, (), TaskStack>;
@@ -234,11 +237,34 @@ impl WorkerLocal {
             let (how, from) = self.trace_how.replace((crate::trace::how::OWN, 0));
             crate::trace::record(crate::trace::kind::TASK_BEGIN, how, 0, id, from);
         }
+        let home = migrate::here();
         task.run();
+        if migrate::moved_from(home) {
+            // The task moved to another worker (`migrate.rs`): finish it
+            // there, as that worker's.
+            return Self::task_ran_elsewhere(id, prev, prev_storage, traced);
+        }
+        self.task_ran(id, prev, prev_storage, traced);
+    }
+
+    /// `run_task`'s end for a task that migrated: the worker it ended on,
+    /// looked up afresh.
+    #[cold]
+    #[inline(never)]
+    fn task_ran_elsewhere(id: u64, prev: u64, prev_storage: *mut TaskStorage, traced: bool) {
+        migrate::current_afresh()
+            .expect("a migrated task ends on a worker")
+            .task_ran(id, prev, prev_storage, traced);
+    }
+
+    /// The bookkeeping after a task's body returned on this worker.
+    #[inline]
+    fn task_ran(&self, id: u64, prev: u64, prev_storage: *mut TaskStorage, traced: bool) {
         if traced {
             crate::trace::task_end(id, crate::trace::why::DONE);
         }
         task_storage::release(self.storage.replace(prev_storage));
+        let c = &self.shared().counters;
         // Release: pairs with the Acquire loads in Registry::quiescent.
         c.finished
             .store(c.finished.load(Ordering::Relaxed) + 1, Ordering::Release);
@@ -410,6 +436,9 @@ impl WorkerLocal {
                 }
             }
             let disabled = self.disabled();
+            if self.take_inbound(disabled) {
+                continue;
+            }
             if let Some(t) = self.pop() {
                 if disabled {
                     // A disabled worker hands its queued tasks to the

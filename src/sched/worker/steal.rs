@@ -131,6 +131,7 @@ impl WorkerLocal {
     /// yielded or due), and queued tasks to hand on.
     pub(super) fn has_own_work(&self) -> bool {
         !self.shared().resume.is_empty()
+            || !self.shared().inbox.is_empty()
             || !self.deque.is_empty()
             || !self.yielded.borrow().is_empty()
             || self
@@ -144,6 +145,7 @@ impl WorkerLocal {
     fn has_work_here(&self) -> bool {
         let reg = &*self.registry;
         !self.shared().resume.is_empty()
+            || !self.shared().inbox.is_empty()
             || !self.deque.is_empty()
             || !self.yielded.borrow().is_empty()
             || !reg.injector.is_empty()
