@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 9] = [
+const HEADERS: [&str; 14] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -174,9 +174,14 @@ const HEADERS: [&str; 9] = [
     "qthread/qutil.h",
     "qthread/cacheline.h",
     "qthread/io.h",
+    "qthread/qlfqueue.h",
+    "qthread/qswsrqueue.h",
+    "qthread/qdqueue.h",
+    "qthread/qpool.h",
+    "qthread/qalloc.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 11] = [
+const PROGRAMS: [(&str, &str, &str); 12] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -215,6 +220,7 @@ const PROGRAMS: [(&str, &str, &str); 11] = [
         " 0 failed",
     ),
     ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
+    ("tests/c/test_qthread_ds.c", "test_qthread_ds", " 0 failed"),
     (
         "examples/c/chapel_shim.c",
         "chapel_shim",
@@ -454,6 +460,7 @@ fn canon_c(ty: &str) -> String {
             "saligned_t" => "int64_t",
             "qthread_shepherd_id_t" | "qthread_worker_id_t" => "unsigned short",
             "qthread_queue_t" => "void *",
+            "off_t" => "int64_t",
             _ => w,
         };
     }
@@ -600,6 +607,12 @@ fn rust_to_c(ty: &str) -> String {
         "QtBarrier" => "qt_barrier_t",
         "QtBarrierBtype" => "qt_barrier_btype",
         "QtimerT" => "qtimer_t",
+        "QlfQueue" => "qlfqueue_t",
+        "QswsrQueue" => "qswsrqueue_t",
+        "QdQueue" => "qdqueue_t",
+        "Qpool" => "qpool",
+        "StatMap" => "mapinfo_t",
+        "DynMap" => "dynmapinfo_t",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()

@@ -455,6 +455,15 @@ fn open_map(call: &str, filename: *const c_char, want: Want) -> Result<*mut c_vo
             .map_err(|e| os(call, "setting the file's size", e))?;
     } else {
         let mut bytes = [0u8; FIXED_WORDS * 8];
+        if len < bytes.len() as u64 {
+            return Err(Fail::new(
+                error::EINVAL,
+                format!(
+                    "{call}: {} is not a qalloc map file (too short)",
+                    path.display()
+                ),
+            ));
+        }
         file.read_exact_at(&mut bytes, 0)
             .map_err(|e| os(call, &format!("reading {}'s header", path.display()), e))?;
         for (w, b) in hdr.iter_mut().zip(bytes.chunks_exact(8)) {
