@@ -28,7 +28,10 @@
  *     freed twice is not detected (undefined, as in Qthreads).
  * Static items are 8-byte aligned (their size rounded up to 8; Qthreads
  * 4); dynamic blocks 16-byte aligned. After qalloc_cleanup every map
- * handle and block is invalid (calls with a handle are refused).
+ * handle and block is invalid: a call with an old handle is refused
+ * (NULL, or reported) unless a map loaded since got the same handle
+ * (undefined). A static free list found overwritten (a freed item
+ * written to) is dropped, its items lost, rather than followed.
  *
  * Contexts: anywhere; no runtime is needed (as in Qthreads).
  */

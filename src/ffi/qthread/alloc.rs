@@ -192,6 +192,17 @@ impl Map {
         None
     }
 
+    /// Whether `off` is the offset of a static item handed out so far.
+    fn is_item(&self, off: usize) -> bool {
+        let handed_out = {
+            let _t = lock(&self.tail);
+            self.get(W_BUMP) as usize
+        };
+        off >= self.data
+            && (off - self.data) % self.item == 0
+            && (off - self.data) / self.item < handed_out
+    }
+
     /// A static item, or `None` if the map is full.
     fn stat_alloc(&self) -> Option<usize> {
         let me = self.stream();
@@ -200,10 +211,15 @@ impl Map {
             {
                 let _g = lock(&self.stream_locks[s]);
                 let head = self.get(FIXED_WORDS + s) as usize;
-                if head != 0 {
+                if head != 0 && !self.is_item(head) {
+                    // The list was overwritten (a freed item written to,
+                    // or a damaged file): drop it rather than follow it
+                    // out of the data area.
+                    self.set(FIXED_WORDS + s, 0);
+                } else if head != 0 {
                     let item = self.base + head;
-                    // SAFETY: a free item lies in the data area (checked
-                    // when it was freed) and holds the next one's offset.
+                    // SAFETY: `head` is an item of the data area (checked
+                    // just above), at least 8 bytes and 8-aligned.
                     let next = unsafe { (item as *const u64).read() };
                     self.set(FIXED_WORDS + s, next);
                     return Some(item);
@@ -223,12 +239,7 @@ impl Map {
 
     /// Returns the static item at `block` to the caller's stream.
     fn stat_free(&self, call: &str, block: usize) -> Result<(), Fail> {
-        let handed_out = {
-            let _t = lock(&self.tail);
-            self.get(W_BUMP) as usize
-        };
-        let off = block.wrapping_sub(self.base + self.data);
-        if block < self.base + self.data || off % self.item != 0 || off / self.item >= handed_out {
+        if block < self.base || !self.is_item(block - self.base) {
             return Err(Fail::new(
                 error::EINVAL,
                 format!("{call}: {block:#x} is not an item of this static map"),
