@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 14] = [
+const HEADERS: [&str; 19] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -179,9 +179,14 @@ const HEADERS: [&str; 14] = [
     "qthread/qarray.h",
     "qthread/allpairs.h",
     "qthread/wavefront.h",
+    "qthread/qlfqueue.h",
+    "qthread/qswsrqueue.h",
+    "qthread/qdqueue.h",
+    "qthread/qpool.h",
+    "qthread/qalloc.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 13] = [
+const PROGRAMS: [(&str, &str, &str); 14] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -220,6 +225,7 @@ const PROGRAMS: [(&str, &str, &str); 13] = [
         " 0 failed",
     ),
     ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
+    ("tests/c/test_qthread_ds.c", "test_qthread_ds", " 0 failed"),
     (
         "tests/c/test_qthread_dict_loops.c",
         "test_qthread_dict_loops",
@@ -470,6 +476,7 @@ fn canon_c(ty: &str) -> String {
             "saligned_t" => "int64_t",
             "qthread_shepherd_id_t" | "qthread_worker_id_t" => "unsigned short",
             "qthread_queue_t" => "void *",
+            "off_t" => "int64_t",
             _ => w,
         };
     }
@@ -636,6 +643,12 @@ fn rust_to_c(ty: &str) -> String {
         "WaveCompF" => "wave_comp_f",
         "WavefrontLattice" => "qt_wavefront_lattice",
         "IntRows" => "int* const*",
+        "QlfQueue" => "qlfqueue_t",
+        "QswsrQueue" => "qswsrqueue_t",
+        "QdQueue" => "qdqueue_t",
+        "Qpool" => "qpool",
+        "StatMap" => "mapinfo_t",
+        "DynMap" => "dynmapinfo_t",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()

@@ -16,7 +16,9 @@
  * qthread/barrier.h, qthread/qtimer.h, qthread/qutil.h,
  * qthread/cacheline.h, qthread/io.h, qthread/hash.h,
  * qthread/dictionary.h, qthread/qarray.h, qthread/allpairs.h,
- * qthread/wavefront.h; <qthread.h> includes this one.
+ * qthread/wavefront.h, qthread/qlfqueue.h, qthread/qswsrqueue.h,
+ * qthread/qdqueue.h, qthread/qpool.h, qthread/qalloc.h; <qthread.h>
+ * includes this one.
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *

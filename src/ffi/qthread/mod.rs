@@ -10,17 +10,21 @@
 //! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
 //! `qthread_id()` is 1, as Qthreads' main thread's.
 
+pub mod alloc;
 pub mod allpairs;
 pub mod atomic;
 pub mod barrier;
 pub(crate) mod buf;
 pub mod dictionary;
+pub mod dqueue;
 pub mod feb;
 pub mod hash;
 pub mod io;
+pub mod lfqueue;
 pub mod locks;
 pub mod loop_queue;
 pub(crate) mod main_task;
+pub mod pool;
 pub mod qarray;
 pub mod qloop;
 pub mod qtimer;
@@ -30,6 +34,7 @@ pub mod shepherds;
 pub mod sinc;
 pub mod spawn;
 pub mod state;
+pub mod swsrqueue;
 pub mod tasklocal;
 pub mod team;
 pub mod wavefront;
@@ -78,6 +83,38 @@ pub(crate) fn qt_code(code: Code) -> c_int {
 /// [`boundary`], with the result as a Qthreads code.
 pub(crate) fn qt(call: &str, body: impl FnOnce() -> Result<(), Fail>) -> c_int {
     qt_code(boundary(call, || body().map(|()| error::OK)))
+}
+
+/// [`boundary`] for a call that returns a pointer: the body's pointer on
+/// success, NULL on failure (the reason in `cantus_last_error`).
+pub(crate) fn boundary_ptr<T>(call: &str, body: impl FnOnce() -> Result<*mut T, Fail>) -> *mut T {
+    let mut out = std::ptr::null_mut();
+    let _: Code = boundary(call, || {
+        out = body()?;
+        Ok(error::OK)
+    });
+    out
+}
+
+/// The object behind a C handle (a data structure's `*_create` result),
+/// or `EINVAL` (`QTHREAD_BADARGS`) naming `arg` for NULL.
+///
+/// # Safety
+/// `p` is NULL or points at a live `T` that nothing frees during `'a`.
+pub(crate) unsafe fn handle<'a, T>(call: &str, p: *mut T, arg: &str) -> Result<&'a T, Fail> {
+    // SAFETY: per the contract, a non-null `p` is a live T.
+    unsafe { p.as_ref() }.ok_or_else(|| Fail::null(call, arg))
+}
+
+/// Lets others run while a call waits for another party (a blocking
+/// queue call): a task yields to its worker's other tasks, an outside
+/// thread yields its CPU.
+pub(crate) fn pause() {
+    if WorkerLocal::current().is_some_and(|l| l.in_task()) {
+        crate::task::yield_now();
+    } else {
+        std::thread::yield_now();
+    }
 }
 
 /// Reads a Qthreads environment variable (`QTHREAD_X` or `QT_X`).
