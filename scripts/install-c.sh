@@ -48,7 +48,7 @@ cp "$out/libcantus_capi.so" "$prefix/lib/.libcantus.so.tmp"
 mv -f "$prefix/lib/.libcantus.so.tmp" "$prefix/lib/libcantus.so"
 cp "$out/libcantus_capi.a" "$prefix/lib/libcantus.a"
 cp "$repo/include/cantus.h" "$repo/include/qthread.h" "$prefix/include/"
-cp "$repo"/include/qthread/*.h "$prefix/include/qthread/"
+cp "$repo"/include/qthread/*.h "$repo"/include/qthread/*.hpp "$prefix/include/qthread/"
 
 # Libs.private is for `pkg-config --static` (linking libcantus.a): what the
 # Rust standard library needs from the system (rustc --print

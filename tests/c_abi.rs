@@ -277,6 +277,25 @@ fn c_programs_pass_under_address_and_undefined_sanitizers() {
     }
 }
 
+/// The C++ headers (`qthread/qloop.hpp`, `qthread/qthread.hpp`,
+/// `qthread/syncvar.hpp`) in a program that runs: loops over function
+/// objects visit every index once, and the syncvar class keeps the
+/// full/empty protocol (a hand-off between tasks).
+#[test]
+fn cplusplus_headers_work() {
+    let s = setup();
+    let exe = s.bin.join("test_qthread_hpp");
+    let out = run(Command::new("g++")
+        .args(["-std=c++11", "-g", "-O1", "-Wall", "-Wextra", "-Werror"])
+        .arg(repo().join("tests/cxx/test_qthread_hpp.cpp"))
+        .args(&s.flags)
+        .arg("-lpthread")
+        .arg("-o")
+        .arg(&exe));
+    assert!(out.status.success(), "g++: {}", text(&out.stderr));
+    assert_ok("test_qthread_hpp", &execute(&exe, &[], &[]), " 0 failed");
+}
+
 /// `pkg-config --libs --static cantus`, split (Libs and Libs.private).
 fn static_flags() -> Vec<String> {
     let s = setup();

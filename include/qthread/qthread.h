@@ -17,8 +17,10 @@
  * qthread/cacheline.h, qthread/io.h, qthread/hash.h,
  * qthread/dictionary.h, qthread/qarray.h, qthread/allpairs.h,
  * qthread/wavefront.h, qthread/qlfqueue.h, qthread/qswsrqueue.h,
- * qthread/qdqueue.h, qthread/qpool.h, qthread/qalloc.h; <qthread.h>
- * includes this one.
+ * qthread/qdqueue.h, qthread/qpool.h, qthread/qalloc.h; for C++ also
+ * qthread/qthread.hpp (this one and qthread/syncvar.hpp),
+ * qthread/syncvar.hpp and qthread/qloop.hpp; <qthread.h> includes this
+ * one.
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
@@ -76,6 +78,15 @@
 #include <string.h>
 
 #ifdef __cplusplus
+/* As Qthreads' headers do: C99's restrict for C++, so that code shared
+ * with C programs (and Qthreads' own test helpers) compiles as C++. */
+#ifndef restrict
+#ifdef __GNUC__
+#define restrict __restrict
+#else
+#define restrict
+#endif
+#endif
 extern "C" {
 #endif
 

@@ -385,6 +385,7 @@ impl WorkerLocal {
     pub(crate) fn nothing_else_here(&self) -> bool {
         self.deque.is_empty()
             && self.shared().resume.is_empty()
+            && self.shared().inbox.is_empty()
             && self.yielded.borrow().is_empty()
             && self
                 .timers
@@ -401,10 +402,12 @@ impl WorkerLocal {
         drop_by(&c.sleeping, 1);
     }
 
-    /// Something is waiting that the worker loop (not a carrier) handles.
+    /// Something is waiting that the worker loop (not a carrier) handles:
+    /// a woken task, a due timer, or its inbox (`migrate.rs`).
     #[inline]
     fn resumable_pending(&self) -> bool {
         !self.shared().resume.is_empty()
+            || !self.shared().inbox.is_empty()
             || self
                 .timers
                 .borrow()
