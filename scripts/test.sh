@@ -53,6 +53,13 @@ for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000" "jacobi 
     CANTUS_PGAS=messages ./target/release/examples/$example
 done
 
+echo "== the Qthreads project's own tests against cantus (QTHREADS_SRC: a checkout)"
+if [ -n "${QTHREADS_SRC:-}" ]; then
+    ./scripts/qthreads-suite.sh "$QTHREADS_SRC"
+else
+    echo "skipped: set QTHREADS_SRC to a sandialabs/qthreads checkout to run them"
+fi
+
 echo "== the MPI transport (feature mpi): tests and examples under mpirun"
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
     # Open MPI refuses root unless told; past 2 ranks on a small machine

@@ -186,7 +186,7 @@ const HEADERS: [&str; 19] = [
     "qthread/qalloc.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 14] = [
+const PROGRAMS: [(&str, &str, &str); 15] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -226,6 +226,11 @@ const PROGRAMS: [(&str, &str, &str); 14] = [
     ),
     ("tests/c/test_qthread_io.c", "test_qthread_io", " 0 failed"),
     ("tests/c/test_qthread_ds.c", "test_qthread_ds", " 0 failed"),
+    (
+        "tests/c/test_qthread_main.c",
+        "test_qthread_main",
+        " 0 failed",
+    ),
     (
         "tests/c/test_qthread_dict_loops.c",
         "test_qthread_dict_loops",

@@ -63,9 +63,9 @@ static void *ids_pthread(void *arg)
 static void ids(void)
 {
     CHECK_EQ(qthread_id(), 1); /* the thread that started the runtime */
-    qthread_shepherd_id_t shep = 0;
-    CHECK_EQ(qthread_worker(&shep), NO_WORKER);
-    CHECK_EQ(shep, NO_SHEPHERD);
+    qthread_shepherd_id_t shep = NO_SHEPHERD; /* Qthreads' main: shepherd 0 */
+    CHECK_EQ(qthread_worker(&shep), 0);
+    CHECK_EQ(shep, 0);
     aligned_t out[5] = {0}, ret;
     CHECK_EQ(qthread_fork(ids_task, out, &ret), QTHREAD_SUCCESS);
     qthread_readFF(NULL, &ret);

@@ -1,0 +1,285 @@
+/*
+ * test_qthread_main.c - the Qthreads semantics its own tests rely on
+ * (issue 30): the starting thread as the main task of shepherd 0, forks
+ * numbered in fork order, tasks forked to a shepherd run there, forked
+ * tasks that migrate (and those that may not), blocking actions before
+ * qthread_initialize, queue lengths that count waiting tasks, declared
+ * (recursive) locks and trylock, qthread_fork_precond_simple and
+ * qthread_flushsc.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <cantus.h> /* cantus_last_error */
+#include <qthread/io.h>
+#include <qthread/qloop.h>
+#include <qthread/qthread.h>
+#include <string.h>
+
+#include "check.h"
+
+#define SHEPHERDS 3
+
+static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
+
+/* ---- ids in fork order ---- */
+
+static aligned_t my_id(void *arg)
+{
+    (void)arg;
+    return qthread_id();
+}
+
+static void fork_ids(void)
+{
+    aligned_t r[8];
+    for (int i = 0; i < 8; i++) CHECK_EQ(qthread_fork(my_id, NULL, &r[i]), QTHREAD_SUCCESS);
+    for (int i = 0; i < 8; i++) qthread_readFF(NULL, &r[i]);
+    int consecutive = 1;
+    for (int i = 1; i < 8; i++) consecutive &= r[i] == r[i - 1] + 1;
+    CHECK(consecutive);
+    CHECK(r[0] >= 2);
+    CHECK_EQ(qthread_id(), 1);
+}
+
+/* ---- the main task ---- */
+
+static void main_task(void)
+{
+    CHECK_EQ(qthread_shep(), 0);
+    CHECK_EQ(qthread_readstate(CURRENT_SHEPHERD), 0);
+    CHECK_EQ(qthread_readstate(CURRENT_WORKER), 0);
+    CHECK_EQ(qthread_readstate(CURRENT_TEAM), QTHREAD_DEFAULT_TEAM_ID);
+    CHECK_EQ(qthread_readstate(PARENT_TEAM), QTHREAD_NON_TEAM_ID);
+    /* main counts as running on shepherd 0 */
+    CHECK(qthread_readstate(WORKER_OCCUPATION) >= 1);
+    CHECK(qthread_readstate(BUSYNESS) >= 1);
+    /* away from its shepherd inside a blocking action, back after */
+    qt_begin_blocking_action();
+    CHECK_EQ(qthread_shep(), NO_SHEPHERD);
+    CHECK_EQ(qthread_id(), 1);
+    qt_end_blocking_action();
+    CHECK_EQ(qthread_shep(), 0);
+}
+
+/* ---- placement and migration ---- */
+
+static aligned_t my_shep(void *arg)
+{
+    (void)arg;
+    return qthread_shep();
+}
+
+struct move {
+    qthread_shepherd_id_t to;
+    qthread_shepherd_id_t before, after, after_yield;
+    int rc;
+    aligned_t id_before, id_after;
+};
+
+static aligned_t migrant(void *arg)
+{
+    struct move *m = arg;
+    m->before = qthread_shep();
+    m->id_before = qthread_id();
+    unsigned char *tl = qthread_get_tasklocal(16);
+    tl[0] = 77;
+    m->rc = qthread_migrate_to(m->to);
+    m->after = qthread_shep();
+    m->id_after = qthread_id();
+    /* blocks and yields where it is now, keeping its storage */
+    qthread_yield();
+    m->after_yield = qthread_shep();
+    unsigned char *again = qthread_get_tasklocal(16);
+    return again == tl && again[0] == 77;
+}
+
+static void loop_body_migrates(size_t start, size_t stop, void *arg)
+{
+    (void)stop;
+    int *rc = arg;
+    rc[start] = qthread_migrate_to((qthread_shepherd_id_t)((start + 1) % SHEPHERDS));
+}
+
+static void placement_and_migration(void)
+{
+    /* a task forked to a shepherd runs there, every time */
+    int placed = 1;
+    for (int round = 0; round < 20; round++) {
+        aligned_t r[SHEPHERDS];
+        for (int s = 0; s < SHEPHERDS; s++)
+            CHECK_EQ(qthread_fork_to(my_shep, NULL, &r[s], (qthread_shepherd_id_t)s),
+                     QTHREAD_SUCCESS);
+        for (int s = 0; s < SHEPHERDS; s++) {
+            qthread_readFF(NULL, &r[s]);
+            placed &= r[s] == (aligned_t)s;
+        }
+    }
+    CHECK(placed);
+
+    /* a forked task moves to each other shepherd and goes on there */
+    int moved = 1;
+    for (int from = 0; from < SHEPHERDS; from++) {
+        for (int to = 0; to < SHEPHERDS; to++) {
+            struct move m = {.to = (qthread_shepherd_id_t)to};
+            aligned_t ok;
+            qthread_fork_to(migrant, &m, &ok, (qthread_shepherd_id_t)from);
+            qthread_readFF(NULL, &ok);
+            moved &= ok == 1 && m.rc == QTHREAD_SUCCESS && m.before == from && m.after == to &&
+                     m.after_yield == to && m.id_before == m.id_after;
+        }
+    }
+    CHECK(moved);
+
+    /* a disabled shepherd: no task is forked to it, none moves there */
+    CHECK_EQ(qthread_disable_shepherd(2), QTHREAD_SUCCESS);
+    aligned_t r;
+    qthread_fork_to(my_shep, NULL, &r, 2);
+    qthread_readFF(NULL, &r);
+    CHECK(r != 2);
+    struct move m = {.to = 2};
+    qthread_fork_to(migrant, &m, &r, 0);
+    qthread_readFF(NULL, &r);
+    CHECK(m.rc == QTHREAD_SUCCESS && m.after == 0);
+    qthread_enable_shepherd(2);
+
+    /* the main task, qt_loop bodies and a bad shepherd do not move */
+    CHECK_EQ(qthread_migrate_to(1), QTHREAD_NOT_ALLOWED);
+    CHECK(contains(cantus_last_error(), "outside a task"));
+    int rc[4] = {0};
+    qt_loop(0, 4, loop_body_migrates, rc);
+    int refused = 1;
+    for (int i = 0; i < 4; i++) refused &= rc[i] == QTHREAD_NOT_ALLOWED;
+    CHECK(refused);
+    m.to = SHEPHERDS + 1;
+    qthread_fork(migrant, &m, &r);
+    qthread_readFF(NULL, &r);
+    CHECK_EQ(m.rc, QTHREAD_BADARGS);
+}
+
+/* ---- queues count waiting tasks ---- */
+
+static qthread_queue_t queue;
+
+static aligned_t joiner(void *arg)
+{
+    (void)arg;
+    return qthread_queue_join(queue) == QTHREAD_SUCCESS;
+}
+
+static void queues(void)
+{
+    queue = qthread_queue_create(QTHREAD_QUEUE_MULTI_JOIN_LENGTH, 0);
+    CHECK(queue != NULL);
+    aligned_t r[10];
+    for (int i = 0; i < 10; i++) qthread_fork(joiner, NULL, &r[i]);
+    while (qthread_queue_length(queue) != 10) qthread_yield();
+    /* every counted joiner waits: only main runs */
+    CHECK_EQ(qthread_readstate(WORKER_OCCUPATION), 1);
+    CHECK_EQ(qthread_queue_release_one(queue), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_queue_length(queue), 9);
+    CHECK_EQ(qthread_queue_release_all(queue), QTHREAD_SUCCESS);
+    int joined = 0;
+    for (int i = 0; i < 10; i++) {
+        qthread_readFF(NULL, &r[i]);
+        joined += (int)r[i];
+    }
+    CHECK_EQ(joined, 10);
+    CHECK_EQ(qthread_queue_destroy(queue), QTHREAD_SUCCESS);
+}
+
+/* ---- declared locks ---- */
+
+static aligned_t rlock;
+static long counter;
+
+static void twice_locked(size_t start, size_t stop, void *arg)
+{
+    (void)arg;
+    for (size_t i = start; i < stop; i++) {
+        qthread_lock(&rlock);
+        qthread_lock(&rlock); /* recursive: counts */
+        counter++;
+        qthread_unlock(&rlock);
+        qthread_unlock(&rlock);
+    }
+}
+
+static aligned_t try_other(void *arg)
+{
+    (void)arg;
+    int busy = qthread_trylock(&rlock) == QTHREAD_OPFAIL;
+    int not_owner = qthread_unlock(&rlock) == QTHREAD_OPFAIL;
+    return busy && not_owner;
+}
+
+static void locks(void)
+{
+    CHECK_EQ(qthread_lock_init(&rlock, true), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_lock_init(&rlock, true), QTHREAD_OPFAIL); /* declared already */
+    counter = 0;
+    qt_loop_balance(0, 4000, twice_locked, NULL);
+    CHECK_EQ(counter, 4000);
+    /* held by main: another task neither takes nor releases it */
+    CHECK_EQ(qthread_trylock(&rlock), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_trylock(&rlock), QTHREAD_SUCCESS); /* again: counts */
+    aligned_t ok;
+    qthread_fork(try_other, NULL, &ok);
+    qthread_readFF(NULL, &ok);
+    CHECK_EQ(ok, 1);
+    CHECK_EQ(qthread_unlock(&rlock), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_unlock(&rlock), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_lock_destroy(&rlock), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_lock_destroy(&rlock), QTHREAD_OPFAIL); /* not declared now */
+    /* a plain address: not reentrant, trylock fails while held */
+    aligned_t plain = 0;
+    CHECK_EQ(qthread_trylock(&plain), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_trylock(&plain), QTHREAD_OPFAIL);
+    CHECK_EQ(qthread_unlock(&plain), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_lock_init(NULL, false), QTHREAD_BADARGS);
+}
+
+/* ---- precond_simple, flushsc ---- */
+
+static aligned_t done_count;
+static aligned_t count_done(void *arg)
+{
+    (void)arg;
+    return qthread_incr(&done_count, 1);
+}
+
+static void simple_forks(void)
+{
+    aligned_t gate = 0, r;
+    qthread_empty(&gate);
+    CHECK_EQ(qthread_fork_precond_simple(count_done, NULL, &r, 1, &gate), QTHREAD_SUCCESS);
+    for (int i = 0; i < 100; i++)
+        CHECK_EQ(qthread_fork_precond_simple(count_done, NULL, NULL, 0), QTHREAD_SUCCESS);
+    qthread_flushsc();
+    while (qthread_incr(&done_count, 0) != 100) qthread_yield();
+    qthread_fill(&gate); /* now the gated one runs */
+    qthread_readFF(NULL, &r);
+    CHECK_EQ(done_count, 101);
+}
+
+int main(void)
+{
+    /* blocking actions balance before the runtime exists */
+    CHECK_EQ(qthread_shep(), NO_SHEPHERD);
+    qt_begin_blocking_action();
+    qt_end_blocking_action();
+    setenv("QT_NUM_SHEPHERDS", "3", 1);
+    unsetenv("CANTUS_WORKERS");
+    unsetenv("QTHREAD_HWPAR");
+    unsetenv("QT_HWPAR");
+    CHECK_EQ(qthread_initialize(), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_num_shepherds(), SHEPHERDS);
+    fork_ids();
+    main_task();
+    placement_and_migration();
+    queues();
+    locks();
+    simple_forks();
+    qthread_finalize();
+    CHECK_EQ(qthread_shep(), NO_SHEPHERD);
+    CHECK_EQ(qthread_id(), QTHREAD_NON_TASK_ID);
+    return DONE();
+}
