@@ -142,8 +142,18 @@ impl WorkerLocal {
     /// Takes one thing from this worker's inbox and runs it: a placed
     /// task (handed on if this worker is disabled), or a migrant given a
     /// slot here and resumed. `false` if the inbox was empty.
+    #[inline]
     pub(super) fn take_inbound(&self, disabled: bool) -> bool {
-        let Some(inbound) = self.shared().inbox.pop() else {
+        // `is_empty` first: two loads, where a pop that finds the queue
+        // empty pays a full fence (crossbeam's `SegQueue::pop`); the loop
+        // checks the inbox on every round. A push it misses wakes this
+        // worker (`notify_worker`) or is seen by the next round, or by the
+        // idle loop's checks before it sleeps.
+        let inbox = &self.shared().inbox;
+        if inbox.is_empty() {
+            return false;
+        }
+        let Some(inbound) = inbox.pop() else {
             return false;
         };
         match inbound {
@@ -176,5 +186,95 @@ impl WorkerLocal {
                 (slots.len() - 1) as u32
             }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Unmoved, migrate_current};
+    use crate::sync::SyncVar;
+    use std::sync::Arc;
+
+    /// The worker running the caller, looked up by a call that is never
+    /// inlined (a test body spans a migration: see the module docs).
+    #[inline(never)]
+    fn worker_now() -> Option<usize> {
+        std::hint::black_box(crate::query::current_worker())
+    }
+
+    /// Where a migrant was: before, right after the move, after a yield
+    /// and after blocking on a variable another task writes.
+    type Trail = (usize, usize, usize, usize);
+
+    #[test]
+    fn a_task_moves_to_every_worker_and_goes_on_there() {
+        const WORKERS: usize = 3;
+        let rt = crate::Runtime::builder().workers(WORKERS).build().unwrap();
+        let trails = rt.block_on(|| {
+            let mut all = Vec::new();
+            for to in 0..WORKERS {
+                for _ in 0..4 {
+                    let done: Arc<SyncVar<Trail>> = Arc::new(SyncVar::new());
+                    let gate: Arc<SyncVar<()>> = Arc::new(SyncVar::new());
+                    let (d, g) = (done.clone(), gate.clone());
+                    // Detached tasks: nothing but the scheduler's frames
+                    // lie below their bodies.
+                    crate::par::begin(move || {
+                        let before = worker_now().unwrap();
+                        migrate_current(to).unwrap();
+                        let moved = worker_now().unwrap();
+                        crate::task::yield_now();
+                        let yielded = worker_now().unwrap();
+                        g.read_fe();
+                        d.write_ef((before, moved, yielded, worker_now().unwrap()));
+                    });
+                    let g = gate.clone();
+                    crate::par::begin(move || g.write_ef(()));
+                    all.push((to, done));
+                }
+            }
+            all.into_iter()
+                .map(|(to, d)| (to, d.read_fe()))
+                .collect::<Vec<_>>()
+        });
+        for (to, (before, moved, yielded, woken)) in trails {
+            assert!(before < WORKERS);
+            assert_eq!((moved, yielded, woken), (to, to, to), "from {before}");
+        }
+        // Every task ended where it was counted: the runtime drains.
+        drop(rt);
+    }
+
+    #[test]
+    fn placed_tasks_run_on_their_worker_and_bad_moves_are_refused() {
+        const WORKERS: usize = 2;
+        let rt = crate::Runtime::builder().workers(WORKERS).build().unwrap();
+        let ran = rt.block_on(|| {
+            let reg = crate::sched::Registry::current().unwrap();
+            let mut cells = Vec::new();
+            for round in 0..50 {
+                let w = round % WORKERS;
+                let cell: Arc<SyncVar<(usize, usize)>> = Arc::new(SyncVar::new());
+                let c = cell.clone();
+                // SAFETY: the closure is 'static.
+                let task = unsafe {
+                    crate::sched::new_task::Task::from_closure(
+                        move || c.write_ef((w, worker_now().unwrap())),
+                        std::ptr::null(),
+                    )
+                };
+                super::place_on(&reg, w, task);
+                cells.push(cell);
+            }
+            let refused = migrate_current(WORKERS);
+            (
+                cells.iter().map(|c| c.read_fe()).collect::<Vec<_>>(),
+                refused,
+            )
+        });
+        assert!(ran.0.iter().all(|(aimed, ran)| aimed == ran), "{:?}", ran.0);
+        assert_eq!(ran.1, Err(Unmoved::NoWorker));
+        // Outside any task.
+        assert_eq!(migrate_current(0), Err(Unmoved::NotATask));
     }
 }
