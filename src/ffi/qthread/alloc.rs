@@ -48,12 +48,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::boundary_ptr;
 
-/// `mapinfo_t`: a static map's handle, as C names it (a [`Map`]).
+/// `mapinfo_t`: a static map's handle, as C names it (a `Map`).
 pub struct StatMap {
     _opaque: [u8; 0],
 }
 
-/// `dynmapinfo_t`: a dynamic map's handle, as C names it (a [`Map`]).
+/// `dynmapinfo_t`: a dynamic map's handle, as C names it (a `Map`).
 pub struct DynMap {
     _opaque: [u8; 0],
 }

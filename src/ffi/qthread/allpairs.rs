@@ -1,7 +1,7 @@
 //! `<qthread/allpairs.h>`: a function on every pair of elements of two
 //! qarrays. The pairs are cut into blocks (a piece of a segment of the
 //! first array x a segment of the second), each a task forked to one of
-//! its two segments' owners ([`run_placed`]); the call waits for all.
+//! its two segments' owners (`run_placed`); the call waits for all.
 
 use super::qarray::{Owned, QArray, SendPtr, owned, run_placed};
 use crate::ffi::error::{Fail, boundary_void};

@@ -3,8 +3,8 @@
 //! and hash functions, with a cleanup callback and iterators over its
 //! `list_entry` records.
 //!
-//! Layout: [`SHARDS`] shards, each a mutex over an ordered map from the
-//! *spread* hash (the user's hash through [`mix64`], a bijection) to the
+//! Layout: `SHARDS` shards, each a mutex over an ordered map from the
+//! *spread* hash (the user's hash through `mix64`, a bijection) to the
 //! chain of entries with that hash, linked by `list_entry.next` in
 //! insertion order. The shard of a key is the top bits of its spread hash,
 //! so the shards in order, each in key order, visit the entries in

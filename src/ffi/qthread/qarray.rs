@@ -2,11 +2,11 @@
 //! in one page-aligned block, cut into segments; each segment has an
 //! owning shepherd, given by the distribution (a formula for the fixed
 //! ones, one owner for `ALL_SAME`, an owner per segment for `DIST`, kept
-//! in [`Owned`] beside the public struct). Loops over a range run one
-//! task per owning shepherd, forked to it ([`run_placed`]), each doing
+//! in `Owned` beside the public struct). Loops over a range run one
+//! task per owning shepherd, forked to it (`run_placed`), each doing
 //! its pieces (never crossing a segment) in index order.
 //!
-//! [`run_placed`], [`SendPtr`] and [`owned`] also serve `allpairs.rs` and
+//! `run_placed`, `SendPtr` and `owned` also serve `allpairs.rs` and
 //! `wavefront.rs`.
 
 use super::buf::AlignedBuf;
