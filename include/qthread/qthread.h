@@ -466,7 +466,9 @@ size_t qthread_readstate(enum introspective_state type);
  * moves; the main task does not (as in Qthreads), nor do tasks of other
  * calls (qt_loop bodies, cantus_spawn: cantus tasks never move once
  * started). The task's own shepherd, NO_SHEPHERD or a disabled shepherd:
- * it stays where it is.
+ * it stays where it is. As in Qthreads, the task continues on another
+ * thread: C code must not keep a thread-local's address (a __thread
+ * variable's, errno's) across the call.
  * Returns:  QTHREAD_SUCCESS; QTHREAD_NOT_ALLOWED outside such a task (with
  *           a message); QTHREAD_BADARGS for no such shepherd. */
 int qthread_migrate_to(qthread_shepherd_id_t shepherd);
