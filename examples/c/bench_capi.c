@@ -30,7 +30,11 @@ static void nothing(size_t i, void *arg) { (void)i; (void)arg; }
 
 static aligned_t nothing_q(void *arg) { (void)arg; return 1; }
 
+/* Hand-offs per run: HANDOFFS, or n / 10 for a smaller n (a test's quick
+ * run: between spinning tasks on a loaded machine one hand-off can take
+ * a scheduler tick). */
 #define HANDOFFS 100000
+static int handoffs = HANDOFFS;
 static uint64_t ping, pong;
 static cantus_sync_t sping, spong;
 
@@ -38,7 +42,7 @@ static void ponger(size_t i, void *arg)
 {
     (void)arg;
     uint64_t v;
-    for (int k = 0; k < HANDOFFS; k++) {
+    for (int k = 0; k < handoffs; k++) {
         if (i == 0) {
             cantus_feb_write_ef(&ping, k);
             cantus_feb_read_fe(&pong, &v);
@@ -53,7 +57,7 @@ static void sync_ponger(size_t i, void *arg)
 {
     (void)arg;
     uint64_t v;
-    for (int k = 0; k < HANDOFFS; k++) {
+    for (int k = 0; k < handoffs; k++) {
         if (i == 0) {
             cantus_sync_write_ef(&sping, k);
             cantus_sync_read_fe(&spong, &v);
@@ -80,6 +84,7 @@ static double best(double a, double b) { return a < b ? a : b; }
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? strtoul(argv[1], NULL, 10) : 1000000;
+    if (n / 10 < HANDOFFS) handoffs = (int)(n / 10) > 0 ? (int)(n / 10) : 1;
     if (cantus_init(NULL) != CANTUS_OK) {
         fprintf(stderr, "bench_capi: %s\n", cantus_last_error());
         return 2;
@@ -100,7 +105,7 @@ int main(int argc, char **argv)
         cantus_feb_empty(&pong);
         t = now_ns();
         cantus_coforall(2, ponger, NULL);
-        handoff = best(handoff, (now_ns() - t) / (2.0 * HANDOFFS));
+        handoff = best(handoff, (now_ns() - t) / (2.0 * handoffs));
         cantus_feb_fill(&ping);
         cantus_feb_fill(&pong);
 
@@ -108,7 +113,7 @@ int main(int argc, char **argv)
         cantus_sync_init(&spong);
         t = now_ns();
         cantus_coforall(2, sync_ponger, NULL);
-        shandoff = best(shandoff, (now_ns() - t) / (2.0 * HANDOFFS));
+        shandoff = best(shandoff, (now_ns() - t) / (2.0 * handoffs));
     }
     printf("capi_spawn_join %.1f ns\n", spawn);
     printf("capi_fork_readff %.1f ns\n", fork);
