@@ -6,21 +6,12 @@ use super::table::{self, syncvar};
 use super::*;
 use crate::ffi::qthread::feb::{Syncvar, qthread_syncvar_readFE, qthread_syncvar_writeEF_const};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex};
 
-/// Starts the runtime once for these tests and serialises them, since
-/// they count the process-wide table's entries.
-fn runtime() -> MutexGuard<'static, ()> {
-    static STARTED: OnceLock<()> = OnceLock::new();
-    static SERIAL: Mutex<()> = Mutex::new(());
-    STARTED.get_or_init(|| {
-        let b = crate::config::Builder::new()
-            .workers(2)
-            .ignore_environment()
-            .deadlock_detection(None);
-        crate::ffi::lifecycle::start("test", b).unwrap_or_else(|f| panic!("{}", f.message));
-    });
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// The unit tests' shared runtime, these tests serialised, since they
+/// count the process-wide table's entries.
+fn runtime() -> std::sync::MutexGuard<'static, ()> {
+    crate::test_harness::shared_runtime()
 }
 
 #[derive(Clone, Copy)]
