@@ -15,25 +15,6 @@
 //! names nothing: then no thread counts as a test, and the program is
 //! treated as any other.
 
-/// The runtime of the crate's unit tests that need one: the C ABI's (two
-/// workers, no deadlock detection), started once and kept for the
-/// process, since one runtime runs at a time and some tests keep theirs
-/// (the full/empty table's). The guard serialises its users.
-#[cfg(all(test, not(loom)))]
-pub(crate) fn shared_runtime() -> std::sync::MutexGuard<'static, ()> {
-    use std::sync::{Mutex, OnceLock};
-    static STARTED: OnceLock<()> = OnceLock::new();
-    static SERIAL: Mutex<()> = Mutex::new(());
-    STARTED.get_or_init(|| {
-        let b = crate::config::Builder::new()
-            .workers(2)
-            .ignore_environment()
-            .deadlock_detection(None);
-        crate::ffi::lifecycle::start("test", b).unwrap_or_else(|f| panic!("{}", f.message));
-    });
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// The name of the test the calling thread runs (as libtest names it, and
 /// as `<name> --exact` selects it), or `None` outside a libtest test
 /// thread. Costs a backtrace (milliseconds): call it when starting a

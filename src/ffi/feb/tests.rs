@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 /// The unit tests' shared runtime, these tests serialised, since they
 /// count the process-wide table's entries.
 fn runtime() -> std::sync::MutexGuard<'static, ()> {
-    crate::test_harness::shared_runtime()
+    crate::ffi::lifecycle::shared_test_runtime()
 }
 
 #[derive(Clone, Copy)]

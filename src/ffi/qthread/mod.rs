@@ -24,6 +24,8 @@ pub mod lfqueue;
 pub mod locks;
 pub mod loop_queue;
 pub(crate) mod main_task;
+#[cfg(all(test, not(loom)))]
+mod migrate_tests;
 pub mod pool;
 pub mod qarray;
 pub mod qloop;
