@@ -167,13 +167,18 @@ pub(crate) fn set_worker_disabled(w: usize, disabled: bool) -> bool {
 }
 
 /// Queues `task` on worker `w` of the calling thread's runtime, which
-/// alone runs it (`worker/migrate.rs`; handed on if `w` is disabled when
-/// it comes to it). `false` (the task dropped unrun) without a runtime
-/// or such a worker.
+/// alone runs it (`worker/migrate.rs`); if `w` is disabled, on the shared
+/// injector for the others (and should `w` be disabled by the time it
+/// takes the task, it hands it on). `false` (the task dropped unrun)
+/// without a runtime or such a worker. One look-up of the runtime.
 pub(crate) fn place_on_worker(w: usize, task: new_task::Task) -> bool {
     match Registry::current() {
         Some(reg) if w < reg.workers.len() => {
-            worker::migrate::place_on(&reg, w, task);
+            if reg.sleep.is_disabled(w) {
+                reg.inject(task);
+            } else {
+                worker::migrate::place_on(&reg, w, task);
+            }
             true
         }
         _ => false,

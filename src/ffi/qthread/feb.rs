@@ -4,7 +4,7 @@
 //! `dest` of a read may be NULL (the value is dropped), a read into its
 //! own source writes nothing.
 
-use super::{locks, qt};
+use super::{locks, qt, qt_op};
 use crate::ffi::error::Fail;
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::{KeySite, SyncvarSite, WordSite, syncvar};
@@ -279,13 +279,12 @@ pub extern "C" fn qthread_lock(a: *const u64) -> c_int {
 /// (or, recursive, the caller does); `QTHREAD_OPFAIL` otherwise, at once.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_trylock(a: *const u64) -> c_int {
-    let mut busy = false;
-    let rc = qt("qthread_trylock", || {
+    qt_op("qthread_trylock", || {
         require_runtime("qthread_trylock")?;
         let site = lock_site("qthread_trylock", a)?;
         let declared = locks::declared(a as usize);
         if declared.as_ref().is_some_and(|d| d.enter_again()) {
-            return Ok(());
+            return Ok(Ok(()));
         }
         let took = full_empty::with_place(&site, |p, wake| {
             let free = p.is_full();
@@ -295,18 +294,13 @@ pub extern "C" fn qthread_trylock(a: *const u64) -> c_int {
             free
         });
         if !took {
-            busy = true;
-            return Err(Fail::new(
-                crate::ffi::error::EBUSY,
-                format!("qthread_trylock: the lock of {a:p} is held"),
-            ));
+            return Ok(Err(format!("qthread_trylock: the lock of {a:p} is held")));
         }
         if let Some(d) = declared {
             d.entered();
         }
-        Ok(())
-    });
-    if busy { locks::QTHREAD_OPFAIL } else { rc }
+        Ok(Ok(()))
+    })
 }
 
 /// qthread_unlock: releases the lock of address `a` (handing it to the
@@ -315,27 +309,19 @@ pub extern "C" fn qthread_trylock(a: *const u64) -> c_int {
 /// `QTHREAD_OPFAIL` when another task holds it.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_unlock(a: *const u64) -> c_int {
-    let mut refused = false;
-    let rc = qt("qthread_unlock", || {
+    qt_op("qthread_unlock", || {
         require_runtime("qthread_unlock")?;
         let site = lock_site("qthread_unlock", a)?;
         if let Some(d) = locks::declared(a as usize) {
             match d.leave() {
                 Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(why) => {
-                    refused = true;
-                    return Err(Fail::new(
-                        crate::ffi::error::EBUSY,
-                        format!("qthread_unlock({a:p}): {why}"),
-                    ));
-                }
+                Ok(false) => return Ok(Ok(())),
+                Err(why) => return Ok(Err(format!("qthread_unlock({a:p}): {why}"))),
             }
         }
         full_empty::set(&site, true, None);
-        Ok(())
-    });
-    if refused { locks::QTHREAD_OPFAIL } else { rc }
+        Ok(Ok(()))
+    })
 }
 
 /// qthread_feb_status: 1 if full, 0 if empty, or a negative error code.

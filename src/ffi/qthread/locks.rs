@@ -16,16 +16,13 @@
 //! An address never declared costs `qthread_lock` one relaxed load (the
 //! table is looked up only while it holds something).
 
-use super::qt;
-use crate::ffi::error::{self, Fail};
+use super::qt_op;
+use crate::ffi::error::Fail;
 use crate::ffi::lifecycle::require_runtime;
 use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-
-/// `QTHREAD_OPFAIL`.
-pub(crate) const QTHREAD_OPFAIL: c_int = -7;
 
 /// A declared lock.
 pub(crate) struct Declared {
@@ -116,8 +113,7 @@ impl Declared {
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_lock_init(a: *const u64, is_recursive: bool) -> c_int {
     let call = "qthread_lock_init";
-    let mut refused = false;
-    let rc = qt(call, || {
+    qt_op(call, || {
         require_runtime(call)?;
         if a.is_null() {
             return Err(Fail::null(call, "a"));
@@ -125,11 +121,9 @@ pub extern "C" fn qthread_lock_init(a: *const u64, is_recursive: bool) -> c_int 
         let mut t = table();
         let map = t.get_or_insert_with(HashMap::new);
         if map.contains_key(&(a as usize)) {
-            refused = true;
-            return Err(Fail::new(
-                error::EBUSY,
-                format!("{call}: the lock of {a:p} was declared already"),
-            ));
+            return Ok(Err(format!(
+                "{call}: the lock of {a:p} was declared already"
+            )));
         }
         map.insert(
             a as usize,
@@ -140,9 +134,8 @@ pub extern "C" fn qthread_lock_init(a: *const u64, is_recursive: bool) -> c_int 
             }),
         );
         COUNT.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    });
-    if refused { QTHREAD_OPFAIL } else { rc }
+        Ok(Ok(()))
+    })
 }
 
 /// qthread_lock_destroy: forgets the declaration of address `a`
@@ -150,23 +143,20 @@ pub extern "C" fn qthread_lock_init(a: *const u64, is_recursive: bool) -> c_int 
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_lock_destroy(a: *mut u64) -> c_int {
     let call = "qthread_lock_destroy";
-    if a.is_null() {
-        return qt(call, || Err(Fail::null(call, "a")));
-    }
-    let removed = table()
-        .as_mut()
-        .and_then(|m| m.remove(&(a as usize)))
-        .is_some();
-    if removed {
+    qt_op(call, || {
+        if a.is_null() {
+            return Err(Fail::null(call, "a"));
+        }
+        let removed = table()
+            .as_mut()
+            .and_then(|m| m.remove(&(a as usize)))
+            .is_some();
+        if !removed {
+            return Ok(Err(format!(
+                "{call}: the lock of {a:p} was not declared (qthread_lock_init)"
+            )));
+        }
         COUNT.fetch_sub(1, Ordering::Relaxed);
-        0
-    } else {
-        let _ = qt(call, || {
-            Err(Fail::new(
-                error::EBUSY,
-                format!("{call}: the lock of {a:p} was not declared (qthread_lock_init)"),
-            ))
-        });
-        QTHREAD_OPFAIL
-    }
+        Ok(Ok(()))
+    })
 }

@@ -61,6 +61,9 @@ pub(crate) const QTHREAD_BADARGS: c_int = -1;
 pub(crate) const QTHREAD_PTHREAD_ERROR: c_int = -2;
 /// `QTHREAD_NOT_ALLOWED`.
 pub(crate) const QTHREAD_NOT_ALLOWED: c_int = -3;
+/// `QTHREAD_OPFAIL`: an operation that could not be done now (a full or
+/// empty queue, a lock held by another).
+pub(crate) const QTHREAD_OPFAIL: c_int = -7;
 /// `QTHREAD_THIRD_PARTY_ERROR`: cantus reports its internal errors so.
 pub(crate) const QTHREAD_THIRD_PARTY_ERROR: c_int = -4;
 /// `NO_SHEPHERD`.
@@ -117,6 +120,21 @@ pub(crate) fn pause() {
     } else {
         std::thread::yield_now();
     }
+}
+
+/// As [`qt`], for an operation that may be refused: `Ok(Err(why))` is
+/// `QTHREAD_OPFAIL` (the operation could not be done; `why` for
+/// `cantus_last_error`), an `Err` the code's usual mapping.
+pub(crate) fn qt_op(call: &str, body: impl FnOnce() -> Result<Result<(), String>, Fail>) -> c_int {
+    let mut refused = false;
+    let code = qt(call, || match body()? {
+        Ok(()) => Ok(()),
+        Err(why) => {
+            refused = true;
+            Err(Fail::new(error::EBUSY, why))
+        }
+    });
+    if refused { QTHREAD_OPFAIL } else { code }
 }
 
 /// Reads a Qthreads environment variable (`QTHREAD_X` or `QT_X`).
@@ -323,19 +341,16 @@ pub(crate) fn place(
     shep: c_ushort,
     body: impl FnOnce() + Send + 'static,
 ) -> Result<(), Fail> {
+    if shep == NO_SHEPHERD {
+        return crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call));
+    }
     let workers = crate::query::workers().unwrap_or(1).max(1);
-    let target = (shep != NO_SHEPHERD).then(|| usize::from(shep) % workers);
-    match target {
-        Some(w) if crate::sched::worker_disabled(w) == Some(false) => {
-            // SAFETY: the closure is 'static.
-            let task = unsafe { Task::from_closure(body, std::ptr::null()) };
-            if crate::sched::place_on_worker(w, task) {
-                Ok(())
-            } else {
-                Err(Fail::no_runtime(call))
-            }
-        }
-        _ => crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call)),
+    // SAFETY: the closure is 'static.
+    let task = unsafe { Task::from_closure(body, std::ptr::null()) };
+    if crate::sched::place_on_worker(usize::from(shep) % workers, task) {
+        Ok(())
+    } else {
+        Err(Fail::no_runtime(call))
     }
 }
 

@@ -12,7 +12,7 @@
 //! waits, not one still running (`qthread_readstate`'s busyness leaves
 //! it out but for the instant between the two).
 
-use super::qt;
+use super::{qt, qt_op};
 use crate::ffi::error::{self, Fail};
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::WordSite;
@@ -31,8 +31,6 @@ const MULTI_JOIN: u8 = 1 << 1;
 const MULTI_JOIN_LENGTH: u8 = 1 << 2;
 /// `QTHREAD_QUEUE_CAPPED`: at most `length` waiters.
 const CAPPED: u8 = 1 << 3;
-/// `QTHREAD_OPFAIL`.
-const QTHREAD_OPFAIL: c_int = -7;
 
 /// A queue of waiting tasks (`qthread_queue_t` points at one).
 pub struct Queue {
@@ -48,21 +46,6 @@ impl Queue {
         // a poisoned lock still holds a consistent queue.
         self.waiters.lock().unwrap_or_else(|p| p.into_inner())
     }
-}
-
-/// As `qt`, for an operation that may be refused: `Ok(Err(why))` is
-/// `QTHREAD_OPFAIL` (the operation could not be done; `why` for
-/// `cantus_last_error`), an `Err` the code's usual mapping.
-fn qt_op(call: &str, body: impl FnOnce() -> Result<Result<(), String>, Fail>) -> c_int {
-    let mut refused = false;
-    let code = qt(call, || match body()? {
-        Ok(()) => Ok(()),
-        Err(why) => {
-            refused = true;
-            Err(Fail::new(error::EBUSY, why))
-        }
-    });
-    if refused { QTHREAD_OPFAIL } else { code }
 }
 
 /// The queue behind a handle, or `QTHREAD_BADARGS` for NULL.

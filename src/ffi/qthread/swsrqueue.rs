@@ -11,13 +11,10 @@
 //! it keeps empty). The blocking calls wait by yielding: a task to its
 //! worker's other tasks, an outside thread its CPU. No runtime is needed.
 
-use super::{QTHREAD_BADARGS, boundary_ptr, handle, pause, qt};
+use super::{QTHREAD_BADARGS, QTHREAD_OPFAIL, boundary_ptr, handle, pause, qt};
 use crate::ffi::error::{self, Fail};
 use crossbeam_queue::ArrayQueue;
 use std::ffi::{c_int, c_void};
-
-/// `QTHREAD_OPFAIL`: the non-blocking enqueue found the queue full.
-const QTHREAD_OPFAIL: c_int = -7;
 
 /// A bounded FIFO of element addresses (`qswsrqueue_t` points at one).
 pub struct QswsrQueue {

@@ -419,25 +419,23 @@ fn begin_in_place() {
         n.set(n.get() + 1);
         n.get()
     });
+    if depth > 64 {
+        // Deeper than the mask records: never counted (nor uncounted at
+        // its end); the outer ones keep the runtime's count up anyway.
+        return;
+    }
     let counted = Registry::current().is_some_and(|reg| {
         reg.outside.active.fetch_add(1, Ordering::SeqCst);
         true
     });
-    if depth <= 64 {
-        let bit = 1u64 << (depth - 1);
-        IN_PLACE_COUNTED.with(|c| {
-            c.set(if counted {
-                c.get() | bit
-            } else {
-                c.get() & !bit
-            })
-        });
-    } else if counted {
-        // Deeper than the mask: uncounted at its end, so not counted now.
-        if let Some(reg) = Registry::current() {
-            reg.outside.active.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
+    let bit = 1u64 << (depth - 1);
+    IN_PLACE_COUNTED.with(|c| {
+        c.set(if counted {
+            c.get() | bit
+        } else {
+            c.get() & !bit
+        })
+    });
 }
 
 #[inline(never)]
