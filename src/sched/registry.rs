@@ -124,7 +124,12 @@ pub(crate) struct DeadlockReport {
     pub(crate) answered: usize,
 }
 
-pub(crate) static CURRENT: Mutex<Option<Arc<Registry>>> = Mutex::new(None);
+/// The process's running runtime. Padded: outside threads lock it on
+/// every spawn (`push_task`), and a neighbouring static read by every
+/// task (the trace's switch) would make each lock a cache miss for all
+/// workers.
+pub(crate) static CURRENT: CachePadded<Mutex<Option<Arc<Registry>>>> =
+    CachePadded::new(Mutex::new(None));
 
 impl Registry {
     pub(crate) fn new(

@@ -280,3 +280,105 @@ fn loom_copy_panic_during_hand_off_reaches_the_reader() {
         assert_eq!(v.read_fe(), PanicsOnZero(0));
     });
 }
+
+/// The fast empties (`fast_empty.rs`) beside a locked table that holds
+/// one word's entry (`None`: the default, full): an empty made before
+/// the filler starts, a fill racing a locked reader (which claims the
+/// slot) and a lock-free reader. Every read that finds the word full
+/// sees the filled value, and the slot and table end free.
+#[test]
+fn loom_fast_empty_fill_and_readers_against_the_table() {
+    use super::fast_empty::Slots;
+    use loom::sync::Mutex;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+
+    struct World {
+        slots: Slots<1>,
+        word: AtomicU64,
+        table: Mutex<Option<bool>>,
+    }
+    const W: usize = 8;
+
+    impl World {
+        /// A locked operation: `op` gets the word's full bit and may
+        /// change it (and the value).
+        fn locked<R>(&self, op: impl FnOnce(&mut bool, &AtomicU64) -> R) -> R {
+            let mut entry = self.table.lock().unwrap();
+            if let Some(w) = self.slots.claim(W) {
+                assert_eq!(w, W);
+                assert!(entry.is_none(), "the slot and the table both held W");
+                *entry = Some(false);
+            }
+            let mut full = entry.unwrap_or(true);
+            let r = op(&mut full, &self.word);
+            *entry = if full { None } else { Some(false) };
+            if entry.is_none() {
+                self.slots.release(W);
+            }
+            r
+        }
+
+        fn fill(&self, v: u64) {
+            if !self
+                .slots
+                .try_fill(W, || self.word.store(v, Ordering::Relaxed))
+            {
+                self.locked(|full, word| {
+                    word.store(v, Ordering::Relaxed);
+                    *full = true;
+                });
+            }
+        }
+
+        /// The value if full now.
+        fn read(&self, fast: bool) -> Option<u64> {
+            if fast {
+                if let Some(v) = self
+                    .slots
+                    .read_full(W, || self.word.load(Ordering::Relaxed))
+                {
+                    return Some(v);
+                }
+            }
+            self.locked(|full, word| full.then(|| word.load(Ordering::Relaxed)))
+        }
+    }
+
+    model(|| {
+        let world = Arc::new(World {
+            slots: Slots::new(),
+            word: AtomicU64::new(0),
+            table: Mutex::new(None),
+        });
+        // The fork: empty the return word, then start the task.
+        if !world.slots.try_empty(W) {
+            world.locked(|full, _| *full = false);
+        }
+        let filler = {
+            let world = world.clone();
+            thread::spawn(move || world.fill(5))
+        };
+        let locked_reader = {
+            let world = world.clone();
+            thread::spawn(move || {
+                if let Some(v) = world.read(false) {
+                    assert_eq!(v, 5);
+                }
+            })
+        };
+        // The forker's readFF, polling.
+        loop {
+            match world.read(true) {
+                Some(v) => {
+                    assert_eq!(v, 5);
+                    break;
+                }
+                None => thread::yield_now(),
+            }
+        }
+        filler.join().unwrap();
+        locked_reader.join().unwrap();
+        assert!(world.table.lock().unwrap().is_none());
+        assert_eq!(world.slots.read_full(W, || 1), Some(1), "slot free again");
+    });
+}

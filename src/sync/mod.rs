@@ -7,6 +7,7 @@
 //! orderings.
 
 pub(crate) mod end_count;
+pub(crate) mod fast_empty;
 mod fe;
 pub(crate) mod full_empty;
 pub(crate) mod lock;

@@ -1,7 +1,7 @@
 /*
  * test_qthread_main.c - the Qthreads semantics its own tests rely on
  * (issue 30): the starting thread as the main task of shepherd 0, forks
- * numbered in fork order, tasks forked to a shepherd run there, forked
+ * numbered from 2 as they ask, tasks forked to a shepherd run there, forked
  * tasks that migrate (and those that may not), blocking actions before
  * qthread_initialize, queue lengths that count waiting tasks, declared
  * (recursive) locks and trylock, qthread_fork_precond_simple and
@@ -20,7 +20,7 @@
 
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
 
-/* ---- ids in fork order ---- */
+/* ---- ids: 2, 3, ... drawn at a forked task's first qthread_id call ---- */
 
 static aligned_t my_id(void *arg)
 {
@@ -28,15 +28,39 @@ static aligned_t my_id(void *arg)
     return qthread_id();
 }
 
+static aligned_t no_id(void *arg)
+{
+    (void)arg;
+    return 7;
+}
+
 static void fork_ids(void)
 {
     aligned_t r[8];
     for (int i = 0; i < 8; i++) CHECK_EQ(qthread_fork(my_id, NULL, &r[i]), QTHREAD_SUCCESS);
     for (int i = 0; i < 8; i++) qthread_readFF(NULL, &r[i]);
-    int consecutive = 1;
-    for (int i = 1; i < 8; i++) consecutive &= r[i] == r[i - 1] + 1;
-    CHECK(consecutive);
-    CHECK(r[0] >= 2);
+    /* distinct, from 2, and (nothing else asks meanwhile) eight in a row */
+    aligned_t lo = r[0], hi = r[0];
+    int distinct = 1;
+    for (int i = 0; i < 8; i++) {
+        if (r[i] < lo) lo = r[i];
+        if (r[i] > hi) hi = r[i];
+        for (int j = 0; j < i; j++) distinct &= r[i] != r[j];
+    }
+    CHECK(distinct);
+    CHECK(lo >= 2);
+    CHECK_EQ(hi - lo, 7);
+    /* a task that never asks draws no id (as in Qthreads): the next one
+     * to ask gets the next number */
+    aligned_t a, b, c;
+    qthread_fork(my_id, NULL, &a);
+    qthread_readFF(NULL, &a);
+    qthread_fork(no_id, NULL, &b);
+    qthread_readFF(NULL, &b);
+    qthread_fork(my_id, NULL, &c);
+    qthread_readFF(NULL, &c);
+    CHECK_EQ(b, 7);
+    CHECK_EQ(c, a + 1);
     CHECK_EQ(qthread_id(), 1);
 }
 
@@ -172,7 +196,9 @@ static void queues(void)
     aligned_t r[10];
     for (int i = 0; i < 10; i++) qthread_fork(joiner, NULL, &r[i]);
     while (qthread_queue_length(queue) != 10) qthread_yield();
-    /* every counted joiner waits: only main runs */
+    /* every counted joiner waits: only main runs (a joiner is in the
+     * queue a moment before its worker has switched away from it) */
+    for (int k = 0; k < 1000000 && qthread_readstate(WORKER_OCCUPATION) != 1; k++) qthread_yield();
     CHECK_EQ(qthread_readstate(WORKER_OCCUPATION), 1);
     CHECK_EQ(qthread_queue_release_one(queue), QTHREAD_SUCCESS);
     CHECK_EQ(qthread_queue_length(queue), 9);

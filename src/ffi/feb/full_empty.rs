@@ -6,10 +6,12 @@
 //! in `table.rs` (caller words, `syncvar_t`, keyed states) and `var.rs`
 //! (`cantus_sync_t`); the protocol is in `src/sync/README.md`.
 
+use super::table::WordSite;
 use crate::sync::full_empty::{self as core, Place, Site, unwrap_done};
 use crate::sync::wait::BlockKind;
 use crate::sync::wait_queue;
 pub(crate) use crate::sync::wait_queue::WakeList;
+use std::sync::atomic::AtomicU64;
 
 /// A full/empty operation that may have to wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +62,31 @@ pub(crate) fn perform(site: &impl Site<Value = u64>, op: Op, value: u64) -> u64 
     match (op, unwrap_done(done)) {
         (Op::ReadFE | Op::ReadFF, Some(v)) => v,
         _ => 0,
+    }
+}
+
+/// [`perform`] on a caller-owned word: a readFF of a word whose fast
+/// slot says it is full reads it without the table (`table.rs`).
+pub(crate) fn perform_word(w: &AtomicU64, op: Op, value: u64) -> u64 {
+    if op == Op::ReadFF {
+        if let Some(v) = super::table::fast_read_full(w) {
+            return v;
+        }
+    }
+    perform(&WordSite(w), op, value)
+}
+
+/// [`set`] on a caller-owned word: emptying a word whose slot is free,
+/// and filling one the slot holds empty (nobody waits on either), take
+/// the fast slots alone (`table.rs`).
+pub(crate) fn set_word(w: &AtomicU64, full: bool, value: Option<u64>) {
+    let fast = match (full, value) {
+        (false, None) => super::table::try_fast_empty(w),
+        (true, v) => super::table::try_fast_fill(w, v),
+        (false, Some(_)) => false,
+    };
+    if !fast {
+        set(&WordSite(w), full, value);
     }
 }
 

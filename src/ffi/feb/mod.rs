@@ -66,7 +66,7 @@ unsafe fn word_op(call: &str, word: *const u64, op: Op, value: u64, out: *mut u6
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "word", word)? };
-        let v = full_empty::perform(&WordSite(w), op, value);
+        let v = full_empty::perform_word(w, op, value);
         // SAFETY: forwarded contract.
         unsafe { put(out, v) };
         Ok(OK)
@@ -138,7 +138,7 @@ unsafe fn word_set(call: &str, word: *const u64, full: bool, value: Option<u64>)
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "word", word)? };
-        full_empty::set(&WordSite(w), full, value);
+        full_empty::set_word(w, full, value);
         Ok(OK)
     })
 }

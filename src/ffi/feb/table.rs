@@ -4,24 +4,41 @@
 //! value-less states keyed by address (`KeySite`: per-address locks, sinc
 //! and barrier phases).
 //!
-//! `STRIPES` stripes, each a hash map from address to `Entry` behind a
-//! lock bit (`crate::sync::lock::BitLock`, the engine's one spin lock). A word in the default state (full, nobody waiting) has no
-//! entry, so the maps hold only words that are empty or waited on (as in
-//! Qthreads). Every operation on a word runs under its stripe's lock; see
+//! Two parts. In front, the fast empties (`crate::sync::fast_empty`): a
+//! slot per address hash that can hold one empty, unwaited word, so the
+//! common life of a fork's return word (emptied at the fork, filled by
+//! the task, read by the forker) takes three compare-exchanges or loads
+//! and no lock. Behind, `STRIPES` stripes, each a hash map from slot to
+//! the entries of the keys hashing there, behind a lock bit
+//! (`crate::sync::lock::BitLock`, the engine's one spin lock). Every key
+//! of a slot is in the same stripe; an operation that needs the table
+//! claims the slot under the stripe's lock (taking over an empty word the
+//! slot held) and releases it when the slot's last entry goes. A word in
+//! the default state (full, nobody waiting) has no entry, so the maps
+//! hold only words that are empty or waited on (as in Qthreads). See
 //! `../README.md` for the protocol.
 
+use crate::sync::fast_empty::Slots;
 use crate::sync::full_empty::{Place, Site};
 use crate::sync::lock::BitLock;
 use crate::sync::wait_queue::Queue;
 use crossbeam_utils::CachePadded;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Number of stripes (a power of two).
 pub(crate) const STRIPES: usize = 128;
 const STRIPE_BITS: u32 = STRIPES.trailing_zeros();
-const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// The fast empties: 2^17 slots (1 MiB, committed only where words
+/// hash). Measured against 2^15 and 2^20 with a million return words
+/// outstanding (`bench/c/qthread_tasks.c`): a larger table takes fewer
+/// words to the locked table but misses the TLB on every operation, and
+/// was slower.
+const SLOT_BITS: u32 = 17;
+
+static SLOTS: LazyLock<Slots<SLOT_BITS>> = LazyLock::new(Slots::new);
 
 /// Per-address state of a word that is not in the default state.
 struct Entry {
@@ -37,32 +54,40 @@ impl Entry {
         queue: Queue::EMPTY,
     };
 
+    /// A word the fast slots held empty, nobody waiting.
+    const EMPTY: Entry = Entry {
+        full: false,
+        queue: Queue::EMPTY,
+    };
+
     fn is_default(&self) -> bool {
         self.full && self.queue.is_empty()
     }
 }
 
-/// Hashes an 8-byte-aligned address (Fibonacci hashing of `addr >> 3`).
+/// The slot index itself is the key (already a hash).
 #[derive(Default)]
-struct AddrHasher(u64);
+struct SlotHasher(u64);
 
-impl Hasher for AddrHasher {
+impl Hasher for SlotHasher {
     fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
+        self.0
     }
 
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(GOLDEN);
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
         }
     }
 
-    fn write_usize(&mut self, addr: usize) {
-        self.0 = ((addr as u64) >> 3).wrapping_mul(GOLDEN);
+    fn write_usize(&mut self, slot: usize) {
+        self.0 = (slot as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
 }
 
-type Map = HashMap<usize, Entry, BuildHasherDefault<AddrHasher>>;
+/// A slot's entries: (key, entry), few (the keys of one slot that are
+/// empty or waited on now).
+type Map = HashMap<usize, Vec<(usize, Entry)>, BuildHasherDefault<SlotHasher>>;
 
 /// A stripe: its map behind a lock bit. Critical sections are a hash
 /// lookup and a few stores, so contenders spin (with backoff).
@@ -74,38 +99,84 @@ static TABLE: [CachePadded<Stripe>; STRIPES] = [const {
     ))
 }; STRIPES];
 
-fn stripe_of(addr: usize) -> &'static Stripe {
-    let i = ((addr as u64 >> 3).wrapping_mul(GOLDEN) >> (64 - STRIPE_BITS)) as usize;
-    &TABLE[i]
+/// The stripe of slot `slot`: its top bits, so a slot's keys share one.
+fn stripe_of(slot: usize) -> &'static Stripe {
+    &TABLE[slot >> (SLOT_BITS - STRIPE_BITS)]
 }
 
-/// Runs `f` on the entry of `addr` (a default one if it has none) under
-/// its stripe's lock; afterwards drops an entry back in the default state
-/// and stores one that left it.
-fn with_entry<R>(addr: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
-    stripe_of(addr).with(|map| match map.get_mut(&addr) {
-        Some(e) => {
-            let r = f(e);
-            if e.is_default() {
-                map.remove(&addr);
-            }
-            r
+/// Runs `f` on the entry of `key` (a default one if it has none) under
+/// its stripe's lock, with its slot claimed for the table (an empty word
+/// the slot held becomes an entry); afterwards drops an entry back in the
+/// default state, stores one that left it, and gives the slot back once
+/// it has no entry left.
+fn with_entry<R>(key: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
+    let slot = Slots::<SLOT_BITS>::index(key);
+    let slots = &*SLOTS;
+    stripe_of(slot).with(|map| {
+        let list = map.entry(slot).or_default();
+        if let Some(w) = slots.claim(key) {
+            list.push((w, Entry::EMPTY));
         }
-        None => {
-            let mut e = Entry::DEFAULT;
-            let r = f(&mut e);
-            if !e.is_default() {
-                map.insert(addr, e);
+        let r = match list.iter().position(|(k, _)| *k == key) {
+            Some(i) => {
+                let r = f(&mut list[i].1);
+                if list[i].1.is_default() {
+                    list.swap_remove(i);
+                }
+                r
             }
-            r
+            None => {
+                let mut e = Entry::DEFAULT;
+                let r = f(&mut e);
+                if !e.is_default() {
+                    list.push((key, e));
+                }
+                r
+            }
+        };
+        if list.is_empty() {
+            map.remove(&slot);
+            slots.release(key);
+        }
+        r
+    })
+}
+
+/// Empties the word at `w` without waking anyone if that can be done
+/// without the table (its slot is free): `true` if done.
+#[inline]
+pub(crate) fn try_fast_empty(w: &AtomicU64) -> bool {
+    SLOTS.try_empty(w.as_ptr().addr())
+}
+
+/// Stores `v` (if any) in the word at `w` and fills it, if it is empty
+/// with nobody waiting and its slot says so: `true` if done.
+#[inline]
+pub(crate) fn try_fast_fill(w: &AtomicU64, v: Option<u64>) -> bool {
+    SLOTS.try_fill(w.as_ptr().addr(), || {
+        if let Some(v) = v {
+            // Relaxed: the slot's Release store publishes it.
+            w.store(v, Ordering::Relaxed);
         }
     })
 }
 
-/// Entries in the table now (for tests: it must drain back to zero).
+/// The value of the word at `w` if its slot says it is full, without
+/// the table.
+#[inline]
+pub(crate) fn fast_read_full(w: &AtomicU64) -> Option<u64> {
+    SLOTS.read_full(w.as_ptr().addr(), || w.load(Ordering::Relaxed))
+}
+
+/// Entries in the table now, empty words in the fast slots included (for
+/// tests: it must drain back to zero).
 #[cfg(test)]
 pub(crate) fn entries() -> usize {
-    TABLE.iter().map(|s| s.with(|m| m.len())).sum()
+    TABLE
+        .iter()
+        .map(|s| s.with(|m| m.values().map(Vec::len).sum::<usize>()))
+        .sum::<usize>()
+        + SLOTS.empties()
 }
 
 /// A caller-owned word whose 64 bits are data; state in the table.

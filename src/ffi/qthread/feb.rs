@@ -40,7 +40,7 @@ unsafe fn feb_op(call: &str, addr: *const u64, op: Op, value: u64, dest: *mut u6
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "addr", addr)? };
-        let v = full_empty::perform(&WordSite(w), op, value);
+        let v = full_empty::perform_word(w, op, value);
         if dest.cast_const() != addr {
             // SAFETY: forwarded contract.
             unsafe { put(dest, v) };
@@ -58,7 +58,7 @@ unsafe fn feb_set(call: &str, addr: *const u64, full: bool, value: Option<u64>) 
         require_runtime(call)?;
         // SAFETY: forwarded contract.
         let w = unsafe { word_at(call, "dest", addr)? };
-        full_empty::set(&WordSite(w), full, value);
+        full_empty::set_word(w, full, value);
         Ok(())
     })
 }

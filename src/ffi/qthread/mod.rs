@@ -44,7 +44,6 @@ pub mod wavefront;
 use super::Code;
 use super::error::{self, Fail, boundary};
 use super::feb::full_empty;
-use super::feb::table::WordSite;
 use super::feb::word_at;
 use super::lifecycle::{self, require_runtime};
 use super::tasks::Arg;
@@ -294,12 +293,16 @@ fn forked(
     arg: Arg,
     ret: *mut u64,
 ) -> impl FnOnce() + Send + 'static {
-    let ret = if ret.is_null() {
+    spawn::task_body(call, f, arg, ret_loc(ret), team::for_fork(false, false))
+}
+
+/// A fork's return word as a result location.
+fn ret_loc(ret: *mut u64) -> spawn::RetLoc {
+    if ret.is_null() {
         spawn::RetLoc::None
     } else {
         spawn::RetLoc::Word(ret)
-    };
-    spawn::task_body(call, f, arg, ret, team::for_fork(false, false))
+    }
 }
 
 /// Checks and prepares a fork: the function, the runtime, `ret` emptied.
@@ -313,7 +316,7 @@ fn prepare(
     if !ret.is_null() {
         // SAFETY: the caller promises `ret` is a valid aligned_t if non-null.
         let w = unsafe { word_at(call, "ret", ret)? };
-        full_empty::set(&WordSite(w), false, None);
+        full_empty::set_word(w, false, None);
     }
     Ok(f)
 }
@@ -327,6 +330,9 @@ fn prepare(
 pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
     qt("qthread_fork", || {
         let f = prepare("qthread_fork", f, ret)?;
+        if let Some(task) = spawn::plain_fork_task(f, Arg(arg.cast_mut()), ret_loc(ret)) {
+            return place_task("qthread_fork", NO_SHEPHERD, task);
+        }
         crate::par::try_begin(forked("qthread_fork", f, Arg(arg.cast_mut()), ret))
             .map_err(|_| Fail::no_runtime("qthread_fork"))
     })
@@ -344,9 +350,18 @@ pub(crate) fn place(
     if shep == NO_SHEPHERD {
         return crate::par::try_begin(body).map_err(|_| Fail::no_runtime(call));
     }
-    let workers = crate::query::workers().unwrap_or(1).max(1);
     // SAFETY: the closure is 'static.
-    let task = unsafe { Task::from_closure(body, std::ptr::null()) };
+    place_task(call, shep, unsafe {
+        Task::from_closure(body, std::ptr::null())
+    })
+}
+
+/// [`place`] for a task already made.
+pub(crate) fn place_task(call: &str, shep: c_ushort, task: Task) -> Result<(), Fail> {
+    if shep == NO_SHEPHERD {
+        return crate::sched::push_task(call, task).map_err(|_| Fail::no_runtime(call));
+    }
+    let workers = crate::query::workers().unwrap_or(1).max(1);
     if crate::sched::place_on_worker(usize::from(shep) % workers, task) {
         Ok(())
     } else {
@@ -367,6 +382,9 @@ pub unsafe extern "C" fn qthread_fork_to(
 ) -> c_int {
     qt("qthread_fork_to", || {
         let f = prepare("qthread_fork_to", f, ret)?;
+        if let Some(task) = spawn::plain_fork_task(f, Arg(arg.cast_mut()), ret_loc(ret)) {
+            return place_task("qthread_fork_to", shep, task);
+        }
         place(
             "qthread_fork_to",
             shep,
@@ -377,9 +395,13 @@ pub unsafe extern "C" fn qthread_fork_to(
 
 /// `qthread_id` of the thread that started the runtime (Qthreads' main).
 const MAIN_ID: c_uint = 1;
-/// The first id of a forked task (Qthreads numbers forks from 2, in
-/// order).
+/// The first id of a forked task (Qthreads numbers forks from 2).
 const FIRST_FORK_ID: u32 = 2;
+/// The label of a forked task that has not asked for its id yet: its
+/// number is drawn at its first `qthread_id` call, as Qthreads draws it
+/// (so a fork costs no shared counter, and its task no word to carry
+/// one). 1 is main's id, never a fork's.
+pub(crate) const UNNUMBERED_FORK: u64 = 1;
 /// Forked tasks' ids run from [`FIRST_FORK_ID`] below this, then start
 /// again; tasks not made by a `qthread_fork*`/`qthread_spawn` (a
 /// `qt_loop` body, `cantus_spawn`, Rust tasks) have ids from here to
@@ -387,18 +409,18 @@ const FIRST_FORK_ID: u32 = 2;
 /// are alive.
 const UNFORKED_IDS: u32 = 1 << 31;
 
-/// The id of the next forked task.
+/// The id the next forked task to ask for one gets.
 static NEXT_FORK_ID: AtomicU32 = AtomicU32::new(FIRST_FORK_ID);
 
-/// Numbers a forked task, at its fork: Qthreads' ids, 2, 3, ... in the
-/// order of the forks (of all threads together).
-pub(crate) fn next_fork_id() -> u32 {
+/// Numbers a forked task at its first `qthread_id` call: Qthreads' ids,
+/// 2, 3, ... in the order of those calls (of all threads together).
+fn next_fork_id() -> u32 {
     // Relaxed: only uniqueness and each thread's order matter.
     let id = NEXT_FORK_ID.fetch_add(1, Ordering::Relaxed);
     if id < UNFORKED_IDS {
         return id;
     }
-    // 2^31 forks later: start again (a compare-exchange, so only one
+    // 2^31 ids later: start again (a compare-exchange, so only one
     // thread resets what all of them overran).
     let _ = NEXT_FORK_ID.compare_exchange(
         id.wrapping_add(1),
@@ -409,14 +431,21 @@ pub(crate) fn next_fork_id() -> u32 {
     FIRST_FORK_ID + id % (UNFORKED_IDS - FIRST_FORK_ID)
 }
 
-/// qthread_id: the calling task's id: a forked task's number (2, 3, ...
-/// in fork order), 1 in the thread that started the runtime (Qthreads'
-/// main task), `QTHREAD_NON_TASK_ID` in other threads.
+/// qthread_id: the calling task's id: a forked task's number (2, 3, ...,
+/// drawn at its first call, as in Qthreads), 1 in the thread that
+/// started the runtime (Qthreads' main task), `QTHREAD_NON_TASK_ID` in
+/// other threads.
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_id() -> c_uint {
     error::guarded(QTHREAD_NON_TASK_ID, || {
-        if let Some(id) = crate::sched::task_storage::label() {
-            return id as c_uint;
+        match crate::sched::task_storage::label() {
+            Some(UNNUMBERED_FORK) => {
+                let id = next_fork_id();
+                crate::sched::task_storage::set_label(u64::from(id));
+                return id as c_uint;
+            }
+            Some(id) => return id as c_uint,
+            None => {}
         }
         // A task away in a blocking call keeps its id (as Qthreads' I/O
         // workers run the task as itself).

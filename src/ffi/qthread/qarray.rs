@@ -13,7 +13,6 @@ use super::buf::AlignedBuf;
 use super::{NO_SHEPHERD, QthreadF, place, worker_count};
 use crate::ffi::error::{self, Fail, boundary_void, guarded};
 use crate::ffi::feb::full_empty;
-use crate::ffi::feb::table::WordSite;
 use crate::ffi::feb::word_at;
 use crate::ffi::lifecycle::require_runtime;
 use crate::sync::end_count::EndCount;
@@ -850,7 +849,7 @@ pub unsafe extern "C" fn qarray_iter_loop_nb(
         if !ret.is_null() {
             // SAFETY: the caller promises `ret` is a valid aligned_t.
             let w = unsafe { word_at(CALL, "ret", ret)? };
-            full_empty::set(&WordSite(w), false, None);
+            full_empty::set_word(w, false, None);
         }
         let (arr, argp, retp) = (SendPtr(a), SendPtr(arg), SendPtr(ret));
         let here = super::qthread_shep();
@@ -866,7 +865,7 @@ pub unsafe extern "C" fn qarray_iter_loop_nb(
                 // SAFETY: checked non-null and aligned above; valid until
                 // filled (contract).
                 let w = unsafe { AtomicU64::from_ptr(r) };
-                full_empty::set(&WordSite(w), true, Some(0));
+                full_empty::set_word(w, true, Some(0));
             }
         })
     });

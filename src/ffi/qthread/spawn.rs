@@ -11,15 +11,17 @@
 use super::feb::Syncvar;
 use super::sinc::{self, QtSinc};
 use super::team::{self, Membership};
-use super::{NO_SHEPHERD, QthreadF, buf::AlignedBuf, place, qt};
+use super::{NO_SHEPHERD, QthreadF, buf::AlignedBuf, place, place_task, qt};
 use crate::ffi::error::{EINVAL, ENOTSUP, Fail};
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::{SyncvarSite, WordSite, syncvar};
 use crate::ffi::feb::word_at;
 use crate::ffi::lifecycle::require_runtime;
 use crate::ffi::tasks::Arg;
+use crate::sched::new_task::{Action, INLINE_WORDS, Payload, Task};
 use crate::sched::task_storage;
 use std::ffi::{c_int, c_uint, c_ushort, c_void};
+use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 
@@ -85,7 +87,7 @@ impl RetLoc {
                 // SAFETY: checked non-null and aligned at spawn; the caller
                 // keeps it valid until filled.
                 let w = unsafe { AtomicU64::from_ptr(w) };
-                full_empty::set(&WordSite(w), true, Some(v));
+                full_empty::set_word(w, true, Some(v));
             }
             RetLoc::Syncvar(w) => {
                 // SAFETY: as for Word.
@@ -113,6 +115,104 @@ impl RetLoc {
     }
 }
 
+impl RetLoc {
+    /// The location as one word, its kind in the low two bits (every
+    /// location is at least 4-aligned: words and syncvars are checked to
+    /// be 8-aligned, a sinc is a struct of pointers), or `None` for a sinc
+    /// that is not.
+    fn to_word(self) -> Option<usize> {
+        let (p, kind) = match self {
+            RetLoc::None => return Some(0),
+            RetLoc::Word(w) => (w.addr(), 0),
+            RetLoc::Syncvar(w) => (w.addr(), 1),
+            RetLoc::Sinc { sinc, void } => (sinc.addr(), 2 | usize::from(void)),
+        };
+        (p % 4 == 0).then_some(p | kind)
+    }
+
+    /// The location [`RetLoc::to_word`] made `w` from.
+    fn from_word(w: *const ()) -> RetLoc {
+        let p = w.cast_mut().map_addr(|a| a & !3);
+        match w.addr() & 3 {
+            _ if w.is_null() => RetLoc::None,
+            0 => RetLoc::Word(p.cast()),
+            1 => RetLoc::Syncvar(p.cast()),
+            k => RetLoc::Sinc {
+                sinc: p.cast(),
+                void: k == 3,
+            },
+        }
+    }
+}
+
+/// The two payload words of a plain fork's task.
+#[repr(C)]
+struct PlainFork {
+    f: unsafe extern "C" fn(*mut c_void) -> u64,
+    arg: *mut c_void,
+}
+
+/// The task of a plain fork: `f(arg)` with no copied argument, no
+/// precondition and no team of its own to join, its result delivered to
+/// `ret`. Its four words hold all of it (`f` and `arg` in the payload,
+/// `ret` in the word where a group's task keeps its group: a detached
+/// task has none), so the fork allocates nothing (seed 002: argument
+/// bundles). `None` where the general task is needed: the forker is in a
+/// team, tracing is on (the trace labels spawned tasks), or a sinc is not
+/// 4-aligned.
+pub(super) fn plain_fork_task(
+    f: unsafe extern "C" fn(*mut c_void) -> u64,
+    arg: Arg,
+    ret: RetLoc,
+) -> Option<Task> {
+    if crate::trace::on() || !team::forks_join_no_team() {
+        return None;
+    }
+    let ret = ret.to_word()?;
+    let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
+    // SAFETY: PlainFork is two words with no padding, the payload's size
+    // and alignment (a const assertion below), so every payload byte is
+    // initialized.
+    unsafe {
+        payload
+            .as_mut_ptr()
+            .cast::<PlainFork>()
+            .write(PlainFork { f, arg: arg.get() });
+    }
+    // SAFETY: run_plain_fork reads the PlainFork written above and the
+    // location word; f(arg) may run on any worker (qthread_fork's
+    // contract), and the return location stays valid until filled.
+    Some(unsafe {
+        Task::from_raw(
+            run_plain_fork,
+            std::ptr::without_provenance::<()>(0).with_addr(ret),
+            payload,
+        )
+    })
+}
+
+const _: () = assert!(std::mem::size_of::<PlainFork>() == std::mem::size_of::<Payload>());
+const _: () = assert!(std::mem::align_of::<PlainFork>() <= std::mem::align_of::<Payload>());
+
+/// The code of a [`plain_fork_task`].
+///
+/// # Safety
+/// `payload` holds a `PlainFork` and `ret` a `RetLoc::to_word`, as
+/// `plain_fork_task` wrote them; called once.
+unsafe fn run_plain_fork(payload: *mut Payload, ret: *const (), action: Action) {
+    if action == Action::Drop {
+        // Unrun at shutdown: the return location stays empty, as for a
+        // boxed fork.
+        return;
+    }
+    // SAFETY: the caller's contract; read once.
+    let PlainFork { f, arg } = unsafe { payload.cast::<PlainFork>().read() };
+    let ret = RetLoc::from_word(ret);
+    guard("qthread_fork", move || {
+        run(f, arg, ret, Membership::Default)
+    });
+}
+
 /// A precondition: a word (or `syncvar_t`) that must be full.
 #[derive(Clone, Copy)]
 struct Precond(*mut u64);
@@ -127,19 +227,18 @@ enum TaskArg {
     Copy(AlignedBuf),
 }
 
-/// Runs `f(arg)` as the task numbered `id` (`qthread_id`), in its team,
-/// and delivers its result.
+/// Runs `f(arg)` as a forked task (labelled so: it draws its
+/// `qthread_id` at its first call), in its team, and delivers its result.
 fn run(
     f: unsafe extern "C" fn(*mut c_void) -> u64,
     arg: *mut c_void,
     ret: RetLoc,
     team: Membership,
-    id: u32,
 ) {
     // A task run inside another (a join that runs what it waits for)
     // shares that task's storage: its label comes back after.
     let outer = task_storage::label();
-    task_storage::set_label(u64::from(id));
+    task_storage::set_label(super::UNNUMBERED_FORK);
     team.run(
         // SAFETY: the caller of qthread_spawn promises f(arg) may run on
         // a worker.
@@ -167,8 +266,7 @@ pub(super) fn task_body(
     ret: RetLoc,
     team: Membership,
 ) -> impl FnOnce() + Send + 'static {
-    let id = super::next_fork_id();
-    move || guard(call, move || run(f, arg.get(), ret, team, id))
+    move || guard(call, move || run(f, arg.get(), ret, team))
 }
 
 /// Checks `ret` for `flags` and empties it (aligned_t, syncvar_t).
@@ -213,7 +311,7 @@ fn ret_location(call: &str, ret: *mut c_void, flags: c_uint) -> Result<RetLoc, F
         _ => {
             // SAFETY: the caller promises `ret` is a valid aligned_t.
             let a = unsafe { word_at(call, "ret", w)? };
-            full_empty::set(&WordSite(a), false, None);
+            full_empty::set_word(a, false, None);
             RetLoc::Word(w)
         }
     })
@@ -352,6 +450,12 @@ unsafe fn spawn(
     }
     let ret = ret_location(call, ret, flags)?;
     let syncvars = flags & SPAWN_PC_SYNCVAR_T != 0;
+    let new_team = flags & (SPAWN_NEW_TEAM | SPAWN_NEW_SUBTEAM) != 0;
+    if pre.is_empty() && arg_size == 0 && !new_team {
+        if let Some(task) = plain_fork_task(f, Arg(arg.cast_mut()), ret) {
+            return place_task(call, target, task);
+        }
+    }
     let team = team::for_fork(flags & SPAWN_NEW_TEAM != 0, flags & SPAWN_NEW_SUBTEAM != 0);
     if pre.is_empty() && arg_size == 0 {
         // The common case: no allocation beyond the task's own.
@@ -367,7 +471,6 @@ unsafe fn spawn(
     } else {
         TaskArg::Ptr(Arg(arg.cast_mut()))
     };
-    let id = super::next_fork_id();
     let body = move || {
         guard("qthread_spawn", move || {
             await_preconds(&pre, syncvars);
@@ -375,7 +478,7 @@ unsafe fn spawn(
                 TaskArg::Ptr(a) => a.get(),
                 TaskArg::Copy(b) => b.as_mut_ptr().cast(),
             };
-            run(f, argp, ret, team, id);
+            run(f, argp, ret, team);
         })
     };
     place(call, target, body)

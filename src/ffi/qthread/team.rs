@@ -106,6 +106,15 @@ fn current() -> Option<Arc<Team>> {
         .ok()
 }
 
+/// Whether a fork made now, without a new team, joins no team: at once
+/// while no team was ever made (no task can be in one), else when the
+/// forker is in none.
+pub(crate) fn forks_join_no_team() -> bool {
+    // Relaxed: a task in a team was started after the team was made,
+    // which its start orders after the store of TEAMS_MADE.
+    !TEAMS_MADE.load(Ordering::Relaxed) || current().is_none()
+}
+
 /// The membership of a task forked now by the caller: in a new team
 /// (`new_team`), a new subteam of the caller's team (`new_subteam`), or
 /// the caller's own team.
