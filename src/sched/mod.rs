@@ -270,12 +270,21 @@ pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::e
         local.push(task);
         return Ok(());
     }
-    match Registry::current() {
+    // Injected under the registry's lock, not through a clone of it: an
+    // outside thread that forks in a loop (Qthreads' main) saves the two
+    // reference-count updates per task.
+    // Without a runtime the task comes back, to be dropped (running its
+    // captures' destructors) after the lock is released.
+    let unplaced = Registry::with_current(move |r| match r {
         Some(r) => {
             r.inject(task);
-            Ok(())
+            None
         }
-        None => {
+        None => Some(task),
+    });
+    match unplaced {
+        None => Ok(()),
+        Some(task) => {
             drop(task);
             Err(crate::error::Error::no_runtime(call))
         }

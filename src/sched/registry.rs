@@ -201,6 +201,16 @@ impl Registry {
         CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// Runs `f` with the running runtime (the worker's own, or the
+    /// process's current, whose lock is held while `f` runs: `f` must not
+    /// block or start or stop a runtime).
+    pub(crate) fn with_current<R>(f: impl FnOnce(Option<&Registry>) -> R) -> R {
+        if let Some(local) = super::worker::WorkerLocal::current() {
+            return f(Some(&local.registry));
+        }
+        f(CURRENT.lock().unwrap_or_else(|e| e.into_inner()).as_deref())
+    }
+
     /// Pushes a task from an outside thread.
     pub(crate) fn inject(&self, task: Task) {
         self.outside.injected.fetch_add(1, Ordering::Relaxed);
