@@ -47,7 +47,7 @@
  *    beside shepherd 0's worker rather than on it: its waits block the
  *    thread (Qthreads would run shepherd 0's other tasks on it meanwhile),
  *    and it has no task stack (qthread_bos/tos NULL). Forked tasks are
- *    numbered 2, 3, ... in fork order, as in Qthreads.
+ *    numbered 2, 3, ... at their first qthread_id call, as in Qthreads.
  *  - qthread_finalize waits for every task to finish (Qthreads tells the
  *    shepherds to stop at their next context switch), and is not called
  *    automatically at exit: call it, or the process exits with its tasks.
@@ -396,10 +396,11 @@ void qthread_flushsc(void);
 /* ---- queries ------------------------------------------------------------ */
 
 /*
- * qthread_id - the calling task's id. As in Qthreads, tasks made by
- * qthread_fork* / qthread_spawn are numbered 2, 3, ... in the order of
- * their forks (numbering starts again at 2 with each qthread_initialize,
- * and after 2^31 - 2 forks); other tasks (qt_loop bodies, cantus_spawn,
+ * qthread_id - the calling task's id. As in Qthreads, a task made by
+ * qthread_fork* / qthread_spawn is numbered at its first qthread_id call:
+ * 2, 3, ... in the order of those calls (a task that never asks takes no
+ * number; numbering starts again at 2 with each qthread_initialize, and
+ * after 2^31 - 2 numbers); other tasks (qt_loop bodies, cantus_spawn,
  * Rust tasks) have ids from 2^31 to UINT_MAX-1, never a fork's while
  * fewer than 2^31 forked tasks live. 1 in the thread that started the
  * runtime (Qthreads' main task). QTHREAD_NON_TASK_ID (0) in other threads

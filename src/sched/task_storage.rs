@@ -3,7 +3,7 @@
 //! as Qthreads' task-local storage (`qthread_get_tasklocal`), a value
 //! the layer that spawned the task attaches to it (the C ABI's team), and
 //! a *label*, a number that layer gives the task (the C ABI's Qthreads
-//! id, numbered at fork).
+//! id, drawn at the task's first `qthread_id` call).
 //!
 //! A worker keeps the running task's storage in one word, a pointer
 //! (`WorkerLocal::storage`): `run_task` clears it before a task runs and

@@ -72,6 +72,21 @@ pub(crate) fn perform_word(w: &AtomicU64, op: Op, value: u64) -> u64 {
         if let Some(v) = super::table::fast_read_full(w) {
             return v;
         }
+        // A thread that is no worker's (Qthreads' main, blocking as a
+        // thread) watches the word's slot a while first: a fork's result
+        // is usually a few hundred nanoseconds away, and blocking costs an
+        // entry in the table, a place in its queue and a wake-up. A task
+        // suspends at once instead (its worker has other work, perhaps
+        // the very task it waits for).
+        if crate::sched::WorkerLocal::current().is_none() {
+            let backoff = crossbeam_utils::Backoff::new();
+            while !backoff.is_completed() {
+                backoff.snooze();
+                if let Some(v) = super::table::fast_read_full(w) {
+                    return v;
+                }
+            }
+        }
     }
     perform(&WordSite(w), op, value)
 }
