@@ -234,3 +234,68 @@ fn locks_sincs_and_barriers_leave_the_table_empty() {
         "idle locks, sincs and barriers take no room"
     );
 }
+
+/// Many words at once, more than share a fast slot each: forks' return
+/// words emptied, a waiter queued on some of them (taking their slots to
+/// the stripes) and the rest read without waiting, then every word filled
+/// by tasks; each waiter gets its word's value and the table, slots
+/// included, drains.
+#[test]
+fn fast_empties_hand_over_to_the_stripes_and_back() {
+    let _rt = runtime();
+    const WORDS: usize = 4096;
+    let words: Arc<Vec<AtomicU64>> = Arc::new((0..WORDS).map(|_| AtomicU64::new(0)).collect());
+    let word = |i: usize| Word(words[i].as_ptr());
+    for i in 0..WORDS {
+        // SAFETY: the word is a live, aligned u64.
+        assert_eq!(unsafe { cantus_feb_empty(word(i).0) }, OK);
+    }
+    assert_eq!(
+        table::entries(),
+        WORDS,
+        "every empty word is held somewhere"
+    );
+    let group = crate::par::TaskGroup::new();
+    let got = Arc::new(Mutex::new(Vec::new()));
+    // Waiters on every 16th word: they find it empty and queue.
+    for i in (0..WORDS).step_by(16) {
+        let (w, keep, got) = (word(i), words.clone(), got.clone());
+        group.spawn(move || {
+            let mut v = 0;
+            // SAFETY: `keep` keeps the word alive.
+            assert_eq!(unsafe { cantus_feb_read_ff(w.get(), &mut v) }, OK);
+            got.lock().unwrap().push((i, v));
+            drop(keep);
+        });
+    }
+    // Fill every word from tasks: through the fast slot where nobody
+    // waits, through the stripes where somebody does.
+    for i in 0..WORDS {
+        let (w, keep) = (word(i), words.clone());
+        group.spawn(move || {
+            // SAFETY: `keep` keeps the word alive.
+            assert_eq!(unsafe { cantus_feb_write_xf(w.get(), 1000 + i as u64) }, OK);
+            drop(keep);
+        });
+    }
+    group.wait();
+    let mut got = got.lock().unwrap().clone();
+    got.sort_unstable();
+    assert_eq!(got.len(), WORDS / 16);
+    assert!(got.iter().all(|&(i, v)| v == 1000 + i as u64), "{got:?}");
+    for i in 0..WORDS {
+        let mut v = 0;
+        // SAFETY: the word is alive; full now, so this does not wait.
+        assert_eq!(unsafe { cantus_feb_read_ff(word(i).0, &mut v) }, OK);
+        assert_eq!(v, 1000 + i as u64);
+    }
+    assert_eq!(table::entries(), 0, "slots and stripes drain");
+    // Once drained, the fast path works again for the same words.
+    for i in 0..WORDS {
+        // SAFETY: the word is alive.
+        assert_eq!(unsafe { cantus_feb_empty(word(i).0) }, OK);
+        // SAFETY: as above.
+        assert_eq!(unsafe { cantus_feb_fill(word(i).0) }, OK);
+    }
+    assert_eq!(table::entries(), 0);
+}
