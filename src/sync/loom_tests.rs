@@ -382,3 +382,113 @@ fn loom_fast_empty_fill_and_readers_against_the_table() {
         assert_eq!(world.slots.read_full(W, || 1), Some(1), "slot free again");
     });
 }
+
+/// Two words that share a fast slot, each emptied then filled by its own
+/// thread, one lock-free where it can, the other through the table (which
+/// claims the slot and takes the first word over if the slot holds it):
+/// neither word is ever both in the slot and in the table, each ends full
+/// with its own value, and the slot ends free.
+#[test]
+fn loom_fast_empty_words_sharing_a_slot() {
+    use super::fast_empty::Slots;
+    use loom::sync::Mutex;
+    use loom::sync::atomic::{AtomicU64, Ordering};
+    use std::collections::HashMap;
+
+    /// Two words whose slot is the same (found, not assumed).
+    fn pair() -> (usize, usize) {
+        let a = 8;
+        let b = (2..)
+            .map(|i| 8 * i)
+            .find(|&b| Slots::<1>::index(b) == Slots::<1>::index(a))
+            .unwrap();
+        (a, b)
+    }
+
+    struct World {
+        slots: Slots<1>,
+        words: [AtomicU64; 2],
+        keys: (usize, usize),
+        /// The table: key -> full bit, for keys not in the default state.
+        table: Mutex<HashMap<usize, bool>>,
+    }
+
+    impl World {
+        fn word(&self, key: usize) -> &AtomicU64 {
+            &self.words[usize::from(key != self.keys.0)]
+        }
+
+        fn locked(&self, key: usize, op: impl FnOnce(&mut bool, &AtomicU64)) {
+            let mut table = self.table.lock().unwrap();
+            if let Some(w) = self.slots.claim(key) {
+                assert!(
+                    table.insert(w, false).is_none(),
+                    "word {w} in the slot and the table"
+                );
+            }
+            let mut full = table.get(&key).copied().unwrap_or(true);
+            op(&mut full, self.word(key));
+            if full {
+                table.remove(&key);
+            } else {
+                table.insert(key, false);
+            }
+            if table.is_empty() {
+                self.slots.release(key);
+            }
+        }
+
+        fn empty(&self, key: usize, fast: bool) {
+            if !(fast && self.slots.try_empty(key)) {
+                self.locked(key, |full, _| *full = false);
+            }
+        }
+
+        fn fill(&self, key: usize, v: u64, fast: bool) {
+            let word = self.word(key);
+            if !(fast
+                && self
+                    .slots
+                    .try_fill(key, || word.store(v, Ordering::Relaxed)))
+            {
+                self.locked(key, |full, word| {
+                    assert!(!*full, "filled twice");
+                    word.store(v, Ordering::Relaxed);
+                    *full = true;
+                });
+            }
+        }
+
+        fn read(&self, key: usize) -> Option<u64> {
+            let word = self.word(key);
+            self.slots.read_full(key, || word.load(Ordering::Relaxed))
+        }
+    }
+
+    model(|| {
+        let world = Arc::new(World {
+            slots: Slots::new(),
+            words: [AtomicU64::new(0), AtomicU64::new(0)],
+            keys: pair(),
+            table: Mutex::new(HashMap::new()),
+        });
+        let (a, b) = world.keys;
+        let other = {
+            let world = world.clone();
+            thread::spawn(move || {
+                world.empty(b, false);
+                world.fill(b, 22, true);
+            })
+        };
+        world.empty(a, true);
+        if let Some(v) = world.read(a) {
+            // Only a fill could make it full, and nobody filled it yet.
+            panic!("empty word read full ({v})");
+        }
+        world.fill(a, 11, true);
+        other.join().unwrap();
+        assert_eq!(world.read(a), Some(11));
+        assert_eq!(world.read(b), Some(22));
+        assert!(world.table.lock().unwrap().is_empty());
+    });
+}
