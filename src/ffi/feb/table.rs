@@ -85,9 +85,55 @@ impl Hasher for SlotHasher {
     }
 }
 
-/// A slot's entries: (key, entry), few (the keys of one slot that are
-/// empty or waited on now).
-type Map = HashMap<usize, Vec<(usize, Entry)>, BuildHasherDefault<SlotHasher>>;
+/// The entries of one slot's keys that are empty or waited on now: one
+/// inline (the common case: no allocation when a word gets its first
+/// waiter), more in a vector.
+#[derive(Default)]
+struct SlotKeys {
+    first: Option<(usize, Entry)>,
+    more: Vec<(usize, Entry)>,
+}
+
+impl SlotKeys {
+    fn get_mut(&mut self, key: usize) -> Option<&mut Entry> {
+        match &mut self.first {
+            Some((k, e)) if *k == key => Some(e),
+            _ => self
+                .more
+                .iter_mut()
+                .find(|(k, _)| *k == key)
+                .map(|(_, e)| e),
+        }
+    }
+
+    fn insert(&mut self, key: usize, e: Entry) {
+        if self.first.is_none() {
+            self.first = Some((key, e));
+        } else {
+            self.more.push((key, e));
+        }
+    }
+
+    fn remove(&mut self, key: usize) {
+        if matches!(&self.first, Some((k, _)) if *k == key) {
+            self.first = self.more.pop();
+        } else if let Some(i) = self.more.iter().position(|(k, _)| *k == key) {
+            self.more.swap_remove(i);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.more.len()
+    }
+}
+
+/// Each slot's keys that have entries.
+type Map = HashMap<usize, SlotKeys, BuildHasherDefault<SlotHasher>>;
 
 /// A stripe: its map behind a lock bit. Critical sections are a hash
 /// lookup and a few stores, so contenders spin (with backoff).
@@ -115,13 +161,13 @@ fn with_entry<R>(key: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
     stripe_of(slot).with(|map| {
         let list = map.entry(slot).or_default();
         if let Some(w) = slots.claim(key) {
-            list.push((w, Entry::EMPTY));
+            list.insert(w, Entry::EMPTY);
         }
-        let r = match list.iter().position(|(k, _)| *k == key) {
-            Some(i) => {
-                let r = f(&mut list[i].1);
-                if list[i].1.is_default() {
-                    list.swap_remove(i);
+        let r = match list.get_mut(key) {
+            Some(e) => {
+                let r = f(e);
+                if e.is_default() {
+                    list.remove(key);
                 }
                 r
             }
@@ -129,7 +175,7 @@ fn with_entry<R>(key: usize, f: impl FnOnce(&mut Entry) -> R) -> R {
                 let mut e = Entry::DEFAULT;
                 let r = f(&mut e);
                 if !e.is_default() {
-                    list.push((key, e));
+                    list.insert(key, e);
                 }
                 r
             }
@@ -174,7 +220,7 @@ pub(crate) fn fast_read_full(w: &AtomicU64) -> Option<u64> {
 pub(crate) fn entries() -> usize {
     TABLE
         .iter()
-        .map(|s| s.with(|m| m.values().map(Vec::len).sum::<usize>()))
+        .map(|s| s.with(|m| m.values().map(SlotKeys::len).sum::<usize>()))
         .sum::<usize>()
         + SLOTS.empties()
 }
