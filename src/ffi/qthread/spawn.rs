@@ -157,7 +157,9 @@ struct PlainFork {
 /// `ret`. Its four words hold all of it (`f` and `arg` in the payload,
 /// `ret` in the word where a group's task keeps its group: a detached
 /// task has none), so the fork allocates nothing (seed 002: argument
-/// bundles). `None` where the general task is needed: the forker is in a
+/// bundles). The scheduler reads that word only to compare it with a
+/// waiting join's group, the address of a live end count, which no live
+/// return word can share: a join never takes this task for its own. `None` where the general task is needed: the forker is in a
 /// team, tracing is on (the trace labels spawned tasks), or a sinc is not
 /// 4-aligned.
 pub(super) fn plain_fork_task(
