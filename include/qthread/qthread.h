@@ -26,18 +26,12 @@
  *
  * Left out (not declared here, so using them fails at compile time):
  * everything of Qthreads not declared in the headers above - among them
- * the *_to forms of the syncvar forks (qthread_fork_syncvar_to,
- * qthread_fork_syncvar_copyargs_to),
- * qthread_fork_copyargs_precond, qthread_fork_syncvar_copyargs_simple,
- * qthread_fork_net, spinlocks (qthread_spinlock_*),
- * qt_team_critical_section and qt_team_eureka (and the
+ * qthread_fork_net, qt_team_critical_section and qt_team_eureka (and the
  * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
- * qthread_worker_unique/local, qthread_syncvar_incrF,
- * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
- * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*,
- * qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
- * qt_barrier_dump, qtimer_wtime/res. None of Qthreads' own tests uses
- * them.
+ * qthread_spinlocks_init/destroy, the other qt_loop variants
+ * (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, qt_qsort),
+ * qt_sinc_tmpdata, qt_global_barrier, qt_barrier_dump. None of Qthreads'
+ * own tests uses them.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init
@@ -256,6 +250,23 @@ int qthread_fork_copyargs_to(qthread_f f, const void *arg, size_t arg_size, alig
 int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
                                   syncvar_t *ret);
 
+/* qthread_fork_syncvar_to - qthread_fork_syncvar on shepherd shepherd (as
+ * for qthread_fork_to: taken modulo the shepherd count). */
+int qthread_fork_syncvar_to(qthread_f f, const void *arg, syncvar_t *ret,
+                            qthread_shepherd_id_t shepherd);
+
+/* qthread_fork_syncvar_copyargs_simple - qthread_fork_syncvar_copyargs
+ * with QTHREAD_SPAWN_SIMPLE (an ordinary task on cantus, see
+ * qthread_spawn). */
+int qthread_fork_syncvar_copyargs_simple(qthread_f f, const void *arg, size_t arg_size,
+                                         syncvar_t *ret);
+
+/* qthread_fork_syncvar_copyargs_to - qthread_fork_syncvar_copyargs on
+ * shepherd p, as qthread_fork_to (a macro over qthread_spawn, as in
+ * Qthreads). */
+#define qthread_fork_syncvar_copyargs_to(f, a, z, r, p) \
+    qthread_spawn((f), (a), (z), (r), 0, NULL, (p), QTHREAD_SPAWN_RET_SYNCVAR_T)
+
 /* qthread_spawn feature flags (Qthreads' values). */
 #define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused                     */
 #define QTHREAD_SPAWN_SIMPLE (1 << 1)         /* accepted; tasks may block   */
@@ -309,9 +320,9 @@ int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
                   unsigned int feature_flag);
 
 /* (internal) qthread_fork_precond*: builds the precondition array. */
-static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_t *ret,
-                                          qthread_shepherd_id_t shepherd, unsigned int flags,
-                                          int npreconds, va_list ap)
+static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, size_t arg_size,
+                                          void *ret, qthread_shepherd_id_t shepherd,
+                                          unsigned int flags, int npreconds, va_list ap)
 {
     size_t n = npreconds < 0 ? (size_t)(-(long)npreconds) : (size_t)npreconds;
     aligned_t **pre = NULL;
@@ -332,7 +343,7 @@ static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_
                 pre[i] = va_arg(ap, aligned_t *);
         }
     }
-    return qthread_spawn(f, arg, 0, ret, n, pre, shepherd, flags);
+    return qthread_spawn(f, arg, arg_size, ret, n, pre, shepherd, flags);
 }
 
 /*
@@ -352,7 +363,7 @@ static inline int qthread_fork_precond(qthread_f f, const void *arg, aligned_t *
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, 0, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, NO_SHEPHERD, 0, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -362,7 +373,8 @@ static inline int qthread_fork_precond_simple(qthread_f f, const void *arg, alig
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, QTHREAD_SPAWN_SIMPLE, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, NO_SHEPHERD, QTHREAD_SPAWN_SIMPLE, npreconds,
+                                     ap);
     va_end(ap);
     return rc;
 }
@@ -372,7 +384,27 @@ static inline int qthread_fork_precond_to(qthread_f f, const void *arg, aligned_
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, shepherd, 0, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, shepherd, 0, npreconds, ap);
+    va_end(ap);
+    return rc;
+}
+
+/*
+ * qthread_fork_copyargs_precond - qthread_fork_syncvar_copyargs whose f
+ * runs only after each of the npreconds aligned_t words given after
+ * npreconds has been full (a negative npreconds: one argument follows, an
+ * array of -npreconds aligned_t pointers), as in Qthreads. (Inline,
+ * building the array and calling qthread_spawn.)
+ * Returns:  as qthread_spawn; QTHREAD_MALLOC_ERROR if the array cannot be
+ *           allocated.
+ */
+static inline int qthread_fork_copyargs_precond(qthread_f f, const void *arg, size_t arg_size,
+                                                syncvar_t *ret, int npreconds, ...)
+{
+    va_list ap;
+    va_start(ap, npreconds);
+    int rc = qthread_fork_precond_v_(f, arg, arg_size, ret, NO_SHEPHERD,
+                                     QTHREAD_SPAWN_RET_SYNCVAR_T, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -416,6 +448,14 @@ qthread_shepherd_id_t qthread_shep(void);
  * it equals qthread_shep(). If shep is not NULL, *shep = qthread_shep().
  * NO_WORKER (and NO_SHEPHERD) outside tasks. */
 qthread_worker_id_t qthread_worker(qthread_shepherd_id_t *shep);
+
+/* qthread_worker_unique - the calling task's worker numbered across all
+ * shepherds, from 1 as in Qthreads (one worker per shepherd here, so
+ * qthread_shep() + 1). qthread_worker_local - its number within its
+ * shepherd (always 0 here). Both set *shep = qthread_shep() if shep is not
+ * NULL; outside tasks they return NO_WORKER and leave *shep alone. */
+qthread_worker_id_t qthread_worker_unique(qthread_shepherd_id_t *shep);
+qthread_worker_id_t qthread_worker_local(qthread_shepherd_id_t *shep);
 
 /* qthread_num_shepherds - the shepherds scheduling work (as in Qthreads:
  * those not disabled by qthread_disable_shepherd); qthread_num_workers -
@@ -664,6 +704,18 @@ int qthread_syncvar_fill(syncvar_t *dest);
 int qthread_syncvar_empty(syncvar_t *dest);
 int qthread_syncvar_status(syncvar_t *v);
 
+/*
+ * qthread_syncvar_incrF - add inc to the syncvar's value (modulo 2^60)
+ * atomically, without waiting, and return the new value. As in Qthreads,
+ * the state stays as it was, except that an empty syncvar on which
+ * readers wait is filled (they complete, seeing the new value).
+ * Contexts: a task or an outside thread.
+ * Returns:  the new value; on error (a NULL or unaligned operand, no
+ *           runtime) (uint64_t) of the negative error code, which no
+ *           60-bit value equals.
+ */
+uint64_t qthread_syncvar_incrF(syncvar_t *operand, uint64_t inc);
+
 /* ---- locks on addresses -------------------------------------------------
  *
  * qthread_lock - take the lock of address a, waiting (a task suspends, an
@@ -697,6 +749,66 @@ int qthread_trylock(const aligned_t *a);
 int qthread_lock_init(const aligned_t *a, bool is_recursive);
 int qthread_lock_destroy(aligned_t *a);
 
+/*
+ * qthread_spinlock_t - a lock the caller embeds, in Qthreads' layout (so C
+ * code that embeds it, or initialises it statically with
+ * QTHREAD_MUTEX_INITIALIZER / QTHREAD_RECURSIVE_MUTEX_INITIALIZER,
+ * compiles unchanged); its fields are cantus's: lock.u is 0 free, 1 held;
+ * state.s is QTHREAD_SPINLOCK_IS_NOT_RECURSIVE for a plain lock, and for a
+ * recursive one QTHREAD_SPINLOCK_IS_RECURSIVE while free, the holder
+ * while held (state.count its depth). Touch it only through the calls.
+ * qthread_spinlock_init - make *a a free lock (recursive or not).
+ * qthread_spinlock_destroy - nothing to release; QTHREAD_SUCCESS.
+ * qthread_spinlock_lock - wait for the lock and take it; a recursive
+ *   lock's holder only counts one more. The holder is the calling task (an
+ *   outside thread: the thread), where Qthreads takes the worker. A waiter
+ *   spins a little, then yields (its worker runs other tasks meanwhile).
+ *   A plain lock taken again by its holder deadlocks, as in Qthreads.
+ * qthread_spinlock_trylock - take it if that needs no wait. As in
+ *   Qthreads, a plain lock answers 1 if taken and 0 if not; a recursive
+ *   one QTHREAD_SUCCESS if taken (or counted) and QTHREAD_OPFAIL if not.
+ * qthread_spinlock_unlock - release it (a recursive lock's holder counts
+ *   one down and releases at 0). QTHREAD_OPFAIL for a recursive lock held
+ *   by another (as in Qthreads) and for a plain lock that is not held
+ *   (Qthreads leaves that undefined); QTHREAD_SUCCESS for a free recursive
+ *   lock (nothing to do, as in Qthreads).
+ * Contexts: anywhere; no runtime needed.
+ * Returns:  as above; QTHREAD_OPFAIL for a NULL a (lock, trylock, unlock,
+ *           as in Qthreads), QTHREAD_BADARGS for a NULL a (init).
+ * Undefined: a lock not initialised, or copied or freed while held.
+ */
+#define QTHREAD_SPINLOCK_IS_RECURSIVE (-1)
+#define QTHREAD_SPINLOCK_IS_NOT_RECURSIVE (-2)
+
+typedef union qt_spin_trylock_s {
+    aligned_t u;
+    struct {
+        haligned_t ticket;
+        haligned_t users;
+    } s;
+} qt_spin_trylock_t;
+
+typedef struct {
+    int64_t s;
+    int64_t count;
+} qthread_spinlock_state_t;
+
+typedef struct {
+    qt_spin_trylock_t lock;
+    qthread_spinlock_state_t state;
+} qthread_spinlock_t;
+
+#define QTHREAD_MUTEX_INITIALIZER \
+    { {.s = {0, 0}}, {QTHREAD_SPINLOCK_IS_NOT_RECURSIVE, 0} }
+#define QTHREAD_RECURSIVE_MUTEX_INITIALIZER \
+    { {.s = {0, 0}}, {QTHREAD_SPINLOCK_IS_RECURSIVE, 0} }
+
+int qthread_spinlock_init(qthread_spinlock_t *a, bool is_recursive);
+int qthread_spinlock_destroy(qthread_spinlock_t *a);
+int qthread_spinlock_lock(qthread_spinlock_t *a);
+int qthread_spinlock_unlock(qthread_spinlock_t *a);
+int qthread_spinlock_trylock(qthread_spinlock_t *a);
+
 /* ---- atomics (compiler built-ins, as in Qthreads) ------------------------ */
 
 /* qthread_incr - atomically add; returns the value before the addition. */
@@ -708,6 +820,31 @@ int qthread_lock_destroy(aligned_t *a);
 /* qthread_cas32, qthread_cas64 - qthread_cas on a 32-bit / 64-bit word. */
 #define qthread_cas32(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
 #define qthread_cas64(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
+/* qthread_incr32, qthread_incr64 - qthread_incr on a 32-bit / 64-bit word
+ * (inline, as in Qthreads): atomically add; return the value before. */
+static inline uint32_t qthread_incr32(uint32_t *operand, uint32_t incr)
+{
+    return __sync_fetch_and_add(operand, incr);
+}
+static inline uint64_t qthread_incr64(uint64_t *operand, uint64_t incr)
+{
+    return __sync_fetch_and_add(operand, incr);
+}
+/* DBL64TODBL60(in, out) - store the double in into the 60-bit integer
+ * lvalue out (a uint64_t, e.g. for a syncvar_t): its bits shifted right by
+ * 4, losing the 4 lowest mantissa bits. DBL60TODBL64(in, out) - the
+ * reverse: shifts the integer lvalue in left by 4 (modifying it) and
+ * copies its bits into the double out. Macros, as in Qthreads. */
+#define DBL64TODBL60(in, out)      \
+    do {                           \
+        memcpy(&(out), &(in), 8);  \
+        (out) >>= 4;               \
+    } while (0)
+#define DBL60TODBL64(in, out)      \
+    do {                           \
+        (in) <<= 4;                \
+        memcpy(&(out), &(in), 8);  \
+    } while (0)
 
 /*
  * qthread_fincr, qthread_dincr - atomically add incr to a float / double

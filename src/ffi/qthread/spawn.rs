@@ -621,6 +621,58 @@ pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
     }
 }
 
+/// qthread_fork_syncvar_to: `qthread_fork_syncvar` on shepherd
+/// `shepherd` (as for `qthread_fork_to`: taken modulo the shepherd count).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar_to(
+    f: QthreadF,
+    arg: *const c_void,
+    ret: *mut Syncvar,
+    shepherd: c_ushort,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar_to",
+            f,
+            arg,
+            0,
+            ret.cast(),
+            shepherd,
+            SPAWN_RET_SYNCVAR_T,
+        )
+    }
+}
+
+/// qthread_fork_syncvar_copyargs_simple: `qthread_fork_syncvar_copyargs`
+/// with `QTHREAD_SPAWN_SIMPLE` (an ordinary task here).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar_copyargs_simple(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut Syncvar,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar_copyargs_simple",
+            f,
+            arg,
+            arg_size,
+            ret.cast(),
+            NO_SHEPHERD,
+            SPAWN_SIMPLE | SPAWN_RET_SYNCVAR_T,
+        )
+    }
+}
+
 /// A fork with no preconditions (and a shepherd hint, or `NO_SHEPHERD`):
 /// `qthread_spawn`'s arguments for the `qthread_fork*` family.
 ///
