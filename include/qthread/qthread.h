@@ -24,14 +24,25 @@
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
- * Left out (not declared here, so using them fails at compile time):
- * everything of Qthreads not declared in the headers above - among them
- * qthread_fork_net, qt_team_critical_section and qt_team_eureka (and the
- * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
- * qthread_spinlocks_init/destroy, the other qt_loop variants
- * (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*, qt_qsort),
- * qt_sinc_tmpdata, qt_global_barrier, qt_barrier_dump. None of Qthreads'
- * own tests uses them.
+ * Left out (not declared here, so using them fails at compile time),
+ * each for its own reason:
+ *  - qthread_fork_net and the QTHREAD_SPAWN_PARENT / QTHREAD_SPAWN_NETWORK
+ *    flags (refused by qthread_spawn): Qthreads 1.23 has no network
+ *    layer and no parent tracking to give them a meaning (it records the
+ *    network flag in the task and never reads it, and never reads
+ *    QTHREAD_SPAWN_PARENT).
+ *  - qt_team_critical_section: Qthreads 1.23 declares it but defines it
+ *    nowhere (a program calling it does not link against Qthreads), so
+ *    there are no semantics to follow; qt_team_eureka is not in Qthreads
+ *    1.23 at all.
+ *  - qthread_spinlocks_init / qthread_spinlocks_destroy: likewise declared
+ *    by Qthreads 1.23 and defined nowhere.
+ *  - qt_sinc_tmpdata (qthread/sinc.h): a pointer to the calling worker's
+ *    partial value inside a reducing sinc; cantus's sinc keeps one
+ *    shared, locked value instead, so there is no per-worker slot to
+ *    hand out.
+ *  - qt_loop_step and the other names listed in qthread/qloop.h and
+ *    qthread/barrier.h, for the reasons given there.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init

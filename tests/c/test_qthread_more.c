@@ -2,14 +2,19 @@
  * test_qthread_more.c - the Qthreads functions once left out of
  * qthread.h: the syncvar forks' _to/_simple/precond forms, incr32/64,
  * DBL64TODBL60/DBL60TODBL64, worker_unique/local, syncvar_incrF,
- * qthread_spinlock_*, qtimer_wtime/res.
+ * qthread_spinlock_*, qtimer_wtime/res, the qt_loop _sv/_dc/_aligned
+ * variants, qt_loopaccum_balance*, qt_qsort, qt_barrier_dump.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cantus.h> /* cantus_num_blocked */
 #include <pthread.h>
+#include <qthread/barrier.h>
+#include <qthread/qloop.h>
 #include <qthread/qthread.h>
 #include <qthread/qtimer.h>
+#include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -432,6 +437,141 @@ static void timers(void)
     qtimer_destroy(q);
 }
 
+/* ---- loops ------------------------------------------------------------ */
+
+static aligned_t hits[100];
+
+static void mark(size_t lo, size_t hi, void *arg)
+{
+    for (size_t i = lo; i < hi; i++)
+        qthread_incr(&hits[i], (aligned_t)(uintptr_t)arg);
+}
+
+/* Sums i*i over [lo, hi), plus the offset at arg, into *ret (a uint64). */
+static void squares(size_t lo, size_t hi, void *arg, void *ret)
+{
+    uint64_t s = *(uint64_t *)arg;
+    for (size_t i = lo; i < hi; i++)
+        s += (uint64_t)i * i;
+    *(uint64_t *)ret = s;
+}
+
+static size_t parts_seen;
+
+/* Records the parts (each writes its bounds as lo * 1000 + hi). */
+static void bounds(size_t lo, size_t hi, void *arg, void *ret)
+{
+    (void)arg;
+    qthread_incr(&parts_seen, 1);
+    *(uint64_t *)ret = (uint64_t)(hi - lo);
+}
+
+static void loops(void)
+{
+    void (*each[6])(size_t, size_t, qt_loop_f, void *) = {
+        qt_loop_sv, qt_loop_dc, qt_loop_aligned,
+        qt_loop_balance_sv, qt_loop_balance_dc, qt_loop_balance_aligned};
+    for (int k = 0; k < 6; k++)
+        each[k](10, 90, mark, (void *)(uintptr_t)(k + 1));
+    int ok = 1;
+    for (size_t i = 0; i < 100; i++)
+        ok &= hits[i] == ((i >= 10 && i < 90) ? 21u : 0u);
+    CHECK(ok);
+    qt_loop_sv(5, 5, mark, (void *)1); /* empty: nothing runs */
+    qt_loop_balance_dc(7, 3, mark, (void *)1);
+    CHECK_EQ(hits[5], 0);
+
+    void (*accs[3])(size_t, size_t, size_t, void *, qt_loopr_f, void *, qt_accum_f) = {
+        qt_loopaccum_balance, qt_loopaccum_balance_sv, qt_loopaccum_balance_dc};
+    uint64_t expect = 0;
+    for (uint64_t i = 3; i < 1000; i++)
+        expect += i * i;
+    for (int k = 0; k < 3; k++) {
+        uint64_t out = 12345, zero = 0;
+        accs[k](3, 1000, sizeof out, &out, squares, &zero, qt_uint_add_acc);
+        CHECK(out == expect);
+        /* the offset is added once per part: one part per worker */
+        uint64_t off = 1;
+        accs[k](3, 1000, sizeof out, &out, squares, &off, qt_uint_add_acc);
+        CHECK(out == expect + (uint64_t)qthread_num_workers());
+    }
+    /* _sinc keeps out's value from before, as Qthreads' sinc does */
+    uint64_t out = 100, zero = 0;
+    qt_loopaccum_balance_sinc(3, 1000, sizeof out, &out, squares, &zero, qt_uint_add_acc);
+    CHECK(out == expect + 100);
+    /* fewer iterations than workers: one part per worker all the same */
+    parts_seen = 0;
+    out = 0;
+    qt_loopaccum_balance(0, 2, sizeof out, &out, bounds, NULL, qt_uint_add_acc);
+    CHECK_EQ(parts_seen, qthread_num_workers());
+    CHECK_EQ(out, 2);
+    /* NULL func: nothing runs, out untouched */
+    out = 77;
+    qt_loopaccum_balance(0, 10, sizeof out, &out, NULL, NULL, qt_uint_add_acc);
+    CHECK_EQ(out, 77);
+    CHECK(strstr(cantus_last_error(), "qt_loopaccum_balance") != NULL);
+
+    /* qt_qsort */
+    enum { N = 10007 };
+    static double a[N];
+    uint64_t x = 88172645463325252ULL;
+    for (int i = 0; i < N; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        a[i] = (double)(int64_t)(x % 2000001) - 1000000.0 + 0.5 * (double)(x & 1);
+    }
+    a[17] = -0.0;
+    a[18] = 0.0;
+    double sum_before = 0, sum_after = 0;
+    for (int i = 0; i < N; i++)
+        sum_before += a[i];
+    qt_qsort(a, N);
+    int sorted = 1;
+    for (int i = 1; i < N; i++)
+        sorted &= a[i - 1] <= a[i];
+    CHECK(sorted);
+    for (int i = 0; i < N; i++)
+        sum_after += a[i];
+    CHECK(sum_before == sum_after || (sum_before - sum_after < 1e-3 && sum_after - sum_before < 1e-3));
+    double small[3] = {3, 1, 2};
+    qt_qsort(small, 3);
+    CHECK(small[0] == 1 && small[1] == 2 && small[2] == 3);
+    qt_qsort(NULL, 0); /* nothing to do */
+    double one = 5;
+    qt_qsort(&one, 1);
+    CHECK(one == 5);
+}
+
+/* ---- qt_barrier_dump -------------------------------------------------- */
+
+static void barrier_dump(void)
+{
+    qt_barrier_t *b = qt_barrier_create(4, REGION_BARRIER);
+    CHECK(b != NULL);
+    char path[] = "/tmp/cantus_dump_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    qt_barrier_dump(b, BOTHLOCKS);
+    qt_barrier_dump(b, UPLOCK);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    char buf[256] = {0};
+    CHECK(pread(fd, buf, sizeof buf - 1, 0) > 0);
+    close(fd);
+    unlink(path);
+    CHECK(strstr(buf, "size 4, entered 0") != NULL);
+    qt_barrier_dump(NULL, BOTHLOCKS);
+    CHECK(strstr(cantus_last_error(), "qt_barrier_dump") != NULL);
+    qt_barrier_dump(b, (qt_barrier_dtype)7);
+    CHECK(strstr(cantus_last_error(), "dt = 7") != NULL);
+    qt_barrier_destroy(b);
+}
+
 int main(void)
 {
     /* no runtime yet */
@@ -448,6 +588,8 @@ int main(void)
     incrF();
     spinlocks();
     timers();
+    loops();
+    barrier_dump();
     qthread_finalize();
     return DONE();
 }
