@@ -26,11 +26,6 @@
  *
  * Left out (not declared here, so using them fails at compile time),
  * each for its own reason:
- *  - qthread_fork_net and the QTHREAD_SPAWN_PARENT / QTHREAD_SPAWN_NETWORK
- *    flags (refused by qthread_spawn): Qthreads 1.23 has no network
- *    layer and no parent tracking to give them a meaning (it records the
- *    network flag in the task and never reads it, and never reads
- *    QTHREAD_SPAWN_PARENT).
  *  - qt_team_critical_section: Qthreads 1.23 declares it but defines it
  *    nowhere (a program calling it does not link against Qthreads), so
  *    there are no semantics to follow; qt_team_eureka is not in Qthreads
@@ -261,6 +256,10 @@ int qthread_fork_copyargs_to(qthread_f f, const void *arg, size_t arg_size, alig
 int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
                                   syncvar_t *ret);
 
+/* qthread_fork_net - qthread_fork with QTHREAD_SPAWN_NETWORK, which
+ * changes nothing (as in Qthreads 1.23: see qthread_spawn). */
+int qthread_fork_net(qthread_f f, const void *arg, aligned_t *ret);
+
 /* qthread_fork_syncvar_to - qthread_fork_syncvar on shepherd shepherd (as
  * for qthread_fork_to: taken modulo the shepherd count). */
 int qthread_fork_syncvar_to(qthread_f f, const void *arg, syncvar_t *ret,
@@ -279,7 +278,7 @@ int qthread_fork_syncvar_copyargs_simple(qthread_f f, const void *arg, size_t ar
     qthread_spawn((f), (a), (z), (r), 0, NULL, (p), QTHREAD_SPAWN_RET_SYNCVAR_T)
 
 /* qthread_spawn feature flags (Qthreads' values). */
-#define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused                     */
+#define QTHREAD_SPAWN_PARENT (1 << 0)         /* accepted; no effect         */
 #define QTHREAD_SPAWN_SIMPLE (1 << 1)         /* accepted; tasks may block   */
 #define QTHREAD_SPAWN_NEW_TEAM (1 << 2)       /* the task leads a new team   */
 #define QTHREAD_SPAWN_NEW_SUBTEAM (1 << 3)    /* ... a subteam of the caller's */
@@ -288,7 +287,7 @@ int qthread_fork_syncvar_copyargs_simple(qthread_f f, const void *arg, size_t ar
 #define QTHREAD_SPAWN_RET_SINC_VOID (1 << 6)  /* ret is a sinc; submit NULL  */
 #define QTHREAD_SPAWN_PC_SYNCVAR_T (1 << 7)   /* preconds are syncvar_t *    */
 #define QTHREAD_SPAWN_LOCAL_PRIORITY (1 << 9) /* accepted (a hint)           */
-#define QTHREAD_SPAWN_NETWORK (1 << 10)       /* refused (no network layer)  */
+#define QTHREAD_SPAWN_NETWORK (1 << 10)       /* accepted; no effect         */
 
 /*
  * qthread_spawn - the general fork; every qthread_fork* is a case of it.
@@ -317,13 +316,15 @@ int qthread_fork_syncvar_copyargs_simple(qthread_f f, const void *arg, size_t ar
  *    (the task runs as an ordinary one, which may block);
  *    QTHREAD_SPAWN_LOCAL_PRIORITY is accepted as a hint;
  *    QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM make the task a new team's
- *    leader (see "teams" below; not both). QTHREAD_SPAWN_PARENT,
- *    QTHREAD_SPAWN_NETWORK and unknown bits are refused.
+ *    leader (see "teams" below; not both). QTHREAD_SPAWN_PARENT and
+ *    QTHREAD_SPAWN_NETWORK are accepted and change nothing, as in
+ *    Qthreads 1.23 (which never reads the first, and marks the task with
+ *    the second without ever reading the mark). Unknown bits are refused.
  * Contexts: a task or an outside thread.
  * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (f NULL, arg NULL with
  *           arg_size > 0, ret or a precondition NULL/unaligned, ret not a
  *           live sinc, two QTHREAD_SPAWN_RET_* flags, bad preconds array),
- *           QTHREAD_NOT_ALLOWED (no runtime, an unsupported flag).
+ *           QTHREAD_NOT_ALLOWED (no runtime, an unknown flag bit).
  * Undefined: as qthread_fork, for ret and the precondition words too.
  */
 int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
@@ -473,6 +474,10 @@ qthread_worker_id_t qthread_worker_local(qthread_shepherd_id_t *shep);
  * all the worker threads. 0 before qthread_initialize. */
 qthread_shepherd_id_t qthread_num_shepherds(void);
 qthread_worker_id_t qthread_num_workers(void);
+/* qthread_num_workers_local - the workers of shepherd shep: 1 (each
+ * shepherd has one; as in Qthreads, shep is not checked); 0 before
+ * qthread_initialize. */
+qthread_worker_id_t qthread_num_workers_local(qthread_shepherd_id_t shep);
 
 /* qthread_readstate - the runtime's state, by selector (the selectors
  * and their order are Qthreads'). On cantus:
@@ -541,6 +546,13 @@ int qthread_migrate_to(qthread_shepherd_id_t shepherd);
  */
 int qthread_disable_shepherd(qthread_shepherd_id_t shep);
 void qthread_enable_shepherd(qthread_shepherd_id_t shep);
+
+/* qthread_disable_worker / qthread_enable_worker - the same for worker
+ * worker: Qthreads numbers it as worker worker / shepherds of shepherd
+ * worker % shepherds, so with one worker per shepherd, worker w is
+ * shepherd w's (w past the last shepherd: QTHREAD_BADARGS / a message). */
+int qthread_disable_worker(qthread_worker_id_t worker);
+void qthread_enable_worker(qthread_worker_id_t worker);
 
 /* ---- teams ------------------------------------------------------------------
  *
@@ -840,6 +852,20 @@ static inline uint32_t qthread_incr32(uint32_t *operand, uint32_t incr)
 static inline uint64_t qthread_incr64(uint64_t *operand, uint64_t incr)
 {
     return __sync_fetch_and_add(operand, incr);
+}
+/* qthread_incr_xx - qthread_incr32 or qthread_incr64 on the length-byte
+ * (4 or 8) word at addr (inline, as in Qthreads; another length traps). */
+static inline int64_t qthread_incr_xx(void *addr, int64_t incr, size_t length)
+{
+    switch (length) {
+    case 4:
+        return (int64_t)qthread_incr32((uint32_t *)addr, (uint32_t)incr);
+    case 8:
+        return (int64_t)qthread_incr64((uint64_t *)addr, (uint64_t)incr);
+    default:
+        __builtin_trap();
+    }
+    return 0;
 }
 /* DBL64TODBL60(in, out) - store the double in into the 60-bit integer
  * lvalue out (a uint64_t, e.g. for a syncvar_t): its bits shifted right by

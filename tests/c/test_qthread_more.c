@@ -1,6 +1,7 @@
 /*
  * test_qthread_more.c - the Qthreads functions once left out of
- * qthread.h: the syncvar forks' _to/_simple/precond forms, incr32/64,
+ * qthread.h: the syncvar forks' _to/_simple/precond forms, fork_net,
+ * incr32/64/_xx, disable/enable_worker, num_workers_local,
  * DBL64TODBL60/DBL60TODBL64, worker_unique/local, syncvar_incrF,
  * qthread_spinlock_*, qtimer_wtime/res, the qt_loop _sv/_dc/_aligned
  * variants, qt_loopaccum_balance*, qt_qsort, qt_barrier_dump.
@@ -74,6 +75,12 @@ static void forks(void)
     }
     CHECK_EQ(qthread_fork_syncvar_to(NULL, NULL, &r, 0), QTHREAD_BADARGS);
 
+    aligned_t rn = 0;
+    CHECK_EQ(qthread_fork_net(plus_one, (void *)99, &rn), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_readFF(&rn, &rn), QTHREAD_SUCCESS);
+    CHECK_EQ(rn, 100);
+    CHECK_EQ(qthread_fork_net(NULL, NULL, &rn), QTHREAD_BADARGS);
+
     struct pair p = {20, 22};
     CHECK_EQ(qthread_fork_syncvar_copyargs_simple(sum_pair, &p, sizeof p, &r), QTHREAD_SUCCESS);
     p.a = 1000; /* the task has its own copy */
@@ -140,6 +147,13 @@ static void atomics(void)
     CHECK_EQ(x32, 0);
     CHECK(qthread_incr64(&x64, 1) == UINT64_C(1) << 40);
     CHECK(x64 == (UINT64_C(1) << 40) + 1);
+    CHECK_EQ(qthread_incr_xx(&x32, 7, 4), 0);
+    CHECK_EQ(x32, 7);
+    CHECK_EQ(qthread_incr_xx(&x32, -8, 4), 7);
+    CHECK(x32 == UINT32_MAX);
+    CHECK(qthread_incr_xx(&x32, 1, 4) == (int64_t)UINT32_MAX); /* zero-extended */
+    CHECK(qthread_incr_xx(&x64, 10, 8) == (int64_t)((UINT64_C(1) << 40) + 1));
+    CHECK(x64 == (UINT64_C(1) << 40) + 11);
 
     aligned_t rets[8];
     for (int i = 0; i < 8; i++)
@@ -205,6 +219,19 @@ static void workers(void)
     CHECK_EQ(qthread_worker_unique(&s), 1);
     CHECK_EQ(s, 0);
     CHECK_EQ(qthread_worker_local(NULL), 0);
+    /* worker control: worker w is shepherd w's only worker */
+    CHECK_EQ(qthread_num_workers_local(0), 1);
+    CHECK_EQ(qthread_num_workers_local(2), 1);
+    CHECK_EQ(qthread_disable_worker(0), QTHREAD_NOT_ALLOWED);
+    CHECK_EQ(qthread_disable_worker(99), QTHREAD_BADARGS);
+    CHECK_EQ(qthread_disable_worker(2), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_num_shepherds(), 2);
+    aligned_t r2 = 0;
+    CHECK_EQ(qthread_fork_to(my_shep, NULL, &r2, 2), QTHREAD_SUCCESS); /* goes elsewhere */
+    CHECK_EQ(qthread_readFF(&r2, &r2), QTHREAD_SUCCESS);
+    CHECK(r2 != 2);
+    qthread_enable_worker(2);
+    CHECK_EQ(qthread_num_shepherds(), 3);
     pthread_t t;
     int ok = 0;
     CHECK_EQ(pthread_create(&t, NULL, outside, &ok), 0);
@@ -578,6 +605,7 @@ int main(void)
     syncvar_t a = SYNCVAR_STATIC_INITIALIZE_TO(1);
     CHECK(qthread_syncvar_incrF(&a, 1) == (uint64_t)(int64_t)QTHREAD_NOT_ALLOWED);
     CHECK(qtimer_wtime() > 0);
+    CHECK_EQ(qthread_num_workers_local(0), 0);
     unsetenv("CANTUS_WORKERS");
     unsetenv("QTHREAD_HWPAR");
     unsetenv("QT_HWPAR");

@@ -1,7 +1,9 @@
 //! `qthread_disable_shepherd` / `qthread_enable_shepherd`: a disabled
 //! shepherd (worker) takes no new work; it resumes only the tasks it
 //! started (cantus tasks never move once started) and hands the tasks
-//! queued on it to the enabled ones (`sched::set_worker_disabled`).
+//! queued on it to the enabled ones (`sched::set_worker_disabled`). And
+//! the worker forms, `qthread_disable_worker` / `qthread_enable_worker`
+//! and `qthread_num_workers_local` (one worker per shepherd).
 
 use super::{NO_SHEPHERD, qt};
 use crate::ffi::error::{self, Fail};
@@ -54,4 +56,28 @@ pub extern "C" fn qthread_enable_shepherd(shep: c_ushort) {
         }
         Ok(())
     })
+}
+
+/// qthread_disable_worker: `qthread_disable_shepherd` of the worker's
+/// shepherd. Qthreads numbers worker `w` as worker `w / shepherds` of
+/// shepherd `w % shepherds`; with one worker per shepherd, worker `w` is
+/// shepherd `w`'s only worker (and `w` past the last is no worker).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_disable_worker(worker: c_ushort) -> c_int {
+    qthread_disable_shepherd(worker)
+}
+
+/// qthread_enable_worker: `qthread_enable_shepherd` of the worker's
+/// shepherd (see `qthread_disable_worker`).
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_enable_worker(worker: c_ushort) {
+    qthread_enable_shepherd(worker);
+}
+
+/// qthread_num_workers_local: the workers of a shepherd, 1 for every
+/// shepherd (as in Qthreads, the same for all, `shep` unchecked); 0
+/// without a runtime.
+#[unsafe(no_mangle)]
+pub extern "C" fn qthread_num_workers_local(_shep: c_ushort) -> c_ushort {
+    c_ushort::from(super::worker_count(false) > 0)
 }
