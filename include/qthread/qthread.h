@@ -554,6 +554,29 @@ void qthread_enable_shepherd(qthread_shepherd_id_t shep);
 int qthread_disable_worker(qthread_worker_id_t worker);
 void qthread_enable_worker(qthread_worker_id_t worker);
 
+/*
+ * qthread_shep_ok - whether the caller's shepherd takes work: 1 enabled,
+ * 0 disabled; QTHREAD_PTHREAD_ERROR outside shepherds (as in Qthreads).
+ * qthread_shep_next / qthread_shep_prev - step *shep to the next /
+ * previous shepherd, wrapping around among all of them (disabled ones
+ * included, as in Qthreads); the _local forms are the same (one process).
+ * A NULL shep, a *shep that is no shepherd, or no runtime is reported on
+ * stderr and in cantus_last_error(), *shep untouched.
+ * qthread_distance - 0 for two shepherds (cantus knows no distances
+ * between its workers; Qthreads also answers 0 without topology
+ * information), QTHREAD_BADARGS for no such shepherd.
+ * qthread_sorted_sheps, qthread_sorted_sheps_remote - the shepherds by
+ * distance: NULL, Qthreads' answer for "all equidistant".
+ */
+int qthread_shep_ok(void);
+void qthread_shep_next(qthread_shepherd_id_t *shep);
+void qthread_shep_prev(qthread_shepherd_id_t *shep);
+void qthread_shep_next_local(qthread_shepherd_id_t *shep);
+void qthread_shep_prev_local(qthread_shepherd_id_t *shep);
+int qthread_distance(qthread_shepherd_id_t src, qthread_shepherd_id_t dest);
+const qthread_shepherd_id_t *qthread_sorted_sheps(void);
+const qthread_shepherd_id_t *qthread_sorted_sheps_remote(qthread_shepherd_id_t src);
+
 /* ---- teams ------------------------------------------------------------------
  *
  * Every task is in a team: the default team (id 1, parent 0), or the one

@@ -194,12 +194,18 @@ static aligned_t worker_ids(void *arg)
     return ok;
 }
 
+static aligned_t shep_ok_task(void *arg)
+{
+    (void)arg;
+    return (aligned_t)qthread_shep_ok();
+}
+
 static void *outside(void *arg)
 {
     qthread_shepherd_id_t s = 7;
     int *ok = (int *)arg;
     *ok = qthread_worker_unique(&s) == NO_WORKER && qthread_worker_local(&s) == NO_WORKER &&
-          s == 7;
+          s == 7 && qthread_shep_ok() == QTHREAD_PTHREAD_ERROR;
     return NULL;
 }
 
@@ -232,6 +238,33 @@ static void workers(void)
     CHECK(r2 != 2);
     qthread_enable_worker(2);
     CHECK_EQ(qthread_num_shepherds(), 3);
+
+    /* shepherd queries */
+    CHECK_EQ(qthread_shep_ok(), 1); /* main: shepherd 0 */
+    qthread_shepherd_id_t sh = 2;
+    qthread_shep_next(&sh);
+    CHECK_EQ(sh, 0);
+    qthread_shep_prev(&sh);
+    CHECK_EQ(sh, 2);
+    qthread_shep_prev_local(&sh);
+    CHECK_EQ(sh, 1);
+    qthread_shep_next_local(&sh);
+    CHECK_EQ(sh, 2);
+    sh = 9;
+    qthread_shep_next(&sh); /* no such shepherd: untouched */
+    CHECK_EQ(sh, 9);
+    qthread_shep_next(NULL);
+    CHECK_EQ(qthread_distance(0, 2), 0);
+    CHECK_EQ(qthread_distance(1, 1), 0);
+    CHECK_EQ(qthread_distance(0, 3), QTHREAD_BADARGS);
+    CHECK(qthread_sorted_sheps() == NULL);
+    CHECK(qthread_sorted_sheps_remote(1) == NULL);
+    CHECK_EQ(qthread_disable_shepherd(1), QTHREAD_SUCCESS);
+    aligned_t okr[2];
+    CHECK_EQ(qthread_fork_to(shep_ok_task, NULL, &okr[0], 2), QTHREAD_SUCCESS);
+    CHECK_EQ(qthread_readFF(&okr[0], &okr[0]), QTHREAD_SUCCESS);
+    CHECK_EQ(okr[0], 1);
+    qthread_enable_shepherd(1);
     pthread_t t;
     int ok = 0;
     CHECK_EQ(pthread_create(&t, NULL, outside, &ok), 0);
