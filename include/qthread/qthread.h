@@ -24,20 +24,48 @@
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
- * Left out (not declared here, so using them fails at compile time),
- * each for its own reason:
+ * Left out of Qthreads 1.23's public headers (not declared here, so using
+ * them fails at compile time), each for its own reason:
  *  - qt_team_critical_section: Qthreads 1.23 declares it but defines it
  *    nowhere (a program calling it does not link against Qthreads), so
  *    there are no semantics to follow; qt_team_eureka is not in Qthreads
  *    1.23 at all.
  *  - qthread_spinlocks_init / qthread_spinlocks_destroy: likewise declared
  *    by Qthreads 1.23 and defined nowhere.
+ *  - qthread_retloc (the calling task's return location) and
+ *    qthread_call_method (runs f and stores its result by Qthreads'
+ *    internal QTHREAD_RET_IS_* flags, which its headers do not export):
+ *    cantus keeps a fork's return location in its scheduler's task record,
+ *    not reachable from C, and has no such flags; not done.
+ *  - qthread_reset_target_shep: resets Qthreads' round-robin choice of
+ *    shepherd for unaimed forks; cantus has no such target (it places
+ *    unaimed tasks by work-stealing).
  *  - qt_sinc_tmpdata (qthread/sinc.h): a pointer to the calling worker's
  *    partial value inside a reducing sinc; cantus's sinc keeps one
  *    shared, locked value instead, so there is no per-worker slot to
  *    hand out.
- *  - qt_loop_step and the other names listed in qthread/qloop.h and
- *    qthread/barrier.h, for the reasons given there.
+ *  - qthread/tls.h (qthread_key_create/delete, qthread_get/setspecific):
+ *    not done yet; task-local storage is qthread_get_tasklocal.
+ *  - qthread/qt_syscalls.h (qt_read, qt_write, qt_pread, qt_pwrite,
+ *    qt_accept, qt_connect, qt_poll, qt_select, qt_system, qt_wait4):
+ *    not done yet. They hand the call to a helper thread so that the
+ *    shepherd keeps running tasks; wrapping the plain call in
+ *    qt_begin_blocking_action / qt_end_blocking_action (qthread/io.h)
+ *    gives the same.
+ *  - qthread/spr.h (spr_*): Qthreads' multi-process layer, which needs its
+ *    network layer; cantus is one process.
+ *  - qthread/logging.h (qtlog, qtlogargs): Qthreads' debug-log macros,
+ *    tied to its build's logging switches.
+ *  - qthread/omp_defines.h (omp_*): declarations only; Qthreads 1.23
+ *    defines none of them.
+ *  - qthread/common.h, qthread/macros.h: Qthreads' build configuration
+ *    and helper macros (no functions); cantus's headers define what they
+ *    need themselves.
+ *  - qt_loop_future, qt_loop_balance_future and their wrappers
+ *    (qthread/qloop.hpp): not done yet.
+ *  - qt_loop_step and qt_loop_step_queue_create (qthread/qloop.h),
+ *    qt_get_barrier / qt_set_barrier and qt_global_barrier*
+ *    (qthread/barrier.h): for the reasons given in those headers.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init
