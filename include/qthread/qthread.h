@@ -45,7 +45,11 @@
  *    shared, locked value instead, so there is no per-worker slot to
  *    hand out.
  *  - qthread/tls.h (qthread_key_create/delete, qthread_get/setspecific):
- *    not done yet; task-local storage is qthread_get_tasklocal.
+ *    Qthreads 1.23's implementation does not work (qthread_key_create
+ *    takes the uninitialised *key as the new key, prints a debug line, and
+ *    writes its key table past the task-local storage it asked for), so
+ *    there are no working semantics to follow; task-local storage is
+ *    qthread_get_tasklocal.
  *  - qthread/qt_syscalls.h (qt_read, qt_write, qt_pread, qt_pwrite,
  *    qt_accept, qt_connect, qt_poll, qt_select, qt_system, qt_wait4):
  *    not done yet. They hand the call to a helper thread so that the
@@ -61,8 +65,8 @@
  *  - qthread/common.h, qthread/macros.h: Qthreads' build configuration
  *    and helper macros (no functions); cantus's headers define what they
  *    need themselves.
- *  - qt_loop_future, qt_loop_balance_future and their wrappers
- *    (qthread/qloop.hpp): not done yet.
+ *  - qt_loop_future, qt_loop_balance_future (qthread/qloop.hpp): see
+ *    that header.
  *  - qt_loop_step and qt_loop_step_queue_create (qthread/qloop.h),
  *    qt_get_barrier / qt_set_barrier and qt_global_barrier*
  *    (qthread/barrier.h): for the reasons given in those headers.
