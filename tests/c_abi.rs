@@ -186,7 +186,7 @@ const HEADERS: [&str; 19] = [
     "qthread/qalloc.h",
 ];
 
-const PROGRAMS: [(&str, &str, &str); 15] = [
+const PROGRAMS: [(&str, &str, &str); 16] = [
     (
         "examples/c/fib.c",
         "fib",
@@ -234,6 +234,11 @@ const PROGRAMS: [(&str, &str, &str); 15] = [
     (
         "tests/c/test_qthread_dict_loops.c",
         "test_qthread_dict_loops",
+        " 0 failed",
+    ),
+    (
+        "tests/c/test_qthread_more.c",
+        "test_qthread_more",
         " 0 failed",
     ),
     (
@@ -642,11 +647,14 @@ fn rust_to_c(ty: &str) -> String {
         "CantusIndexFn" => "cantus_index_fn",
         "QthreadF" => "qthread_f",
         "Syncvar" => "syncvar_t",
+        "QthreadSpinlock" => "qthread_spinlock_t",
         "QtSinc" => "qt_sinc_t",
         "QtSincOpF" => "qt_sinc_op_f",
         "QtLoopF" => "qt_loop_f",
+        "QtLooprF" => "qt_loopr_f",
         "QtBarrier" => "qt_barrier_t",
         "QtBarrierBtype" => "qt_barrier_btype",
+        "QtBarrierDtype" => "qt_barrier_dtype",
         "QtimerT" => "qtimer_t",
         "QtDictionary" => "qt_dictionary",
         "DictIterator" => "qt_dictionary_iterator",

@@ -18,8 +18,11 @@
  *           does nothing (qt_barrier_create returns NULL).
  * Undefined: more participants in a round than the size (the extra one
  *           counts for the next round); using a destroyed barrier.
- * Left out: qt_barrier_dump, qt_get_barrier / qt_set_barrier,
- *           qt_global_barrier* (not declared).
+ * Left out (not declared): qt_get_barrier / qt_set_barrier (a barrier
+ *           pointer in each Qthreads task's record, which Qthreads leaves
+ *           unset in new tasks; cantus's tasks have no such field), and
+ *           qt_global_barrier* (not in Qthreads' installed headers: its
+ *           internal qt_barrier.h declares them, for its own use).
  */
 #ifndef QTHREAD_BARRIER_H_CANTUS
 #define QTHREAD_BARRIER_H_CANTUS
@@ -31,6 +34,7 @@ extern "C" {
 #endif
 
 typedef enum { REGION_BARRIER, LOOP_BARRIER } qt_barrier_btype;
+typedef enum { UPLOCK, DOWNLOCK, BOTHLOCKS } qt_barrier_dtype;
 typedef struct qt_barrier_s qt_barrier_t;
 
 /* A barrier for max_threads participants per round; NULL on error. */
@@ -45,6 +49,12 @@ void qt_barrier_enter_id(qt_barrier_t *b, size_t id);
 void qt_barrier_resize(qt_barrier_t *b, size_t size);
 /* Free the barrier; refused (message on stderr) while anyone waits in it. */
 void qt_barrier_destroy(qt_barrier_t *b);
+/* Debugging: print the barrier's state on stdout (one line: its size and
+ * how many entered the current round, read without the lock). Qthreads
+ * prints its log barrier's lock words, selected by dt; cantus's barrier
+ * has none, so every dt prints the same line. A NULL b or another dt is
+ * reported on stderr and in cantus_last_error(). */
+void qt_barrier_dump(qt_barrier_t *b, qt_barrier_dtype dt);
 
 #ifdef __cplusplus
 }

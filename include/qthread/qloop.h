@@ -1,13 +1,16 @@
 /*
  * qthread/qloop.h - Qthreads' parallel loops on cantus: qt_loop and
- * qt_loop_balance (with their _simple and _sinc variants) and the array
- * reductions qt_{double,int,uint}_{sum,prod,max,min}; same names and
+ * qt_loop_balance (with their _simple, _sinc, _sv, _dc and _aligned
+ * variants), qt_loopaccum_balance (and _sinc, _sv, _dc), qt_qsort and the
+ * array reductions qt_{double,int,uint}_{sum,prod,max,min}; same names and
  * semantics as Qthreads. The loops return when every task they spawned
  * has returned; one cantus end count covers all of a loop's tasks.
  *
- * The _simple and _sinc variants have the same meaning: Qthreads runs
- * "simple" tasks (which may not block) or waits with a sinc; cantus runs
- * ordinary tasks (which may block) and waits with one end count for all.
+ * The _simple, _sinc, _sv, _dc and _aligned variants have the plain
+ * call's meaning: Qthreads runs "simple" tasks (which may not block) or
+ * waits with a sinc, syncvars, a done-count or aligned_t words; cantus
+ * runs ordinary tasks (which may block) and waits with one end count for
+ * all.
  *
  * Contexts: a task or an outside thread, after qthread_initialize. They
  *           return nothing, as in Qthreads: a NULL func or no runtime is
@@ -20,11 +23,11 @@
  * integer add and prod wrap around where Qthreads' signed ones overflow)
  * are declared here for <qthread/qarray.h>'s qarray_iter_loopaccum.
  *
- * Left out: the other qt_loop* variants (qt_loop_step, _sv, _dc, _aligned),
- *           qt_loopaccum_* and qt_qsort (not declared);
- *           qt_loop_step_queue_create and qqloop_step_handle_t (Qthreads
- *           declares them but defines no such function, and no call takes
- *           a step handle).
+ * Left out: qt_loop_step, qt_loop_step_f, qt_loop_step_queue_create and
+ *           qqloop_step_handle_t (Qthreads 1.23 declares them but defines
+ *           neither function, so a program calling them does not link
+ *           against Qthreads either, and there are no semantics to
+ *           follow; no call takes a step handle).
  */
 #ifndef QTHREAD_QLOOP_H_CANTUS
 #define QTHREAD_QLOOP_H_CANTUS
@@ -64,6 +67,54 @@ void qt_loop_sinc(size_t start, size_t stop, qt_loop_f func, void *argptr);
 void qt_loop_balance(size_t start, size_t stop, qt_loop_f func, void *argptr);
 void qt_loop_balance_simple(size_t start, size_t stop, qt_loop_f func, void *argptr);
 void qt_loop_balance_sinc(size_t start, size_t stop, qt_loop_f func, void *argptr);
+
+/* The same calls; Qthreads differs only in how it waits (see above). */
+void qt_loop_sv(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_dc(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_aligned(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_balance_sv(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_balance_dc(size_t start, size_t stop, qt_loop_f func, void *argptr);
+void qt_loop_balance_aligned(size_t start, size_t stop, qt_loop_f func, void *argptr);
+
+/* The body of a qt_loopaccum_balance part: iterations [startat, stopat),
+ * its partial result written to the size bytes at ret. */
+typedef void (*qt_loopr_f)(size_t startat, size_t stopat, void *arg, void *ret);
+
+/*
+ * qt_loopaccum_balance - one task per worker (as in Qthreads, one per
+ * worker even when some parts are empty: func then gets startat ==
+ * stopat) over near-equal contiguous parts of [start, stop), each calling
+ * func(startat, stopat, argptr, ret). Part 0's ret is out; each other
+ * part's is a buffer of size bytes (zeroed; Qthreads leaves it
+ * uninitialised), so func must write its whole result. When all have
+ * returned, acc(out, partial) for the parts 1, 2, ... in order.
+ * qt_loopaccum_balance_sv, _dc - the same (Qthreads waits differently).
+ * qt_loopaccum_balance_sinc - as in Qthreads (which reduces with a sinc
+ * whose initial value is out's): every part, part 0 included, writes to a
+ * buffer, and out (keeping its value from before the call) is accumulated
+ * with each part's result in order.
+ * Contexts: as qt_loop. A NULL func, acc or out, or no runtime, is
+ *           reported on stderr and in cantus_last_error(); nothing runs.
+ */
+void qt_loopaccum_balance(size_t start, size_t stop, size_t size, void *out, qt_loopr_f func,
+                          void *argptr, qt_accum_f acc);
+void qt_loopaccum_balance_sinc(size_t start, size_t stop, size_t size, void *out,
+                               qt_loopr_f func, void *argptr, qt_accum_f acc);
+void qt_loopaccum_balance_sv(size_t start, size_t stop, size_t size, void *out,
+                             qt_loopr_f func, void *argptr, qt_accum_f acc);
+void qt_loopaccum_balance_dc(size_t start, size_t stop, size_t size, void *out,
+                             qt_loopr_f func, void *argptr, qt_accum_f acc);
+
+/*
+ * qt_qsort - sort array[0 .. length) ascending, in place and in parallel
+ * (one task per worker sorts a near-equal part; the parts are then
+ * merged). Doubles are ordered as by <, with -0.0 before +0.0 and NaNs by
+ * their bits (negative NaNs first, positive ones last).
+ * Contexts: as qt_loop. A NULL (with length > 0) or unaligned array, or
+ *           no runtime, is reported on stderr and in cantus_last_error();
+ *           the array is left as it was.
+ */
+void qt_qsort(double *array, size_t length);
 
 /*
  * qt_{double,int,uint}_{sum,prod,max,min} - reduce array[0 .. length) in

@@ -24,20 +24,52 @@
  * Like Qthreads' qthread.h, this header includes <stdbool.h>, <stdint.h>,
  * <limits.h>, <errno.h> and <string.h> (programs may rely on them).
  *
- * Left out (not declared here, so using them fails at compile time):
- * everything of Qthreads not declared in the headers above - among them
- * the *_to forms of the syncvar forks (qthread_fork_syncvar_to,
- * qthread_fork_syncvar_copyargs_to),
- * qthread_fork_copyargs_precond, qthread_fork_syncvar_copyargs_simple,
- * qthread_fork_net, spinlocks (qthread_spinlock_*),
- * qt_team_critical_section and qt_team_eureka (and the
- * QTHREAD_SPAWN_PARENT / NETWORK flags, refused by qthread_spawn),
- * qthread_worker_unique/local, qthread_syncvar_incrF,
- * qthread_incr32/64, DBL64TODBL60 / DBL60TODBL64, the other qt_loop
- * variants (qt_loop_step, _sv, _dc, _aligned, qt_loopaccum_*,
- * qt_qsort), qt_sinc_tmpdata, qt_global_barrier,
- * qt_barrier_dump, qtimer_wtime/res. None of Qthreads' own tests uses
- * them.
+ * Left out of Qthreads 1.23's public headers (not declared here, so using
+ * them fails at compile time), each for its own reason:
+ *  - qt_team_critical_section: Qthreads 1.23 declares it but defines it
+ *    nowhere (a program calling it does not link against Qthreads), so
+ *    there are no semantics to follow; qt_team_eureka is not in Qthreads
+ *    1.23 at all.
+ *  - qthread_spinlocks_init / qthread_spinlocks_destroy: likewise declared
+ *    by Qthreads 1.23 and defined nowhere.
+ *  - qthread_retloc (the calling task's return location) and
+ *    qthread_call_method (runs f and stores its result by Qthreads'
+ *    internal QTHREAD_RET_IS_* flags, which its headers do not export):
+ *    cantus keeps a fork's return location in its scheduler's task record,
+ *    not reachable from C, and has no such flags; not done.
+ *  - qthread_reset_target_shep: resets Qthreads' round-robin choice of
+ *    shepherd for unaimed forks; cantus has no such target (it places
+ *    unaimed tasks by work-stealing).
+ *  - qt_sinc_tmpdata (qthread/sinc.h): a pointer to the calling worker's
+ *    partial value inside a reducing sinc; cantus's sinc keeps one
+ *    shared, locked value instead, so there is no per-worker slot to
+ *    hand out.
+ *  - qthread/tls.h (qthread_key_create/delete, qthread_get/setspecific):
+ *    Qthreads 1.23's implementation does not work (qthread_key_create
+ *    takes the uninitialised *key as the new key, prints a debug line, and
+ *    writes its key table past the task-local storage it asked for), so
+ *    there are no working semantics to follow; task-local storage is
+ *    qthread_get_tasklocal.
+ *  - qthread/qt_syscalls.h (qt_read, qt_write, qt_pread, qt_pwrite,
+ *    qt_accept, qt_connect, qt_poll, qt_select, qt_system, qt_wait4):
+ *    not done yet. They hand the call to a helper thread so that the
+ *    shepherd keeps running tasks; wrapping the plain call in
+ *    qt_begin_blocking_action / qt_end_blocking_action (qthread/io.h)
+ *    gives the same.
+ *  - qthread/spr.h (spr_*): Qthreads' multi-process layer, which needs its
+ *    network layer; cantus is one process.
+ *  - qthread/logging.h (qtlog, qtlogargs): Qthreads' debug-log macros,
+ *    tied to its build's logging switches.
+ *  - qthread/omp_defines.h (omp_*): declarations only; Qthreads 1.23
+ *    defines none of them.
+ *  - qthread/common.h, qthread/macros.h: Qthreads' build configuration
+ *    and helper macros (no functions); cantus's headers define what they
+ *    need themselves.
+ *  - qt_loop_future, qt_loop_balance_future (qthread/qloop.hpp): see
+ *    that header.
+ *  - qt_loop_step and qt_loop_step_queue_create (qthread/qloop.h),
+ *    qt_get_barrier / qt_set_barrier and qt_global_barrier*
+ *    (qthread/barrier.h): for the reasons given in those headers.
  *
  * Behaviours that differ from Qthreads:
  *  - The thread that started the runtime (qthread_initialize, qthread_init
@@ -256,8 +288,29 @@ int qthread_fork_copyargs_to(qthread_f f, const void *arg, size_t arg_size, alig
 int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
                                   syncvar_t *ret);
 
+/* qthread_fork_net - qthread_fork with QTHREAD_SPAWN_NETWORK, which
+ * changes nothing (as in Qthreads 1.23: see qthread_spawn). */
+int qthread_fork_net(qthread_f f, const void *arg, aligned_t *ret);
+
+/* qthread_fork_syncvar_to - qthread_fork_syncvar on shepherd shepherd (as
+ * for qthread_fork_to: taken modulo the shepherd count). */
+int qthread_fork_syncvar_to(qthread_f f, const void *arg, syncvar_t *ret,
+                            qthread_shepherd_id_t shepherd);
+
+/* qthread_fork_syncvar_copyargs_simple - qthread_fork_syncvar_copyargs
+ * with QTHREAD_SPAWN_SIMPLE (an ordinary task on cantus, see
+ * qthread_spawn). */
+int qthread_fork_syncvar_copyargs_simple(qthread_f f, const void *arg, size_t arg_size,
+                                         syncvar_t *ret);
+
+/* qthread_fork_syncvar_copyargs_to - qthread_fork_syncvar_copyargs on
+ * shepherd p, as qthread_fork_to (a macro over qthread_spawn, as in
+ * Qthreads). */
+#define qthread_fork_syncvar_copyargs_to(f, a, z, r, p) \
+    qthread_spawn((f), (a), (z), (r), 0, NULL, (p), QTHREAD_SPAWN_RET_SYNCVAR_T)
+
 /* qthread_spawn feature flags (Qthreads' values). */
-#define QTHREAD_SPAWN_PARENT (1 << 0)         /* refused                     */
+#define QTHREAD_SPAWN_PARENT (1 << 0)         /* accepted; no effect         */
 #define QTHREAD_SPAWN_SIMPLE (1 << 1)         /* accepted; tasks may block   */
 #define QTHREAD_SPAWN_NEW_TEAM (1 << 2)       /* the task leads a new team   */
 #define QTHREAD_SPAWN_NEW_SUBTEAM (1 << 3)    /* ... a subteam of the caller's */
@@ -266,7 +319,7 @@ int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
 #define QTHREAD_SPAWN_RET_SINC_VOID (1 << 6)  /* ret is a sinc; submit NULL  */
 #define QTHREAD_SPAWN_PC_SYNCVAR_T (1 << 7)   /* preconds are syncvar_t *    */
 #define QTHREAD_SPAWN_LOCAL_PRIORITY (1 << 9) /* accepted (a hint)           */
-#define QTHREAD_SPAWN_NETWORK (1 << 10)       /* refused (no network layer)  */
+#define QTHREAD_SPAWN_NETWORK (1 << 10)       /* accepted; no effect         */
 
 /*
  * qthread_spawn - the general fork; every qthread_fork* is a case of it.
@@ -295,13 +348,15 @@ int qthread_fork_syncvar_copyargs(qthread_f f, const void *arg, size_t arg_size,
  *    (the task runs as an ordinary one, which may block);
  *    QTHREAD_SPAWN_LOCAL_PRIORITY is accepted as a hint;
  *    QTHREAD_SPAWN_NEW_TEAM / NEW_SUBTEAM make the task a new team's
- *    leader (see "teams" below; not both). QTHREAD_SPAWN_PARENT,
- *    QTHREAD_SPAWN_NETWORK and unknown bits are refused.
+ *    leader (see "teams" below; not both). QTHREAD_SPAWN_PARENT and
+ *    QTHREAD_SPAWN_NETWORK are accepted and change nothing, as in
+ *    Qthreads 1.23 (which never reads the first, and marks the task with
+ *    the second without ever reading the mark). Unknown bits are refused.
  * Contexts: a task or an outside thread.
  * Returns:  QTHREAD_SUCCESS, QTHREAD_BADARGS (f NULL, arg NULL with
  *           arg_size > 0, ret or a precondition NULL/unaligned, ret not a
  *           live sinc, two QTHREAD_SPAWN_RET_* flags, bad preconds array),
- *           QTHREAD_NOT_ALLOWED (no runtime, an unsupported flag).
+ *           QTHREAD_NOT_ALLOWED (no runtime, an unknown flag bit).
  * Undefined: as qthread_fork, for ret and the precondition words too.
  */
 int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
@@ -309,9 +364,9 @@ int qthread_spawn(qthread_f f, const void *arg, size_t arg_size, void *ret,
                   unsigned int feature_flag);
 
 /* (internal) qthread_fork_precond*: builds the precondition array. */
-static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_t *ret,
-                                          qthread_shepherd_id_t shepherd, unsigned int flags,
-                                          int npreconds, va_list ap)
+static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, size_t arg_size,
+                                          void *ret, qthread_shepherd_id_t shepherd,
+                                          unsigned int flags, int npreconds, va_list ap)
 {
     size_t n = npreconds < 0 ? (size_t)(-(long)npreconds) : (size_t)npreconds;
     aligned_t **pre = NULL;
@@ -332,7 +387,7 @@ static inline int qthread_fork_precond_v_(qthread_f f, const void *arg, aligned_
                 pre[i] = va_arg(ap, aligned_t *);
         }
     }
-    return qthread_spawn(f, arg, 0, ret, n, pre, shepherd, flags);
+    return qthread_spawn(f, arg, arg_size, ret, n, pre, shepherd, flags);
 }
 
 /*
@@ -352,7 +407,7 @@ static inline int qthread_fork_precond(qthread_f f, const void *arg, aligned_t *
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, 0, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, NO_SHEPHERD, 0, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -362,7 +417,8 @@ static inline int qthread_fork_precond_simple(qthread_f f, const void *arg, alig
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, NO_SHEPHERD, QTHREAD_SPAWN_SIMPLE, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, NO_SHEPHERD, QTHREAD_SPAWN_SIMPLE, npreconds,
+                                     ap);
     va_end(ap);
     return rc;
 }
@@ -372,7 +428,27 @@ static inline int qthread_fork_precond_to(qthread_f f, const void *arg, aligned_
 {
     va_list ap;
     va_start(ap, npreconds);
-    int rc = qthread_fork_precond_v_(f, arg, ret, shepherd, 0, npreconds, ap);
+    int rc = qthread_fork_precond_v_(f, arg, 0, ret, shepherd, 0, npreconds, ap);
+    va_end(ap);
+    return rc;
+}
+
+/*
+ * qthread_fork_copyargs_precond - qthread_fork_syncvar_copyargs whose f
+ * runs only after each of the npreconds aligned_t words given after
+ * npreconds has been full (a negative npreconds: one argument follows, an
+ * array of -npreconds aligned_t pointers), as in Qthreads. (Inline,
+ * building the array and calling qthread_spawn.)
+ * Returns:  as qthread_spawn; QTHREAD_MALLOC_ERROR if the array cannot be
+ *           allocated.
+ */
+static inline int qthread_fork_copyargs_precond(qthread_f f, const void *arg, size_t arg_size,
+                                                syncvar_t *ret, int npreconds, ...)
+{
+    va_list ap;
+    va_start(ap, npreconds);
+    int rc = qthread_fork_precond_v_(f, arg, arg_size, ret, NO_SHEPHERD,
+                                     QTHREAD_SPAWN_RET_SYNCVAR_T, npreconds, ap);
     va_end(ap);
     return rc;
 }
@@ -417,11 +493,23 @@ qthread_shepherd_id_t qthread_shep(void);
  * NO_WORKER (and NO_SHEPHERD) outside tasks. */
 qthread_worker_id_t qthread_worker(qthread_shepherd_id_t *shep);
 
+/* qthread_worker_unique - the calling task's worker numbered across all
+ * shepherds, from 1 as in Qthreads (one worker per shepherd here, so
+ * qthread_shep() + 1). qthread_worker_local - its number within its
+ * shepherd (always 0 here). Both set *shep = qthread_shep() if shep is not
+ * NULL; outside tasks they return NO_WORKER and leave *shep alone. */
+qthread_worker_id_t qthread_worker_unique(qthread_shepherd_id_t *shep);
+qthread_worker_id_t qthread_worker_local(qthread_shepherd_id_t *shep);
+
 /* qthread_num_shepherds - the shepherds scheduling work (as in Qthreads:
  * those not disabled by qthread_disable_shepherd); qthread_num_workers -
  * all the worker threads. 0 before qthread_initialize. */
 qthread_shepherd_id_t qthread_num_shepherds(void);
 qthread_worker_id_t qthread_num_workers(void);
+/* qthread_num_workers_local - the workers of shepherd shep: 1 (each
+ * shepherd has one; as in Qthreads, shep is not checked); 0 before
+ * qthread_initialize. */
+qthread_worker_id_t qthread_num_workers_local(qthread_shepherd_id_t shep);
 
 /* qthread_readstate - the runtime's state, by selector (the selectors
  * and their order are Qthreads'). On cantus:
@@ -490,6 +578,36 @@ int qthread_migrate_to(qthread_shepherd_id_t shepherd);
  */
 int qthread_disable_shepherd(qthread_shepherd_id_t shep);
 void qthread_enable_shepherd(qthread_shepherd_id_t shep);
+
+/* qthread_disable_worker / qthread_enable_worker - the same for worker
+ * worker: Qthreads numbers it as worker worker / shepherds of shepherd
+ * worker % shepherds, so with one worker per shepherd, worker w is
+ * shepherd w's (w past the last shepherd: QTHREAD_BADARGS / a message). */
+int qthread_disable_worker(qthread_worker_id_t worker);
+void qthread_enable_worker(qthread_worker_id_t worker);
+
+/*
+ * qthread_shep_ok - whether the caller's shepherd takes work: 1 enabled,
+ * 0 disabled; QTHREAD_PTHREAD_ERROR outside shepherds (as in Qthreads).
+ * qthread_shep_next / qthread_shep_prev - step *shep to the next /
+ * previous shepherd, wrapping around among all of them (disabled ones
+ * included, as in Qthreads); the _local forms are the same (one process).
+ * A NULL shep, a *shep that is no shepherd, or no runtime is reported on
+ * stderr and in cantus_last_error(), *shep untouched.
+ * qthread_distance - 0 for two shepherds (cantus knows no distances
+ * between its workers; Qthreads also answers 0 without topology
+ * information), QTHREAD_BADARGS for no such shepherd.
+ * qthread_sorted_sheps, qthread_sorted_sheps_remote - the shepherds by
+ * distance: NULL, Qthreads' answer for "all equidistant".
+ */
+int qthread_shep_ok(void);
+void qthread_shep_next(qthread_shepherd_id_t *shep);
+void qthread_shep_prev(qthread_shepherd_id_t *shep);
+void qthread_shep_next_local(qthread_shepherd_id_t *shep);
+void qthread_shep_prev_local(qthread_shepherd_id_t *shep);
+int qthread_distance(qthread_shepherd_id_t src, qthread_shepherd_id_t dest);
+const qthread_shepherd_id_t *qthread_sorted_sheps(void);
+const qthread_shepherd_id_t *qthread_sorted_sheps_remote(qthread_shepherd_id_t src);
 
 /* ---- teams ------------------------------------------------------------------
  *
@@ -664,6 +782,18 @@ int qthread_syncvar_fill(syncvar_t *dest);
 int qthread_syncvar_empty(syncvar_t *dest);
 int qthread_syncvar_status(syncvar_t *v);
 
+/*
+ * qthread_syncvar_incrF - add inc to the syncvar's value (modulo 2^60)
+ * atomically, without waiting, and return the new value. As in Qthreads,
+ * the state stays as it was, except that an empty syncvar on which
+ * readers wait is filled (they complete, seeing the new value).
+ * Contexts: a task or an outside thread.
+ * Returns:  the new value; on error (a NULL or unaligned operand, no
+ *           runtime) (uint64_t) of the negative error code, which no
+ *           60-bit value equals.
+ */
+uint64_t qthread_syncvar_incrF(syncvar_t *operand, uint64_t inc);
+
 /* ---- locks on addresses -------------------------------------------------
  *
  * qthread_lock - take the lock of address a, waiting (a task suspends, an
@@ -697,6 +827,66 @@ int qthread_trylock(const aligned_t *a);
 int qthread_lock_init(const aligned_t *a, bool is_recursive);
 int qthread_lock_destroy(aligned_t *a);
 
+/*
+ * qthread_spinlock_t - a lock the caller embeds, in Qthreads' layout (so C
+ * code that embeds it, or initialises it statically with
+ * QTHREAD_MUTEX_INITIALIZER / QTHREAD_RECURSIVE_MUTEX_INITIALIZER,
+ * compiles unchanged); its fields are cantus's: lock.u is 0 free, 1 held;
+ * state.s is QTHREAD_SPINLOCK_IS_NOT_RECURSIVE for a plain lock, and for a
+ * recursive one QTHREAD_SPINLOCK_IS_RECURSIVE while free, the holder
+ * while held (state.count its depth). Touch it only through the calls.
+ * qthread_spinlock_init - make *a a free lock (recursive or not).
+ * qthread_spinlock_destroy - nothing to release; QTHREAD_SUCCESS.
+ * qthread_spinlock_lock - wait for the lock and take it; a recursive
+ *   lock's holder only counts one more. The holder is the calling task (an
+ *   outside thread: the thread), where Qthreads takes the worker. A waiter
+ *   spins a little, then yields (its worker runs other tasks meanwhile).
+ *   A plain lock taken again by its holder deadlocks, as in Qthreads.
+ * qthread_spinlock_trylock - take it if that needs no wait. As in
+ *   Qthreads, a plain lock answers 1 if taken and 0 if not; a recursive
+ *   one QTHREAD_SUCCESS if taken (or counted) and QTHREAD_OPFAIL if not.
+ * qthread_spinlock_unlock - release it (a recursive lock's holder counts
+ *   one down and releases at 0). QTHREAD_OPFAIL for a recursive lock held
+ *   by another (as in Qthreads) and for a plain lock that is not held
+ *   (Qthreads leaves that undefined); QTHREAD_SUCCESS for a free recursive
+ *   lock (nothing to do, as in Qthreads).
+ * Contexts: anywhere; no runtime needed.
+ * Returns:  as above; QTHREAD_OPFAIL for a NULL a (lock, trylock, unlock,
+ *           as in Qthreads), QTHREAD_BADARGS for a NULL a (init).
+ * Undefined: a lock not initialised, or copied or freed while held.
+ */
+#define QTHREAD_SPINLOCK_IS_RECURSIVE (-1)
+#define QTHREAD_SPINLOCK_IS_NOT_RECURSIVE (-2)
+
+typedef union qt_spin_trylock_s {
+    aligned_t u;
+    struct {
+        haligned_t ticket;
+        haligned_t users;
+    } s;
+} qt_spin_trylock_t;
+
+typedef struct {
+    int64_t s;
+    int64_t count;
+} qthread_spinlock_state_t;
+
+typedef struct {
+    qt_spin_trylock_t lock;
+    qthread_spinlock_state_t state;
+} qthread_spinlock_t;
+
+#define QTHREAD_MUTEX_INITIALIZER \
+    { {.s = {0, 0}}, {QTHREAD_SPINLOCK_IS_NOT_RECURSIVE, 0} }
+#define QTHREAD_RECURSIVE_MUTEX_INITIALIZER \
+    { {.s = {0, 0}}, {QTHREAD_SPINLOCK_IS_RECURSIVE, 0} }
+
+int qthread_spinlock_init(qthread_spinlock_t *a, bool is_recursive);
+int qthread_spinlock_destroy(qthread_spinlock_t *a);
+int qthread_spinlock_lock(qthread_spinlock_t *a);
+int qthread_spinlock_unlock(qthread_spinlock_t *a);
+int qthread_spinlock_trylock(qthread_spinlock_t *a);
+
 /* ---- atomics (compiler built-ins, as in Qthreads) ------------------------ */
 
 /* qthread_incr - atomically add; returns the value before the addition. */
@@ -708,6 +898,45 @@ int qthread_lock_destroy(aligned_t *a);
 /* qthread_cas32, qthread_cas64 - qthread_cas on a 32-bit / 64-bit word. */
 #define qthread_cas32(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
 #define qthread_cas64(ADDR, OLDV, NEWV) __sync_val_compare_and_swap((ADDR), (OLDV), (NEWV))
+/* qthread_incr32, qthread_incr64 - qthread_incr on a 32-bit / 64-bit word
+ * (inline, as in Qthreads): atomically add; return the value before. */
+static inline uint32_t qthread_incr32(uint32_t *operand, uint32_t incr)
+{
+    return __sync_fetch_and_add(operand, incr);
+}
+static inline uint64_t qthread_incr64(uint64_t *operand, uint64_t incr)
+{
+    return __sync_fetch_and_add(operand, incr);
+}
+/* qthread_incr_xx - qthread_incr32 or qthread_incr64 on the length-byte
+ * (4 or 8) word at addr (inline, as in Qthreads; another length traps). */
+static inline int64_t qthread_incr_xx(void *addr, int64_t incr, size_t length)
+{
+    switch (length) {
+    case 4:
+        return (int64_t)qthread_incr32((uint32_t *)addr, (uint32_t)incr);
+    case 8:
+        return (int64_t)qthread_incr64((uint64_t *)addr, (uint64_t)incr);
+    default:
+        __builtin_trap();
+    }
+    return 0;
+}
+/* DBL64TODBL60(in, out) - store the double in into the 60-bit integer
+ * lvalue out (a uint64_t, e.g. for a syncvar_t): its bits shifted right by
+ * 4, losing the 4 lowest mantissa bits. DBL60TODBL64(in, out) - the
+ * reverse: shifts the integer lvalue in left by 4 (modifying it) and
+ * copies its bits into the double out. Macros, as in Qthreads. */
+#define DBL64TODBL60(in, out)      \
+    do {                           \
+        memcpy(&(out), &(in), 8);  \
+        (out) >>= 4;               \
+    } while (0)
+#define DBL60TODBL64(in, out)      \
+    do {                           \
+        (in) <<= 4;                \
+        memcpy(&(out), &(in), 8);  \
+    } while (0)
 
 /*
  * qthread_fincr, qthread_dincr - atomically add incr to a float / double

@@ -13,7 +13,6 @@
  * cantus_last_error(); qtimer_secs then returns 0.0.
  * qtimer_fastrand: a cheap pseudo-random number (xorshift64* per thread,
  * seeded from the clock; Qthreads hashes the clock). Not for cryptography.
- * Left out: qtimer_wtime, qtimer_res (not declared).
  */
 #ifndef QTHREAD_QTIMER_H_CANTUS
 #define QTHREAD_QTIMER_H_CANTUS
@@ -36,6 +35,12 @@ void qtimer_stop(qtimer_t timer);
 double qtimer_secs(qtimer_t timer);
 /* Free the timer (NULL: nothing). */
 void qtimer_destroy(qtimer_t timer);
+
+/* The monotonic clock's time in seconds, from an arbitrary origin (as in
+ * Qthreads): the difference of two calls is the time between them. */
+double qtimer_wtime(void);
+/* The monotonic clock's resolution in seconds (clock_getres). */
+double qtimer_res(void);
 
 #ifdef __cplusplus
 }

@@ -25,7 +25,11 @@
  *           while submissions or waits are in progress (once qt_sinc_wait
  *           returned, the memory may be reused at once); copying a
  *           qt_sinc_t (its address is its identity).
- * Left out: qt_sinc_tmpdata.
+ * Left out: qt_sinc_tmpdata (not declared): in Qthreads, a pointer to the
+ *           calling worker's partial value inside a reducing sinc, which
+ *           submissions on that worker combine into; cantus's reducing
+ *           sinc keeps one shared value under its lock instead, so there
+ *           is no per-worker slot to hand out.
  */
 #ifndef QT_SINC_H_CANTUS
 #define QT_SINC_H_CANTUS

@@ -50,6 +50,23 @@ static aligned_t consumer(void *)
     return handoff.readFE(); /* waits for the producer's writeEF */
 }
 
+/* qt_loopaccum_balance's object: the sum of i over a piece. */
+struct SumIdx {
+    typedef unsigned long long acctype;
+    static const acctype identity = 0;
+    static void accumulate(void *a, const void *b)
+    {
+        *(acctype *)a += *(const acctype *)b;
+    }
+    acctype operator()(size_t lo, size_t hi) const
+    {
+        acctype s = 0;
+        for (size_t i = lo; i < hi; i++)
+            s += i;
+        return s;
+    }
+};
+
 int main()
 {
     CHECK(qthread_initialize() == QTHREAD_SUCCESS);
@@ -67,6 +84,9 @@ int main()
     CHECK(each_once(seen, 100, 900));
     qt_loop_balance_sinc(0, 0, v);
     CHECK(each_once(seen, 0, 0));
+    SumIdx sum;
+    CHECK(qt_loopaccum_balance(0, 1000, sum) == 999ull * 1000 / 2);
+    CHECK(qt_loopaccum_balance(10, 11, sum) == 10);
 
     syncvar full(42);
     CHECK(full.status() == 1 && full.read() == 42);

@@ -193,3 +193,41 @@ pub unsafe extern "C" fn qt_barrier_destroy(b: *mut QtBarrier) {
         Ok(())
     })
 }
+
+/// `qt_barrier_dtype`: what `qt_barrier_dump` shows (`UPLOCK`,
+/// `DOWNLOCK`, `BOTHLOCKS`; all the same here).
+pub type QtBarrierDtype = c_uint;
+
+/// qt_barrier_dump: prints the barrier's state on stdout, for debugging:
+/// its participants per round and how many have entered the current
+/// round (read without the lock, so a snapshot). Qthreads prints its log
+/// barrier's lock words; cantus's barrier has none, so every `dt` prints
+/// the same line. A NULL barrier is reported on stderr.
+///
+/// # Safety
+/// See barrier.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_barrier_dump(b: *mut QtBarrier, dt: QtBarrierDtype) {
+    boundary_void("qt_barrier_dump", || {
+        // SAFETY: forwarded contract.
+        let b = unsafe { barrier_at("qt_barrier_dump", b)? };
+        if dt > 2 {
+            return Err(Fail::new(
+                EINVAL,
+                format!("qt_barrier_dump: dt = {dt} is not UPLOCK, DOWNLOCK or BOTHLOCKS"),
+            ));
+        }
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        // Debug output: a failed write is not worth reporting.
+        let _ = writeln!(
+            out,
+            "qt_barrier {:p}: size {}, entered {}",
+            b as *const QtBarrier,
+            b.size.load(Ordering::Relaxed),
+            b.arrived.load(Ordering::Relaxed)
+        );
+        let _ = out.flush();
+        Ok(())
+    })
+}

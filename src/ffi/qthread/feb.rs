@@ -491,3 +491,33 @@ pub unsafe extern "C" fn qthread_syncvar_status(v: *mut Syncvar) -> c_int {
     });
     if rc == 0 { c_int::from(full) } else { rc }
 }
+
+/// qthread_syncvar_incrF: adds `inc` to the syncvar's value (modulo 2^60)
+/// without waiting, under the syncvar's lock, and returns the new value.
+/// As in Qthreads, the state stays as it was, except that an empty syncvar
+/// with waiting readers is filled (and they complete). On error,
+/// `(uint64_t)` of the negative error code (never a 60-bit value).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_syncvar_incrF(operand: *mut Syncvar, inc: u64) -> u64 {
+    const CALL: &str = "qthread_syncvar_incrF";
+    let mut out = 0;
+    let rc = qt(CALL, || {
+        require_runtime(CALL)?;
+        // SAFETY: forwarded contract.
+        let w = unsafe { word_at(CALL, "operand", operand.cast::<u64>())? };
+        out = full_empty::with_place(&SyncvarSite(w), |p, wake| {
+            // SAFETY: a syncvar always holds its value, whatever its
+            // state; taking reads it and leaves it there.
+            let old = unsafe { p.take() };
+            let new = old.wrapping_add(inc) & syncvar::MAX;
+            let full = p.is_full() || !p.queue().is_empty();
+            full_empty::set_locked(p, full, Some(new), wake);
+            new
+        });
+        Ok(())
+    });
+    if rc == 0 { out } else { rc as i64 as u64 }
+}

@@ -56,7 +56,7 @@ pub(crate) fn declared(a: usize) -> Option<Arc<Declared>> {
 
 /// Who is asking: the running task's id, or, outside tasks, a key of the
 /// calling thread (high bit set, so it never equals a task id).
-fn owner_key() -> u64 {
+pub(super) fn owner_key() -> u64 {
     thread_local! {
         static KEY: u8 = const { 0 };
     }

@@ -35,6 +35,7 @@ pub mod qutil;
 pub mod shepherds;
 pub mod sinc;
 pub mod spawn;
+pub mod spinlock;
 pub mod state;
 pub mod swsrqueue;
 pub mod tasklocal;
@@ -490,6 +491,45 @@ pub unsafe extern "C" fn qthread_worker(shep: *mut c_ushort) -> c_ushort {
         unsafe { shep.write(w) };
     }
     w
+}
+
+/// qthread_worker_unique: the calling task's worker, numbered across all
+/// shepherds from 1 as Qthreads numbers them (shepherd-major; one worker
+/// per shepherd here, so `qthread_shep() + 1`); `*shep` (if not NULL) set
+/// to the shepherd. `NO_WORKER` (and `*shep` untouched) outside tasks.
+///
+/// # Safety
+/// `shep` is NULL or valid for a write of a `qthread_shepherd_id_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_worker_unique(shep: *mut c_ushort) -> c_ushort {
+    let s = qthread_shep();
+    if s == NO_SHEPHERD {
+        return NO_SHEPHERD;
+    }
+    if !shep.is_null() {
+        // SAFETY: non-null and writable per the contract.
+        unsafe { shep.write(s) };
+    }
+    s + 1
+}
+
+/// qthread_worker_local: the calling task's worker within its shepherd
+/// (always 0: one worker per shepherd); `*shep` (if not NULL) set to the
+/// shepherd. `NO_WORKER` (and `*shep` untouched) outside tasks.
+///
+/// # Safety
+/// `shep` is NULL or valid for a write of a `qthread_shepherd_id_t`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_worker_local(shep: *mut c_ushort) -> c_ushort {
+    let s = qthread_shep();
+    if s == NO_SHEPHERD {
+        return NO_SHEPHERD;
+    }
+    if !shep.is_null() {
+        // SAFETY: non-null and writable per the contract.
+        unsafe { shep.write(s) };
+    }
+    0
 }
 
 /// The running runtime's workers (`enabled`: only those not disabled);

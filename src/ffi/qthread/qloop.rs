@@ -1,9 +1,13 @@
 //! `qt_loop` (a task per iteration) and `qt_loop_balance` (a task per
-//! shepherd, iterations split evenly), with their `_simple` and `_sinc`
-//! variants, all waiting for their tasks: each is one cantus `coforall`,
-//! so one end count covers all the tasks. And the array reductions
-//! `qt_{uint,int,double}_{sum,prod,max,min}`, one task per shepherd.
+//! shepherd, iterations split evenly), with their `_simple`, `_sinc`,
+//! `_sv`, `_dc` and `_aligned` variants, all waiting for their tasks: each
+//! is one cantus `coforall`, so one end count covers all the tasks. And
+//! `qt_loopaccum_balance*` (a task per worker, partial results accumulated
+//! in part order), `qt_qsort` (parts sorted in parallel, then merged) and
+//! the array reductions `qt_{uint,int,double}_{sum,prod,max,min}`, one
+//! task per shepherd.
 
+use super::qarray::QtAccumF;
 use crate::ffi::error::{Fail, boundary_void};
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::WordSite;
@@ -511,6 +515,349 @@ pub unsafe extern "C" fn qt_double_min(array: *mut f64, length: usize, checkfeb:
             min_of,
         )
     }
+}
+
+// ---- the other synchronisation variants ----
+
+/// qt_loop_sv: as `qt_loop` (Qthreads waits on a syncvar per task; cantus,
+/// as for every variant, with its coforall's one end count).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_sv(start: usize, stop: usize, func: QtLoopF, argptr: *mut c_void) {
+    each("qt_loop_sv", start, stop, func, argptr);
+}
+
+/// qt_loop_dc: as `qt_loop` (Qthreads waits on a done-count).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_dc(start: usize, stop: usize, func: QtLoopF, argptr: *mut c_void) {
+    each("qt_loop_dc", start, stop, func, argptr);
+}
+
+/// qt_loop_aligned: as `qt_loop` (Qthreads waits on an aligned_t per
+/// task).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_aligned(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    each("qt_loop_aligned", start, stop, func, argptr);
+}
+
+/// qt_loop_balance_sv: as `qt_loop_balance` (see `qt_loop_sv`).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_balance_sv(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    balance("qt_loop_balance_sv", start, stop, func, argptr);
+}
+
+/// qt_loop_balance_dc: as `qt_loop_balance` (see `qt_loop_dc`).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_balance_dc(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    balance("qt_loop_balance_dc", start, stop, func, argptr);
+}
+
+/// qt_loop_balance_aligned: as `qt_loop_balance` (see
+/// `qt_loop_aligned`).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loop_balance_aligned(
+    start: usize,
+    stop: usize,
+    func: QtLoopF,
+    argptr: *mut c_void,
+) {
+    balance("qt_loop_balance_aligned", start, stop, func, argptr);
+}
+
+// ---- qt_loopaccum_balance* ----
+
+/// `qt_loopr_f`: the body for iterations `[start, stop)`, writing its
+/// partial result to `ret`.
+pub type QtLooprF =
+    Option<unsafe extern "C" fn(start: usize, stop: usize, arg: *mut c_void, ret: *mut c_void)>;
+
+/// Every `qt_loopaccum_balance` variant: one task per worker over
+/// near-equal parts of `[start, stop)` (as in Qthreads, a task per worker
+/// even when some parts are empty), each writing its `size`-byte partial
+/// result; then, in part order, `out` = part 0 (with `fold_out`: the value
+/// `out` held before, accumulated with part 0) accumulated with the others.
+///
+/// # Safety
+/// As for `qt_loopaccum_balance` (qloop.h).
+#[allow(clippy::too_many_arguments)]
+unsafe fn accum_balance(
+    call: &str,
+    start: usize,
+    stop: usize,
+    size: usize,
+    out: *mut c_void,
+    func: QtLooprF,
+    argptr: *mut c_void,
+    acc: QtAccumF,
+    fold_out: bool,
+) {
+    boundary_void(call, || {
+        let f = func.ok_or_else(|| Fail::null(call, "func"))?;
+        let acc = acc.ok_or_else(|| Fail::null(call, "acc"))?;
+        if out.is_null() {
+            return Err(Fail::null(call, "out"));
+        }
+        require_runtime(call)?;
+        let parts = crate::query::workers().unwrap_or(1).max(1);
+        let stop = stop.max(start);
+        // Part 0 writes straight into `out`, unless `out`'s value is kept.
+        let first = usize::from(!fold_out);
+        let mut temps: Vec<super::buf::AlignedBuf> = (first..parts)
+            .map(|_| super::buf::AlignedBuf::zeroed(size))
+            .collect();
+        let mut rets: Vec<Arg> = Vec::with_capacity(parts);
+        if !fold_out {
+            rets.push(Arg(out));
+        }
+        rets.extend(temps.iter_mut().map(|t| Arg(t.as_mut_ptr().cast())));
+        let arg = Arg(argptr);
+        let rets = &rets;
+        crate::par::coforall(parts, move |i| {
+            let (lo, hi) = chunk(start, stop, parts, i);
+            let ret = rets[i];
+            // SAFETY: the caller promises func may run concurrently with
+            // argptr; each part writes its own `size` bytes.
+            crate::sched::body_may_go_away(|| unsafe { f(lo, hi, arg.get(), ret.get()) })
+        });
+        for t in &temps {
+            // SAFETY: `out` and each partial hold `size` bytes.
+            unsafe { acc(out, t.as_ptr().cast()) };
+        }
+        Ok(())
+    })
+}
+
+/// qt_loopaccum_balance: `func(lo, hi, argptr, ret)` over one part of
+/// `[start, stop)` per worker, in parallel; `out` = part 0's result
+/// accumulated (`acc`) with the others' in order.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loopaccum_balance(
+    start: usize,
+    stop: usize,
+    size: usize,
+    out: *mut c_void,
+    func: QtLooprF,
+    argptr: *mut c_void,
+    acc: QtAccumF,
+) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        accum_balance(
+            "qt_loopaccum_balance",
+            start,
+            stop,
+            size,
+            out,
+            func,
+            argptr,
+            acc,
+            false,
+        )
+    }
+}
+
+/// qt_loopaccum_balance_sv: as `qt_loopaccum_balance` (Qthreads waits
+/// on syncvars).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loopaccum_balance_sv(
+    start: usize,
+    stop: usize,
+    size: usize,
+    out: *mut c_void,
+    func: QtLooprF,
+    argptr: *mut c_void,
+    acc: QtAccumF,
+) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        accum_balance(
+            "qt_loopaccum_balance_sv",
+            start,
+            stop,
+            size,
+            out,
+            func,
+            argptr,
+            acc,
+            false,
+        )
+    }
+}
+
+/// qt_loopaccum_balance_dc: as `qt_loopaccum_balance` (Qthreads waits
+/// on a done-count).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loopaccum_balance_dc(
+    start: usize,
+    stop: usize,
+    size: usize,
+    out: *mut c_void,
+    func: QtLooprF,
+    argptr: *mut c_void,
+    acc: QtAccumF,
+) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        accum_balance(
+            "qt_loopaccum_balance_dc",
+            start,
+            stop,
+            size,
+            out,
+            func,
+            argptr,
+            acc,
+            false,
+        )
+    }
+}
+
+/// qt_loopaccum_balance_sinc: as `qt_loopaccum_balance`, but, as
+/// Qthreads' sinc does, `out`'s prior value is accumulated with every
+/// part's result (part 0's included).
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_loopaccum_balance_sinc(
+    start: usize,
+    stop: usize,
+    size: usize,
+    out: *mut c_void,
+    func: QtLooprF,
+    argptr: *mut c_void,
+    acc: QtAccumF,
+) {
+    // SAFETY: forwarded contract.
+    unsafe {
+        accum_balance(
+            "qt_loopaccum_balance_sinc",
+            start,
+            stop,
+            size,
+            out,
+            func,
+            argptr,
+            acc,
+            true,
+        )
+    }
+}
+
+// ---- qt_qsort ----
+
+/// qt_qsort: sorts `array[0 .. length)` ascending in place: one task per
+/// worker sorts a near-equal part, then the parts are merged. Doubles are
+/// ordered as by `<`, with -0.0 before +0.0 and NaNs by their bits (a
+/// negative NaN first, a positive one last), so the result is one order
+/// whatever the input.
+///
+/// # Safety
+/// See qloop.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qt_qsort(array: *mut f64, length: usize) {
+    boundary_void("qt_qsort", || {
+        if length == 0 {
+            return Ok(());
+        }
+        if array.is_null() {
+            return Err(Fail::null("qt_qsort", "array"));
+        }
+        if !array.is_aligned() {
+            return Err(Fail::new(
+                crate::ffi::error::EINVAL,
+                "qt_qsort: `array` is not aligned for a double",
+            ));
+        }
+        require_runtime("qt_qsort")?;
+        let parts = crate::query::workers().unwrap_or(1).clamp(1, length);
+        let base = array as usize;
+        crate::par::coforall(parts, move |i| {
+            let (lo, hi) = chunk(0, length, parts, i);
+            // SAFETY: the caller promises `length` doubles no one else
+            // touches during the call; the parts are disjoint.
+            let part =
+                unsafe { std::slice::from_raw_parts_mut((base as *mut f64).add(lo), hi - lo) };
+            part.sort_unstable_by(f64::total_cmp);
+        });
+        // SAFETY: as above; the tasks have returned.
+        let all = unsafe { std::slice::from_raw_parts_mut(array, length) };
+        let mut runs: Vec<(usize, usize)> =
+            (0..parts).map(|i| chunk(0, length, parts, i)).collect();
+        let mut buf: Vec<f64> = Vec::with_capacity(length);
+        while runs.len() > 1 {
+            let mut next = Vec::with_capacity(runs.len().div_ceil(2));
+            for pair in runs.chunks(2) {
+                if let [(a_lo, a_hi), (_, b_hi)] = *pair {
+                    merge(&mut all[a_lo..b_hi], a_hi - a_lo, &mut buf);
+                    next.push((a_lo, b_hi));
+                } else {
+                    next.push(pair[0]);
+                }
+            }
+            runs = next;
+        }
+        Ok(())
+    })
+}
+
+/// Merges the sorted `v[..mid]` and `v[mid..]` in place, through `buf`.
+fn merge(v: &mut [f64], mid: usize, buf: &mut Vec<f64>) {
+    buf.clear();
+    let (mut i, mut j) = (0, mid);
+    while i < mid && j < v.len() {
+        if v[j].total_cmp(&v[i]).is_lt() {
+            buf.push(v[j]);
+            j += 1;
+        } else {
+            buf.push(v[i]);
+            i += 1;
+        }
+    }
+    buf.extend_from_slice(&v[i..mid]);
+    buf.extend_from_slice(&v[j..]);
+    v.copy_from_slice(buf);
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! on the monotonic clock. Needs no runtime.
 
 use crate::ffi::error::{EINVAL, Fail, boundary_void, guarded};
+use std::ffi::c_int;
 use std::time::Instant;
 
 /// The timer behind a `qtimer_t`.
@@ -101,4 +102,35 @@ pub unsafe extern "C" fn qtimer_destroy(t: QtimerT) {
         // qtimer_create and is destroyed once.
         guarded((), || drop(unsafe { Box::from_raw(t) }));
     }
+}
+
+/// Seconds in a `timespec` from `clock_gettime` / `clock_getres`.
+fn secs(clock: fn(libc::clockid_t, *mut libc::timespec) -> c_int) -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // CLOCK_MONOTONIC always exists on Linux, so the call cannot fail; if
+    // it did, `ts` stays 0.
+    let _ = clock(libc::CLOCK_MONOTONIC, &mut ts);
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// qtimer_wtime: the monotonic clock's time in seconds (from an
+/// arbitrary origin, as in Qthreads); differences are elapsed times.
+#[unsafe(no_mangle)]
+pub extern "C" fn qtimer_wtime() -> f64 {
+    secs(|c, t| {
+        // SAFETY: `t` points to a live, writable timespec.
+        unsafe { libc::clock_gettime(c, t) }
+    })
+}
+
+/// qtimer_res: the monotonic clock's resolution in seconds.
+#[unsafe(no_mangle)]
+pub extern "C" fn qtimer_res() -> f64 {
+    secs(|c, t| {
+        // SAFETY: `t` points to a live, writable timespec.
+        unsafe { libc::clock_getres(c, t) }
+    })
 }

@@ -25,7 +25,8 @@ use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::AtomicU64;
 
-/// `QTHREAD_SPAWN_PARENT`.
+/// `QTHREAD_SPAWN_PARENT`: accepted, without effect (Qthreads 1.23 never
+/// reads it).
 const SPAWN_PARENT: c_uint = 1 << 0;
 /// `QTHREAD_SPAWN_SIMPLE`: the task promises not to block (a hint here).
 const SPAWN_SIMPLE: c_uint = 1 << 1;
@@ -44,10 +45,13 @@ const SPAWN_PC_SYNCVAR_T: c_uint = 1 << 7;
 /// `QTHREAD_SPAWN_LOCAL_PRIORITY`: run soon, on this worker (a hint here:
 /// a task spawned by a task is already the next one its worker runs).
 const SPAWN_LOCAL_PRIORITY: c_uint = 1 << 9;
-/// `QTHREAD_SPAWN_NETWORK`.
+/// `QTHREAD_SPAWN_NETWORK`: accepted, without effect (Qthreads 1.23 marks
+/// the task with it and never reads the mark; it has no network layer).
 const SPAWN_NETWORK: c_uint = 1 << 10;
 
-const SUPPORTED: c_uint = SPAWN_SIMPLE
+const SUPPORTED: c_uint = SPAWN_PARENT
+    | SPAWN_NETWORK
+    | SPAWN_SIMPLE
     | SPAWN_NEW_TEAM
     | SPAWN_NEW_SUBTEAM
     | SPAWN_RET_SYNCVAR_T
@@ -409,26 +413,11 @@ unsafe fn spawn(
     require_runtime(call)?;
     if flags & !SUPPORTED != 0 {
         let unsupported = flags & !SUPPORTED;
-        let names: Vec<&str> = [
-            (SPAWN_PARENT, "QTHREAD_SPAWN_PARENT"),
-            (SPAWN_NEW_TEAM, "QTHREAD_SPAWN_NEW_TEAM"),
-            (SPAWN_NEW_SUBTEAM, "QTHREAD_SPAWN_NEW_SUBTEAM"),
-            (SPAWN_NETWORK, "QTHREAD_SPAWN_NETWORK"),
-        ]
-        .iter()
-        .filter(|(bit, _)| unsupported & bit != 0)
-        .map(|(_, name)| *name)
-        .collect();
         return Err(Fail::new(
             ENOTSUP,
             format!(
-                "{call}: feature flags {unsupported:#x} ({}) are not supported by cantus \
-                 (QTHREAD_SPAWN_PARENT and the network layer are left out; see qthread.h)",
-                if names.is_empty() {
-                    "unknown bits".to_string()
-                } else {
-                    names.join(", ")
-                }
+                "{call}: feature flags {unsupported:#x} are not Qthreads' (unknown bits; see \
+                 QTHREAD_SPAWN_* in qthread.h)"
             ),
         ));
     }
@@ -619,6 +608,79 @@ pub unsafe extern "C" fn qthread_fork_syncvar_copyargs(
             ret.cast(),
             NO_SHEPHERD,
             SPAWN_RET_SYNCVAR_T,
+        )
+    }
+}
+
+/// qthread_fork_net: as `qthread_fork`, with `QTHREAD_SPAWN_NETWORK`
+/// (without effect, as in Qthreads 1.23).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_net(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_net",
+            f,
+            arg,
+            0,
+            ret.cast(),
+            NO_SHEPHERD,
+            SPAWN_NETWORK,
+        )
+    }
+}
+
+/// qthread_fork_syncvar_to: `qthread_fork_syncvar` on shepherd
+/// `shepherd` (as for `qthread_fork_to`: taken modulo the shepherd count).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar_to(
+    f: QthreadF,
+    arg: *const c_void,
+    ret: *mut Syncvar,
+    shepherd: c_ushort,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar_to",
+            f,
+            arg,
+            0,
+            ret.cast(),
+            shepherd,
+            SPAWN_RET_SYNCVAR_T,
+        )
+    }
+}
+
+/// qthread_fork_syncvar_copyargs_simple: `qthread_fork_syncvar_copyargs`
+/// with `QTHREAD_SPAWN_SIMPLE` (an ordinary task here).
+///
+/// # Safety
+/// See qthread.h.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn qthread_fork_syncvar_copyargs_simple(
+    f: QthreadF,
+    arg: *const c_void,
+    arg_size: usize,
+    ret: *mut Syncvar,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        fork_plain(
+            "qthread_fork_syncvar_copyargs_simple",
+            f,
+            arg,
+            arg_size,
+            ret.cast(),
+            NO_SHEPHERD,
+            SPAWN_SIMPLE | SPAWN_RET_SYNCVAR_T,
         )
     }
 }
