@@ -83,6 +83,31 @@ pub(crate) fn block_current_task(kind: BlockKind, addr: usize) {
         .block_current(kind, addr);
 }
 
+/// Counts the calling task blocked (`kind`) from now until the end of
+/// `wait`, in which it enters a wait that other tasks can see (a Qthreads
+/// queue's length): so whoever sees it waiting never also counts it
+/// running (`qthread_readstate`'s busyness), as the block itself would
+/// count it only once its worker switched away. A block of `kind` inside
+/// `wait` takes the count over; without one, it is undone. Outside a
+/// task, just runs `wait`.
+pub(crate) fn count_blocked_early<R>(kind: BlockKind, wait: impl FnOnce() -> R) -> R {
+    let Some(local) = WorkerLocal::current() else {
+        return wait();
+    };
+    local.count_blocked_early(kind);
+    struct Undo(BlockKind);
+    impl Drop for Undo {
+        fn drop(&mut self) {
+            // Looked up afresh: the task may be on another worker now.
+            if let Some(local) = WorkerLocal::current() {
+                local.uncount_blocked_early(self.0);
+            }
+        }
+    }
+    let _undo = Undo(kind);
+    wait()
+}
+
 /// Whether the calling task may spin before blocking: it is a task and
 /// its worker has nothing else ready to run (so blocking would only idle
 /// the worker, and spinning catches a quick hand-off from another worker

@@ -17,6 +17,7 @@ use crate::ffi::error::{self, Fail};
 use crate::ffi::feb::full_empty::{self, Op};
 use crate::ffi::feb::table::WordSite;
 use crate::ffi::lifecycle::require_runtime;
+use crate::sync::wait::BlockKind;
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicU64;
@@ -114,14 +115,20 @@ pub unsafe extern "C" fn qthread_queue_join(q: *mut c_void) -> c_int {
         // Joins the queue under the word's lock, in the critical section
         // that queues the wait (lock order: the word's, then the queue's;
         // a release takes them one after the other, never nested).
-        full_empty::wait_if(&site, Op::ReadFF, |_, _| {
-            let mut w = q.waiters();
-            if q.cap.is_some_and(|cap| w.len() >= cap) {
-                full = Some(w.len());
-                return false;
-            }
-            w.push_back(me.clone());
-            true
+        // Counted blocked before it is seen in the queue: a task that
+        // reads the queue's length and then the busyness never finds a
+        // joiner in both (Qthreads queues a joiner only once it has left
+        // its worker).
+        crate::sched::count_blocked_early(BlockKind::SyncRead, || {
+            full_empty::wait_if(&site, Op::ReadFF, |_, _| {
+                let mut w = q.waiters();
+                if q.cap.is_some_and(|cap| w.len() >= cap) {
+                    full = Some(w.len());
+                    return false;
+                }
+                w.push_back(me.clone());
+                true
+            })
         });
         if let Some(n) = full {
             // Full again (the default): the word leaves the side table

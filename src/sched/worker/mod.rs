@@ -129,6 +129,10 @@ pub(crate) struct WorkerLocal {
     /// kept here, beside what a task operation reads anyway, so that the
     /// check on `yield_now` costs no thread-local lookup of its own.
     pub(crate) no_wait: Cell<Option<&'static str>>,
+    /// The running task counted itself blocked before a wait that others
+    /// can see it enter (`sched::count_blocked_early`): its next
+    /// `block_current` of this kind does not count it again.
+    blocked_early: Cell<Option<BlockKind>>,
 }
 
 /// Whether `id` may be a task id that a worker of `reg` has handed out
@@ -360,13 +364,40 @@ impl WorkerLocal {
     /// what it waits on (for the deadlock report).
     pub(crate) fn block_current(&self, kind: BlockKind, addr: usize) {
         let c = &self.shared().counters;
-        bump(&c.blocked[kind as usize], 1);
+        match self.blocked_early.take() {
+            Some(k) if k == kind => {}
+            early => {
+                if let Some(k) = early {
+                    drop_by(&c.blocked[k as usize], 1);
+                }
+                bump(&c.blocked[kind as usize], 1);
+            }
+        }
         let slot = self.current_slot.get() as usize;
         self.slots.borrow_mut()[slot].waiting = Some((self.task_id.get(), addr, kind));
         crate::trace::record(crate::trace::kind::BLOCK, kind as u16, 0, addr as u64, 0);
         self.suspend_current(Suspend::Blocked);
         self.slots.borrow_mut()[slot].waiting = None;
         drop_by(&c.blocked[kind as usize], 1);
+    }
+
+    /// Counts the running task blocked (`kind`) from now on, ahead of a
+    /// wait it is about to enter; see [`crate::sched::count_blocked_early`].
+    pub(crate) fn count_blocked_early(&self, kind: BlockKind) {
+        let c = &self.shared().counters;
+        if let Some(k) = self.blocked_early.replace(Some(kind)) {
+            drop_by(&c.blocked[k as usize], 1);
+        }
+        bump(&c.blocked[kind as usize], 1);
+    }
+
+    /// Undoes [`count_blocked_early`](Self::count_blocked_early) if no
+    /// block took it over.
+    pub(crate) fn uncount_blocked_early(&self, kind: BlockKind) {
+        if self.blocked_early.get() == Some(kind) {
+            self.blocked_early.set(None);
+            drop_by(&self.shared().counters.blocked[kind as usize], 1);
+        }
     }
 
     /// Lets other tasks of this worker run, then continues. With nothing
@@ -518,6 +549,7 @@ pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Q
         max_resident: Cell::new(0),
         no_wait: Cell::new(None),
         trace_how: Cell::new((crate::trace::how::OWN, 0)),
+        blocked_early: Cell::new(None),
     };
     WORKER.with(|w| w.set(&local));
     guard::set_running((0, 0), 0, 0);
