@@ -329,13 +329,25 @@ fn prepare(
 /// that stays valid until the task has filled it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn qthread_fork(f: QthreadF, arg: *const c_void, ret: *mut u64) -> c_int {
-    qt("qthread_fork", || {
-        let f = prepare("qthread_fork", f, ret)?;
+    fork_word("qthread_fork", f, arg, ret, NO_SHEPHERD)
+}
+
+/// `qthread_fork` and `qthread_fork_to`: `f(arg)` on shepherd `shep`
+/// (`NO_SHEPHERD`: anywhere), its result filling `ret`; a plain fork's
+/// task when it can be one (`spawn::plain_fork_task`), else a closure.
+fn fork_word(
+    call: &'static str,
+    f: QthreadF,
+    arg: *const c_void,
+    ret: *mut u64,
+    shep: c_ushort,
+) -> c_int {
+    qt(call, || {
+        let f = prepare(call, f, ret)?;
         if let Some(task) = spawn::plain_fork_task(f, Arg(arg.cast_mut()), ret_loc(ret)) {
-            return place_task("qthread_fork", NO_SHEPHERD, task);
+            return place_task(call, shep, task);
         }
-        crate::par::try_begin(forked("qthread_fork", f, Arg(arg.cast_mut()), ret))
-            .map_err(|_| Fail::no_runtime("qthread_fork"))
+        place(call, shep, forked(call, f, Arg(arg.cast_mut()), ret))
     })
 }
 
@@ -381,17 +393,7 @@ pub unsafe extern "C" fn qthread_fork_to(
     ret: *mut u64,
     shep: c_ushort,
 ) -> c_int {
-    qt("qthread_fork_to", || {
-        let f = prepare("qthread_fork_to", f, ret)?;
-        if let Some(task) = spawn::plain_fork_task(f, Arg(arg.cast_mut()), ret_loc(ret)) {
-            return place_task("qthread_fork_to", shep, task);
-        }
-        place(
-            "qthread_fork_to",
-            shep,
-            forked("qthread_fork_to", f, Arg(arg.cast_mut()), ret),
-        )
-    })
+    fork_word("qthread_fork_to", f, arg, ret, shep)
 }
 
 /// `qthread_id` of the thread that started the runtime (Qthreads' main).
