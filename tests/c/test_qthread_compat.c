@@ -18,25 +18,9 @@
 #include <time.h>
 
 #include "check.h"
+#include "wait_blocked.h"
 
 static int contains(const char *s, const char *part) { return strstr(s, part) != NULL; }
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&t, NULL);
-}
-
-/* Waits (up to ~5 s) until at least n tasks are blocked. */
-static int wait_blocked(long n)
-{
-    for (int i = 0; i < 5000; i++) {
-        if (cantus_num_blocked() >= n)
-            return 1;
-        sleep_ms(1);
-    }
-    return 0;
-}
 
 /* ---- startup, ids, workers ---- */
 static aligned_t ids_task(void *arg)
