@@ -20,13 +20,12 @@
 
 use super::memory::wait_promptly;
 use super::space::{Space, space};
+use crate::comm::collective::AlignedBytes;
 use crate::error::{Error, ErrorKind, Locales};
 use crate::remote::Handler;
 use crate::remote::handlers::{Outcome, id_of};
 use bytemuck::Pod;
-use std::alloc::{Layout, alloc, dealloc};
 use std::collections::{HashMap, VecDeque};
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
@@ -67,15 +66,11 @@ type Key = (u64, u32, u8, u64);
 /// sender's elements, so that a receiver of that type takes it as its
 /// `Vec<T>` without a copy.
 pub(crate) struct Buffer {
-    ptr: NonNull<u8>,
-    len: usize,
-    align: usize,
-    /// Bytes written from the start (a message is whole at `len`).
+    /// The allocation (its pointer, length and alignment).
+    bytes: AlignedBytes,
+    /// Bytes written from the start (a message is whole at its length).
     written: usize,
 }
-
-// SAFETY: a `Buffer` owns its allocation alone (as a `Vec<u8>` would).
-unsafe impl Send for Buffer {}
 
 impl Buffer {
     /// Room for `len` bytes aligned to `align` (a power of two; checked
@@ -83,20 +78,16 @@ impl Buffer {
     /// `None` if no such allocation can be made (a length from a bad
     /// message: refused, not an abort).
     fn new(len: usize, align: usize) -> Option<Buffer> {
-        let layout = Layout::from_size_align(len, align).ok()?;
-        let ptr = if len == 0 {
-            // No allocation: a dangling pointer of the alignment.
-            NonNull::new(align as *mut u8)?
-        } else {
-            // SAFETY: the layout has a nonzero size.
-            NonNull::new(unsafe { alloc(layout) })?
-        };
         Some(Buffer {
-            ptr,
-            len,
-            align,
+            bytes: AlignedBytes::for_receiving(len, align)?,
             written: 0,
         })
+    }
+
+    /// The bytes a transport's exchange received (whole).
+    pub(crate) fn adopt(bytes: AlignedBytes) -> Buffer {
+        let written = bytes.len();
+        Buffer { bytes, written }
     }
 
     /// A copy of `bytes` aligned to `align`.
@@ -113,7 +104,7 @@ impl Buffer {
     /// If they pass the end (the caller checked they do not).
     fn append(&mut self, bytes: &[u8]) {
         assert!(
-            bytes.len() <= self.len - self.written,
+            bytes.len() <= self.bytes.len() - self.written,
             "a piece past its message's end"
         );
         // SAFETY: `written + bytes.len() <= len` bytes of our allocation;
@@ -122,7 +113,7 @@ impl Buffer {
         unsafe {
             std::ptr::copy_nonoverlapping(
                 bytes.as_ptr(),
-                self.ptr.as_ptr().add(self.written),
+                self.bytes.as_mut_ptr().add(self.written),
                 bytes.len(),
             )
         };
@@ -131,14 +122,13 @@ impl Buffer {
 
     /// Whether every byte was written (then `bytes` may be read).
     fn is_whole(&self) -> bool {
-        self.written == self.len
+        self.written == self.bytes.len()
     }
 
     pub(crate) fn bytes(&self) -> &[u8] {
         assert!(self.is_whole(), "a message is read only once whole");
-        // SAFETY: `len` bytes at `ptr` are ours and all were written
-        // (checked), or none (dangling and aligned).
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        // SAFETY: every byte of the allocation was written (checked).
+        unsafe { self.bytes.filled() }
     }
 
     /// The bytes as a `Vec<T>`: the allocation itself if it was made
@@ -146,37 +136,23 @@ impl Buffer {
     /// `None` if they are not a whole number of `T`.
     pub(crate) fn into_vec<T: Pod>(self) -> Option<Vec<T>> {
         let size = size_of::<T>();
-        if size == 0 || self.len % size != 0 {
+        let len = self.bytes.len();
+        if size == 0 || len % size != 0 {
             return None;
         }
-        let n = self.len / size;
-        if self.align != align_of::<T>() || n == 0 {
+        let n = len / size;
+        if self.bytes.align() != align_of::<T>() || n == 0 {
             let mut v = vec![T::zeroed(); n];
             crate::copy::copy(bytemuck::cast_slice_mut(&mut v), self.bytes());
             return Some(v);
         }
         assert!(self.is_whole(), "a message is taken only once whole");
-        let this = std::mem::ManuallyDrop::new(self);
+        let (ptr, _, _) = self.bytes.into_raw();
         // SAFETY: the allocation was made by the global allocator with
         // the layout (n * size_of::<T>(), align_of::<T>()), which is
         // `Layout::array::<T>(n)`; its bytes are all written and any
-        // bytes are a valid `T` (Pod); ownership passes to the Vec (the
-        // buffer is not dropped).
-        Some(unsafe { Vec::from_raw_parts(this.ptr.as_ptr().cast::<T>(), n, n) })
-    }
-}
-
-impl Drop for Buffer {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: allocated in `new` with this very layout.
-            unsafe {
-                dealloc(
-                    self.ptr.as_ptr(),
-                    Layout::from_size_align_unchecked(self.len, self.align),
-                )
-            };
-        }
+        // bytes are a valid `T` (Pod); ownership passes to the Vec.
+        Some(unsafe { Vec::from_raw_parts(ptr.as_ptr().cast::<T>(), n, n) })
     }
 }
 
@@ -304,7 +280,7 @@ fn serve_message(args: &[u8], _: &mut Vec<u8>) -> Outcome {
             })
         }
     };
-    if p.buffer.len != len || p.key != key || offset != p.buffer.written {
+    if p.buffer.bytes.len() != len || p.key != key || offset != p.buffer.written {
         let why = format!(
             "a piece of body message {number} from locale {} at {offset} disagrees with \
              the {} bytes of it before",

@@ -19,6 +19,7 @@
 
 use super::heap::{Block, Full};
 use super::nonblocking::{Gets, InFlight};
+use crate::comm::collective::AlignedBytes;
 use crate::error::Error;
 use std::any::Any;
 use std::ptr::NonNull;
@@ -198,6 +199,25 @@ pub(crate) trait Memory: Send + Sync + 'static {
         value: &[u8],
         fold: &dyn Fn(&[u8]) -> Vec<u8>,
     ) -> Result<Option<Vec<u8>>, Mismatch>;
+
+    /// An exchange between every pair of locales (`exchange.rs`) as the
+    /// transport's own collective, where this memory makes them: every
+    /// locale's `part(l)` goes to locale `l`, and every other locale's part for
+    /// this one comes back, in locale order, in an allocation aligned to
+    /// `align` (this locale's own entry empty: the caller has it). The
+    /// parts are read where they lie, until every locale has them. `None`
+    /// where the memory has no such collective, or where the parts are
+    /// beyond what one call of it moves (every locale decides alike: the
+    /// caller then sends messages); `Some(Err)` if the locales' `sig`s
+    /// differ. Panics, naming the locale, if a body ended without it.
+    fn exchange<'p>(
+        &self,
+        _sig: Signature,
+        _align: usize,
+        _part: &dyn Fn(usize) -> &'p [u8],
+    ) -> Option<Result<Vec<AlignedBytes>, Mismatch>> {
+        None
+    }
 
     /// Allocates `bytes` aligned to `align` (a power of two up to a page)
     /// at the same offset of every segment (`sig` is `[ALLOC, bytes,

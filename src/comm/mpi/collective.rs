@@ -12,7 +12,7 @@
 
 use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::Shared;
-use crate::comm::collective::{Collectives, Pending};
+use crate::comm::collective::{AlignedBytes, Collectives, Pending, SendParts};
 use crate::error::Error;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -21,7 +21,15 @@ use std::sync::{Arc, Mutex};
 /// Which collective.
 enum Kind {
     AllGather,
-    Broadcast { root: usize },
+    Broadcast {
+        root: usize,
+    },
+    /// An all-to-all: the part to each locale, and the allocations each
+    /// locale's part lands in.
+    Exchange {
+        send: SendParts,
+        recv: Vec<AlignedBytes>,
+    },
 }
 
 /// A collective a task queued, not yet started.
@@ -69,6 +77,11 @@ pub(super) struct Active {
     req: MPI_Request,
     send: Vec<u8>,
     recv: Vec<u8>,
+    /// An exchange's parts (empty for the others).
+    parts: Vec<AlignedBytes>,
+    /// The arrays an exchange was started with (MPI reads them until it
+    /// completes).
+    args: Option<sys::ExchangeArgs>,
     kind: Kind,
     pending: Arc<Pending>,
 }
@@ -110,6 +123,14 @@ impl Collectives for MpiCollectives {
         self.queue(Kind::Broadcast { root }, buf)
     }
 
+    unsafe fn exchange(&self, send: SendParts, recv: Vec<AlignedBytes>) -> Arc<Pending> {
+        assert!(
+            send.0.len() == self.shared.locales && recv.len() == self.shared.locales,
+            "an exchange has a part each way per locale"
+        );
+        self.queue(Kind::Exchange { send, recv }, Vec::new())
+    }
+
     fn progress(&self) -> bool {
         self.inline
             .as_ref()
@@ -120,30 +141,52 @@ impl Collectives for MpiCollectives {
 impl Queued {
     /// Starts this collective on `comm`, of `locales` processes.
     pub(super) fn start(self, locales: usize, comm: MPI_Comm) -> Result<Active, Error> {
-        let (mut send, mut recv) = match self.kind {
+        let Queued {
+            mut kind,
+            buf,
+            pending,
+        } = self;
+        let (mut send, mut recv) = match kind {
             Kind::AllGather => {
-                let len = self.buf.len();
-                (self.buf, vec![0u8; len * locales])
+                let len = buf.len();
+                (buf, vec![0u8; len * locales])
             }
-            Kind::Broadcast { .. } => (self.buf, Vec::new()),
+            Kind::Broadcast { .. } | Kind::Exchange { .. } => (buf, Vec::new()),
+        };
+        let mut parts = match &mut kind {
+            Kind::Exchange { recv, .. } => std::mem::take(recv),
+            _ => Vec::new(),
         };
         // SAFETY: the buffers move into `Active` with the request (moving a
-        // Vec does not move its heap buffer) and stay there, untouched,
-        // until `test` reports it complete (an `Active` never completed is
-        // leaked, never freed: `Progress::finish`); `recv` holds
-        // `send.len()` bytes per locale.
-        let req = unsafe {
-            match self.kind {
-                Kind::AllGather => sys::iall_gather(&send, &mut recv, comm)?,
-                Kind::Broadcast { root } => sys::ibroadcast(&mut send, root, comm)?,
+        // Vec does not move its heap buffer, nor an `AlignedBytes` its
+        // allocation) and stay there, untouched, until `test` reports it
+        // complete (an `Active` never completed is leaked, never freed:
+        // `Progress::finish`); `recv` holds `send.len()` bytes per locale;
+        // an exchange's send parts stay valid until it completes (the
+        // contract of `Collectives::exchange`) and its allocations have the
+        // lengths every locale agreed on.
+        let (req, args) = unsafe {
+            match &kind {
+                Kind::AllGather => (sys::iall_gather(&send, &mut recv, comm)?, None),
+                Kind::Broadcast { root } => (sys::ibroadcast(&mut send, *root, comm)?, None),
+                Kind::Exchange { send: from, .. } => {
+                    let into: Vec<(*mut u8, usize)> = parts
+                        .iter_mut()
+                        .map(|p| (p.as_mut_ptr(), p.len()))
+                        .collect();
+                    let (req, args) = sys::iall_to_all(&from.0, &into, comm)?;
+                    (req, Some(args))
+                }
             }
         };
         Ok(Active {
             req,
             send,
             recv,
-            kind: self.kind,
-            pending: self.pending,
+            parts,
+            args,
+            kind,
+            pending,
         })
     }
 }
@@ -155,11 +198,14 @@ impl Active {
         if !sys::test(&mut self.req)? {
             return Ok(false);
         }
-        let result = match self.kind {
-            Kind::AllGather => std::mem::take(&mut self.recv),
-            Kind::Broadcast { .. } => std::mem::take(&mut self.send),
-        };
-        self.pending.complete(result);
+        if let Some(args) = &mut self.args {
+            args.free();
+        }
+        match self.kind {
+            Kind::AllGather => self.pending.complete(std::mem::take(&mut self.recv)),
+            Kind::Broadcast { .. } => self.pending.complete(std::mem::take(&mut self.send)),
+            Kind::Exchange { .. } => self.pending.complete_parts(std::mem::take(&mut self.parts)),
+        }
         Ok(true)
     }
 }

@@ -11,6 +11,7 @@ use crate::error::{Error, ErrorKind};
 use mpi::ffi;
 use std::os::raw::{c_char, c_int, c_void};
 
+use ffi::MPI_Datatype;
 pub(super) use ffi::{MPI_Comm, MPI_Message, MPI_Request, MPI_Status};
 
 /// MPI's text for error `code`.
@@ -316,6 +317,163 @@ pub(super) unsafe fn iall_gather(
             "MPI_Iallgather",
         )?;
         Ok(req.assume_init())
+    }
+}
+
+/// The arrays an all-to-all was started with. MPI reads them until the
+/// operation completes (MPI 3.1, 5.12: a non-blocking collective's
+/// arrays are not to be changed before it completes; Open MPI 4.1 reads
+/// the type arrays again at completion), so they live with the request.
+pub(super) struct ExchangeArgs {
+    send_counts: Vec<c_int>,
+    send_displs: Vec<c_int>,
+    send_types: Vec<MPI_Datatype>,
+    recv_counts: Vec<c_int>,
+    recv_displs: Vec<c_int>,
+    recv_types: Vec<MPI_Datatype>,
+    /// The receive types made for this operation, freed once it is done.
+    made: Vec<MPI_Datatype>,
+}
+
+impl ExchangeArgs {
+    /// Frees the types made for the operation; call once it completed.
+    pub(super) fn free(&mut self) {
+        for mut t in self.made.drain(..) {
+            // SAFETY: a type `iall_to_all` created and committed, freed
+            // once (drained), after the operation that used it completed.
+            unsafe { ffi::MPI_Type_free(&mut t) };
+        }
+    }
+}
+
+/// Starts an exchange between every pair of processes of `comm`
+/// (`MPI_Ialltoallw`): the `send[p]` bytes go to process `p`, and process
+/// `p`'s part lands in `recv[p]`. Every part is reached through a datatype
+/// of its own that names its address relative to the first part's, so
+/// that no part is copied into a staging buffer, nor received into one.
+///
+/// # Safety
+///
+/// Every `send` part must stay valid and unchanged, and every `recv`
+/// allocation and the [`ExchangeArgs`] returned with the request must not
+/// be moved (their heap arrays), freed or touched, until [`test`] reports
+/// the request complete (then [`ExchangeArgs::free`]); `recv[p].1` is the
+/// length process `p` sends this one; every length fits an int (checked
+/// by the caller).
+pub(super) unsafe fn iall_to_all(
+    send: &[(*const u8, usize)],
+    recv: &[(*mut u8, usize)],
+    comm: MPI_Comm,
+) -> Result<(MPI_Request, ExchangeArgs), Error> {
+    let n = send.len();
+    assert!(recv.len() == n && n > 0, "a part each way per process");
+    // SAFETY: a constant MPI handle, set before main and never written.
+    let byte = unsafe { ffi::RSMPI_UINT8_T };
+    let mut args = ExchangeArgs {
+        send_counts: vec![0; n],
+        send_displs: vec![0; n],
+        send_types: vec![byte; n],
+        recv_counts: vec![0; n],
+        recv_displs: vec![0; n],
+        recv_types: vec![byte; n],
+        made: Vec::with_capacity(2 * n),
+    };
+    // Neither buffer may be an empty part's dangling pointer: 0x1 is
+    // Open MPI's MPI_IN_PLACE. The types are relative to the first part
+    // that holds bytes.
+    static NOTHING: u8 = 0;
+    let nothing = (&raw const NOTHING).cast_mut();
+    let send_base = send
+        .iter()
+        .find(|s| s.1 > 0)
+        .map_or(nothing, |s| s.0.cast_mut());
+    let recv_base = recv.iter().find(|r| r.1 > 0).map_or(nothing, |r| r.0);
+    let recv_parts: Vec<(*const u8, usize)> =
+        recv.iter().map(|r| (r.0.cast_const(), r.1)).collect();
+    for (side, parts, base) in [(0, send, send_base), (1, &recv_parts[..], recv_base)] {
+        for (p, &(ptr, len)) in parts.iter().enumerate() {
+            if len == 0 {
+                continue;
+            }
+            let t = match part_type(ptr, len, base, byte) {
+                Ok(t) => t,
+                Err(e) => {
+                    args.free();
+                    return Err(e);
+                }
+            };
+            args.made.push(t);
+            let (counts, types) = if side == 0 {
+                (&mut args.send_counts, &mut args.send_types)
+            } else {
+                (&mut args.recv_counts, &mut args.recv_types)
+            };
+            types[p] = t;
+            counts[p] = 1;
+        }
+    }
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: the arrays hold one entry per process of `comm` and stay
+    // put with the request (the caller's contract); each type covers
+    // exactly its part, at its address relative to its side's base, and
+    // the parts stay valid until the request completes; `req` is written
+    // on success before we read it.
+    let r = unsafe {
+        check(
+            ffi::MPI_Ialltoallw(
+                send_base.cast::<c_void>(),
+                args.send_counts.as_ptr(),
+                args.send_displs.as_ptr(),
+                args.send_types.as_ptr(),
+                recv_base.cast::<c_void>(),
+                args.recv_counts.as_ptr(),
+                args.recv_displs.as_ptr(),
+                args.recv_types.as_ptr(),
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Ialltoallw",
+        )
+        // SAFETY: written by the call that just succeeded.
+        .map(|()| req.assume_init())
+    };
+    match r {
+        Ok(req) => Ok((req, args)),
+        Err(e) => {
+            args.free();
+            Err(e)
+        }
+    }
+}
+
+/// A committed datatype of the `len` bytes at `ptr`, relative to `base`.
+fn part_type(
+    ptr: *const u8,
+    len: usize,
+    base: *mut u8,
+    byte: MPI_Datatype,
+) -> Result<MPI_Datatype, Error> {
+    let block = c_int::try_from(len).map_err(|_| {
+        Error::new(
+            ErrorKind::Locale,
+            format!("an exchange's part of {len} bytes is beyond what one MPI call moves"),
+        )
+    })?;
+    let displacement = (ptr as ffi::MPI_Aint).wrapping_sub(base as ffi::MPI_Aint);
+    let mut t = std::mem::MaybeUninit::<MPI_Datatype>::uninit();
+    // SAFETY: one block of `len` bytes at a displacement from `base`; `t`
+    // is written on success before it is read.
+    unsafe {
+        check(
+            ffi::MPI_Type_create_hindexed(1, &block, &displacement, byte, t.as_mut_ptr()),
+            "MPI_Type_create_hindexed",
+        )?;
+        let mut t = t.assume_init();
+        if let Err(e) = check(ffi::MPI_Type_commit(&mut t), "MPI_Type_commit") {
+            ffi::MPI_Type_free(&mut t);
+            return Err(e);
+        }
+        Ok(t)
     }
 }
 

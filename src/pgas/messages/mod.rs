@@ -20,7 +20,7 @@ use super::memory::{
     AllocFailure, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
 };
 use super::nonblocking::{Gets, InFlight};
-use crate::comm::collective::Collectives;
+use crate::comm::collective::{AlignedBytes, Collectives};
 use crate::comm::symmetric::{NodeAreas, SymmetricAreas};
 use crate::error::Error;
 use post::{Ended, Key, Post};
@@ -530,6 +530,16 @@ impl Memory for MessageMemory {
             bytes.copy_from_slice(&got);
         }
         Ok(())
+    }
+
+    fn exchange<'p>(
+        &self,
+        sig: Signature,
+        align: usize,
+        part: &dyn Fn(usize) -> &'p [u8],
+    ) -> Option<Result<Vec<AlignedBytes>, Mismatch>> {
+        let coll = self.native()?;
+        self.native_exchange(coll, sig, align, part)
     }
 
     /// Values go up with the signatures when locale 0 folds (`all_reduce`

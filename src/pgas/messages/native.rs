@@ -16,8 +16,8 @@
 //! matching asks.
 
 use super::{MessageMemory, Step, read_u64};
-use crate::comm::collective::{Collectives, Pending};
-use crate::pgas::memory::{BARRIER, Mismatch, Signature, agree};
+use crate::comm::collective::{AlignedBytes, Collectives, Pending, SendParts};
+use crate::pgas::memory::{BARRIER, Mismatch, Signature, agree, wait_promptly};
 use std::sync::Arc;
 
 /// Bytes of a value that travel in the record itself.
@@ -131,5 +131,80 @@ impl MessageMemory {
         // Every locale folds the same values in the same order (all_reduce
         // needs the same bits everywhere); a reduce keeps the root's.
         Ok(root.is_none_or(|r| r == self.here).then(|| fold(&values)))
+    }
+
+    /// An exchange (`Memory::exchange`): the records carry the signature
+    /// and, for up to five locales, this locale's part lengths for each
+    /// (a second all-gather of them otherwise); then every locale knows
+    /// every length, and one `MPI_Ialltoallw` moves the parts from where
+    /// they lie into an allocation of its own each (no copy on either
+    /// side but MPI's).
+    ///
+    /// Once the records are in, every locale has entered the exchange and
+    /// none can leave it before its own parts moved, so the wait for the
+    /// parts never gives up (MPI reads the caller's slices until then;
+    /// a process that dies ends the MPI job).
+    pub(super) fn native_exchange<'p>(
+        &self,
+        coll: &dyn Collectives,
+        sig: Signature,
+        align: usize,
+        part: &dyn Fn(usize) -> &'p [u8],
+    ) -> Option<Result<Vec<AlignedBytes>, Mismatch>> {
+        let (here, n) = (self.here, self.locales);
+        let step = self.collective();
+        let len = |l: usize| if l == here { 0 } else { part(l).len() };
+        let mine: Vec<u8> = (0..n).flat_map(|l| (len(l) as u64).to_le_bytes()).collect();
+        let small = mine.len() <= INLINE;
+        let all = match self.records(&step, coll, sig, if small { &mine } else { &[] }) {
+            Ok(all) => all,
+            Err(m) => return Some(Err(m)),
+        };
+        let lengths: Vec<u8> = if small {
+            (0..n)
+                .flat_map(|l| Self::inline(&all, l, mine.len()))
+                .copied()
+                .collect()
+        } else {
+            self.wait(&step, coll, coll.all_gather(mine))
+        };
+        let sent = |from: usize, to: usize| read_u64(&lengths, (from * n + to) * 8) as usize;
+        // MPI's counts are ints: every locale sees every length, so every
+        // locale decides alike whether one call moves them all.
+        if (0..n).any(|from| (0..n).any(|to| sent(from, to) > i32::MAX as usize)) {
+            return None;
+        }
+        let send = SendParts(
+            (0..n)
+                .map(|to| {
+                    let p = if to == here { &[][..] } else { part(to) };
+                    (p.as_ptr(), p.len())
+                })
+                .collect(),
+        );
+        let recv: Vec<AlignedBytes> = (0..n)
+            .map(|from| {
+                let bytes = sent(from, here);
+                AlignedBytes::for_receiving(bytes, align).unwrap_or_else(|| {
+                    panic!(
+                        "cantus::pgas: locale {here} could not allocate {bytes} bytes for \
+                         locale {from}'s part of an exchange"
+                    )
+                })
+            })
+            .collect();
+        // SAFETY: the parts are the caller's slices, borrowed for `'p`,
+        // beyond this call; the wait below returns only with the result
+        // (it has no way out but the exchange's completion).
+        let pending = unsafe { coll.exchange(send, recv) };
+        let mut got = None;
+        wait_promptly(
+            || {
+                got = pending.take_parts();
+                got.is_some()
+            },
+            || coll.progress() | crate::remote::poll_once(),
+        );
+        Some(Ok(got.expect("the exchange completed")))
     }
 }
