@@ -50,7 +50,10 @@ impl Part<'_> {
     /// The elements (another locale's taken over without a copy).
     fn into_vec<T: Pod>(self) -> Vec<T> {
         match self {
-            Part::Own(b) => bytemuck::cast_slice(b).to_vec(),
+            // Through an aligned buffer: a large one asks for huge pages.
+            Part::Own(b) => Buffer::from_bytes(b, align_of::<T>())
+                .and_then(Buffer::into_vec)
+                .unwrap_or_else(|| bytemuck::cast_slice(b).to_vec()),
             Part::Received(b) => b
                 .into_vec()
                 .expect("a whole number of T (the signature matched)"),

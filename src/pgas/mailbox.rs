@@ -91,7 +91,7 @@ impl Buffer {
     }
 
     /// A copy of `bytes` aligned to `align`.
-    fn from_bytes(bytes: &[u8], align: usize) -> Option<Buffer> {
+    pub(crate) fn from_bytes(bytes: &[u8], align: usize) -> Option<Buffer> {
         let mut b = Buffer::new(bytes.len(), align)?;
         b.append(bytes);
         Some(b)
