@@ -164,7 +164,7 @@ fn assert_ok(what: &str, out: &Output, expect: &str) {
 }
 
 /// Every installed header, relative to `include/`.
-const HEADERS: [&str; 19] = [
+const HEADERS: [&str; 20] = [
     "cantus.h",
     "qthread/qthread.h",
     "qthread/sinc.h",
@@ -184,6 +184,7 @@ const HEADERS: [&str; 19] = [
     "qthread/qdqueue.h",
     "qthread/qpool.h",
     "qthread/qalloc.h",
+    "qthread/qt_syscalls.h",
 ];
 
 const PROGRAMS: [(&str, &str, &str); 16] = [
@@ -473,6 +474,7 @@ fn headers_compile_as_cplusplus() {
          #include <qthread/qloop.h>\n#include <qthread/barrier.h>\n#include <qthread/qtimer.h>\n\
          #include <qthread/qutil.h>\n#include <qthread/cacheline.h>\n#include <qthread/io.h>\n\
          #include <qthread/qarray.h>\n#include <qthread/allpairs.h>\n#include <qthread/wavefront.h>\n\
+         #include <qthread/qt_syscalls.h>\n\
          static aligned_t f(void *a) { return (aligned_t)(a != 0); }\n\
          int main() { bool b = true; aligned_t r, p = 0;\n\
          qthread_fork_precond(f, 0, &r, 1, &p); qtimer_destroy(qtimer_create());\n\
@@ -681,6 +683,15 @@ fn rust_to_c(ty: &str) -> String {
         "Qpool" => "qpool",
         "StatMap" => "mapinfo_t",
         "DynMap" => "dynmapinfo_t",
+        "SsizeT" => "ssize_t",
+        "PidT" => "pid_t",
+        "SocklenT" => "socklen_t",
+        "NfdsT" => "nfds_t",
+        "Sockaddr" => "struct sockaddr",
+        "Pollfd" => "struct pollfd",
+        "FdSet" => "fd_set",
+        "Timeval" => "struct timeval",
+        "Rusage" => "struct rusage",
         other => panic!("tests/c_abi.rs: no C spelling for Rust type `{other}`; add it"),
     };
     c.to_string()

@@ -17,7 +17,8 @@
  * qthread/cacheline.h, qthread/io.h, qthread/hash.h,
  * qthread/dictionary.h, qthread/qarray.h, qthread/allpairs.h,
  * qthread/wavefront.h, qthread/qlfqueue.h, qthread/qswsrqueue.h,
- * qthread/qdqueue.h, qthread/qpool.h, qthread/qalloc.h; for C++ also
+ * qthread/qdqueue.h, qthread/qpool.h, qthread/qalloc.h,
+ * qthread/qt_syscalls.h; for C++ also
  * qthread/qthread.hpp (this one and qthread/syncvar.hpp),
  * qthread/syncvar.hpp and qthread/qloop.hpp; <qthread.h> includes this
  * one.
@@ -50,12 +51,6 @@
  *    writes its key table past the task-local storage it asked for), so
  *    there are no working semantics to follow; task-local storage is
  *    qthread_get_tasklocal.
- *  - qthread/qt_syscalls.h (qt_read, qt_write, qt_pread, qt_pwrite,
- *    qt_accept, qt_connect, qt_poll, qt_select, qt_system, qt_wait4):
- *    not done yet. They hand the call to a helper thread so that the
- *    shepherd keeps running tasks; wrapping the plain call in
- *    qt_begin_blocking_action / qt_end_blocking_action (qthread/io.h)
- *    gives the same.
  *  - qthread/spr.h (spr_*): Qthreads' multi-process layer, which needs its
  *    network layer; cantus is one process.
  *  - qthread/logging.h (qtlog, qtlogargs): Qthreads' debug-log macros,

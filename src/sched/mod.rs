@@ -25,7 +25,7 @@ pub(crate) use outside_wait::{
 pub(crate) use registry::Registry;
 pub(crate) use worker::WorkerLocal;
 pub(crate) use worker::blocking_call::{
-    begin as begin_blocking, body_may_go_away, end as end_blocking,
+    begin as begin_blocking, body_may_go_away, end as end_blocking, errno, set_errno,
 };
 
 use block::BlockKind;

@@ -4,7 +4,8 @@
  * incr32/64/_xx, disable/enable_worker, num_workers_local,
  * DBL64TODBL60/DBL60TODBL64, worker_unique/local, syncvar_incrF,
  * qthread_spinlock_*, qtimer_wtime/res, the qt_loop _sv/_dc/_aligned
- * variants, qt_loopaccum_balance*, qt_qsort, qt_barrier_dump.
+ * variants, qt_loopaccum_balance*, qt_qsort, qt_barrier_dump, and the
+ * system calls of qthread/qt_syscalls.h.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cantus.h> /* cantus_num_blocked */
@@ -12,8 +13,17 @@
 #include <qthread/barrier.h>
 #include <qthread/qloop.h>
 #include <qthread/qthread.h>
+#include <qthread/qt_syscalls.h>
 #include <qthread/qtimer.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -587,6 +597,147 @@ static void loops(void)
     CHECK(one == 5);
 }
 
+/* ---- qthread/qt_syscalls.h -------------------------------------------- */
+
+static int pipe_fds[2];
+static aligned_t reader_started;
+
+/* Waits for the pipe (qt_poll, 10 s at most) and reads "ping" from it
+ * (qt_read). Forked to shepherd 0, whose own queue no other shepherd
+ * steals from, before the writer is forked there too: the writer runs only
+ * if the reader's blocking call left shepherd 0 free. */
+static aligned_t pipe_reader(void *arg)
+{
+    (void)arg;
+    qthread_writeF_const(&reader_started, 1);
+    struct pollfd p = {pipe_fds[0], POLLIN, 0};
+    if (qt_poll(&p, 1, 10000) != 1)
+        return 1; /* timed out: the writer never ran */
+    char buf[4];
+    if (qt_read(pipe_fds[0], buf, 4) != 4)
+        return 2;
+    return memcmp(buf, "ping", 4) == 0 ? 0 : 3;
+}
+
+static aligned_t pipe_writer(void *arg)
+{
+    (void)arg;
+    return qt_write(pipe_fds[1], "ping", 4) == 4 ? 0 : 1;
+}
+
+/* errno comes back with the task from its blocking call. */
+static aligned_t bad_read(void *arg)
+{
+    (void)arg;
+    char c;
+    ssize_t r = qt_read(-1, &c, 1);
+    return r == -1 && errno == EBADF ? 0 : 1;
+}
+
+static int listener;
+
+static aligned_t acceptor(void *arg)
+{
+    (void)arg;
+    int s = qt_accept(listener, NULL, NULL);
+    if (s < 0)
+        return 1;
+    char c = 0;
+    ssize_t n = qt_read(s, &c, 1);
+    close(s);
+    return n == 1 && c == 'x' ? 0 : 2;
+}
+
+static void syscalls(void)
+{
+    /* A blocking call leaves its shepherd to other tasks. */
+    CHECK_EQ(pipe(pipe_fds), 0);
+    aligned_t rr = 0, wr = 0;
+    qthread_empty(&reader_started);
+    CHECK_EQ(qthread_fork_to(pipe_reader, NULL, &rr, 0), QTHREAD_SUCCESS);
+    qthread_readFF(NULL, &reader_started);
+    CHECK_EQ(qthread_fork_to(pipe_writer, NULL, &wr, 0), QTHREAD_SUCCESS);
+    qthread_readFF(NULL, &wr);
+    qthread_readFF(NULL, &rr);
+    CHECK_EQ(wr, 0);
+    CHECK_EQ(rr, 0);
+
+    /* errno, in a task and in main (made in place). */
+    aligned_t br = 1;
+    CHECK_EQ(qthread_fork(bad_read, NULL, &br), QTHREAD_SUCCESS);
+    qthread_readFF(NULL, &br);
+    CHECK_EQ(br, 0);
+    char c;
+    errno = 0;
+    CHECK_EQ(qt_read(-1, &c, 1), -1);
+    CHECK_EQ(errno, EBADF);
+
+    /* qt_select: readable once written. */
+    fd_set rd;
+    FD_ZERO(&rd);
+    FD_SET(pipe_fds[0], &rd);
+    struct timeval none = {0, 0};
+    CHECK_EQ(qt_select(pipe_fds[0] + 1, &rd, NULL, NULL, &none), 0);
+    CHECK_EQ(qt_write(pipe_fds[1], "z", 1), 1);
+    FD_ZERO(&rd);
+    FD_SET(pipe_fds[0], &rd);
+    struct timeval wait = {5, 0};
+    CHECK_EQ(qt_select(pipe_fds[0] + 1, &rd, NULL, NULL, &wait), 1);
+    CHECK(FD_ISSET(pipe_fds[0], &rd));
+    CHECK_EQ(qt_read(pipe_fds[0], &c, 1), 1);
+    CHECK_EQ(c, 'z');
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+
+    /* qt_pwrite / qt_pread at offsets of a file. */
+    FILE *f = tmpfile();
+    CHECK(f != NULL);
+    if (f) {
+        int fd = fileno(f);
+        CHECK_EQ(qt_pwrite(fd, "abcdef", 6, 10), 6);
+        char got[4] = {0};
+        CHECK_EQ(qt_pread(fd, got, 3, 12), 3);
+        CHECK(memcmp(got, "cde", 3) == 0);
+        CHECK_EQ(qt_pread(fd, got, 3, 100), 0); /* past the end */
+        fclose(f);
+    }
+
+    /* qt_accept / qt_connect over loopback. */
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in at;
+    memset(&at, 0, sizeof at);
+    at.sin_family = AF_INET;
+    at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof at;
+    CHECK(listener >= 0);
+    CHECK_EQ(bind(listener, (struct sockaddr *)&at, sizeof at), 0);
+    CHECK_EQ(listen(listener, 1), 0);
+    CHECK_EQ(getsockname(listener, (struct sockaddr *)&at, &len), 0);
+    aligned_t ar = 1;
+    CHECK_EQ(qthread_fork(acceptor, NULL, &ar), QTHREAD_SUCCESS);
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK_EQ(qt_connect(s, (struct sockaddr *)&at, sizeof at), 0);
+    CHECK_EQ(qt_write(s, "x", 1), 1);
+    qthread_readFF(NULL, &ar);
+    CHECK_EQ(ar, 0);
+    close(s);
+    close(listener);
+
+    /* qt_system and qt_wait4: the status of the child. */
+    int status = qt_system("exit 3");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 3);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(7);
+    CHECK(child > 0);
+    int st = 0;
+    struct rusage ru;
+    CHECK_EQ(qt_wait4(child, &st, 0, &ru), child);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+    CHECK_EQ(qt_wait4(child, &st, WNOHANG, NULL), -1); /* reaped */
+    CHECK_EQ(errno, ECHILD);
+}
+
 /* ---- qt_barrier_dump -------------------------------------------------- */
 
 static void barrier_dump(void)
@@ -635,6 +786,7 @@ int main(void)
     timers();
     loops();
     barrier_dump();
+    syscalls();
     qthread_finalize();
     return DONE();
 }

@@ -38,6 +38,7 @@ pub mod spawn;
 pub mod spinlock;
 pub mod state;
 pub mod swsrqueue;
+pub mod syscalls;
 pub mod tasklocal;
 pub mod team;
 pub mod wavefront;

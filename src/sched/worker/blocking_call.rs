@@ -267,14 +267,17 @@ fn away_here() -> *const AwayHere {
     AWAY.with(|a| a.get())
 }
 
+/// The calling thread's `errno` (in a function of its own: see the
+/// module's note on thread-locals).
 #[inline(never)]
-fn errno() -> i32 {
+pub(crate) fn errno() -> i32 {
     // SAFETY: the calling thread's errno location, always valid.
     unsafe { *libc::__errno_location() }
 }
 
+/// Sets the calling thread's `errno` (as [`errno`]).
 #[inline(never)]
-fn set_errno(v: i32) {
+pub(crate) fn set_errno(v: i32) {
     // SAFETY: as in `errno`.
     unsafe { *libc::__errno_location() = v };
 }
