@@ -128,6 +128,13 @@ pub mod __test {
         crate::pgas::installed_memory()
     }
 
+    /// How many exchanges (`pgas::all_to_all` and its kind) this process
+    /// made as the transport's own collective (MPI's all-to-all).
+    #[cfg(not(loom))]
+    pub fn native_exchanges() -> u64 {
+        crate::pgas::native_exchanges()
+    }
+
     /// How the global address space makes its barrier, broadcast and
     /// reductions: `"memory"`, `"messages"` or `"transport"` (MPI's
     /// non-blocking collectives), once it has one.

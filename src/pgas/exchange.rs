@@ -6,8 +6,10 @@
 //! (`mailbox.rs`) on a channel of their own, each tagged with its
 //! number among this group's exchanges, which every locale counts alike;
 //! every part carries its call's signature, so locales that called
-//! different exchanges are told alike. `README.md` beside this file,
-//! "Exchanges".
+//! different exchanges are told alike. Where the memory makes its
+//! collectives with the transport's (MPI over several nodes), an exchange
+//! is one `MPI_Ialltoallw` instead (`Memory::exchange`). `README.md`
+//! beside this file, "Exchanges".
 
 use super::collective::{Collective, mismatch};
 use super::mailbox::{Buffer, Channel, Gone, send_message, take};

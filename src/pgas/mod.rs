@@ -118,6 +118,12 @@ pub(crate) use space::{
 use crate::error::Error;
 use crate::remote::RegisteredCall;
 
+/// Exchanges this process made as the transport's own collective (a test
+/// hook).
+pub(crate) fn native_exchanges() -> u64 {
+    messages::native::NATIVE_EXCHANGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Runs `work` on every locale at once, as one task each (a clone per
 /// locale, sent as a remote call), and returns the results in locale
 /// order: the SPMD body from which collectives are called. The first

@@ -10,7 +10,7 @@
 //! module states the protocols and why they keep the guarantees.
 
 mod calls;
-mod native;
+pub(super) mod native;
 mod post;
 mod segment;
 mod tree;

@@ -1,6 +1,7 @@
-//! The message memory's barrier, broadcast and reductions as collectives
-//! the transport makes itself (`comm::collective`: over MPI, its
-//! non-blocking all-gather and broadcast), where the job has them and
+//! The message memory's barrier, broadcast, reductions and exchanges as
+//! collectives the transport makes itself (`comm::collective`: over MPI,
+//! its non-blocking all-gather, broadcast and all-to-all), where the job
+//! has them and
 //! no body of the job panicked yet (`pgas/README.md`, "Collectives over
 //! MPI").
 //!
@@ -24,6 +25,10 @@ use std::sync::Arc;
 const INLINE: usize = 40;
 /// A locale's record: its signature (three u64s), then `INLINE` bytes.
 const RECORD: usize = 24 + INLINE;
+/// Exchanges this process made as the transport's own collective (a test
+/// hook: `cantus::__test::native_exchanges`).
+pub(crate) static NATIVE_EXCHANGES: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
 /// How often a wait polls the transport (every this many looks; the
 /// others only move the collective on).
 const POLL_EVERY: u32 = 8;
@@ -144,6 +149,8 @@ impl MessageMemory {
     /// none can leave it before its own parts moved, so the wait for the
     /// parts never gives up (MPI reads the caller's slices until then;
     /// a process that dies ends the MPI job).
+    ///
+    /// Counted in [`NATIVE_EXCHANGES`] (a test hook).
     pub(super) fn native_exchange<'p>(
         &self,
         coll: &dyn Collectives,
@@ -205,6 +212,7 @@ impl MessageMemory {
             },
             || coll.progress() | crate::remote::poll_once(),
         );
+        NATIVE_EXCHANGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(Ok(got.expect("the exchange completed")))
     }
 }
