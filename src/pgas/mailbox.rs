@@ -352,7 +352,7 @@ pub(crate) fn body_ends(epoch: Option<u64>, panicked: bool) {
 /// every message it sent here was filed, whether by a panic.
 fn gone(here: usize, epoch: u64, from: usize) -> Option<bool> {
     let args = [epoch, here as u64].map(u64::to_le_bytes);
-    let answer = crate::remote::on_raw(from, id_of(STATUS), STATUS, args.as_flattened())
+    let answer = crate::remote::on_raw(from, id_of(STATUS), STATUS, &[args.as_flattened()])
         .join_with(|r| (word(r, 0), word(r, 8), word(r, 16)));
     let (Some(ended), Some(panicked), Some(sent)) = answer.ok()? else {
         return None;

@@ -206,16 +206,23 @@ pub fn num_locales() -> usize {
     with_engine(|e| e.map_or(1, |e| e.locales()))
 }
 
-/// Sends a raw call: `args` as they are, to the handler `id` (named
-/// `name`, registered with [`Handler::raw`]) on another locale; its reply
-/// is read in place with [`RemoteHandle::join_with`]. For the crate's own
-/// calls whose arguments are framed by hand (pgas's memory over
-/// messages), so that nothing is encoded. A call to this locale itself
-/// is an error (the caller does such work in place).
+/// Sends a raw call: its arguments the bytes of `args` one after another
+/// (sent as one frame without being copied together first), to the
+/// handler `id` (named `name`, registered with [`Handler::raw`]) on
+/// another locale; its reply is read in place with
+/// [`RemoteHandle::join_with`]. For the crate's own calls whose arguments
+/// are framed by hand (pgas's memory over messages), so that nothing is
+/// encoded. A call to this locale itself is an error (the caller does
+/// such work in place).
 ///
 /// Panics if `locale` is not `0..num_locales()`, or if no runtime runs.
 #[track_caller]
-pub(crate) fn on_raw(locale: usize, id: u64, name: &'static str, args: &[u8]) -> RemoteHandle<()> {
+pub(crate) fn on_raw(
+    locale: usize,
+    id: u64,
+    name: &'static str,
+    args: &[&[u8]],
+) -> RemoteHandle<()> {
     let who = (locale, id, name);
     match engine_for("on", locale) {
         Some(e) => send_request(e, who, Ok(args), |_| Ok(())),
@@ -339,10 +346,10 @@ fn unencodable(name: &str, err: impl std::fmt::Display) -> Error {
 fn send_request<T>(
     e: Arc<Engine>,
     (locale, id, name): (usize, u64, &'static str),
-    args: Result<&[u8], Error>,
+    args: Result<&[&[u8]], Error>,
     decode: fn(&[u8]) -> Result<T, String>,
 ) -> RemoteHandle<T> {
-    let inner = match args.and_then(|a| e.request(locale, id, &[a], true)) {
+    let inner = match args.and_then(|a| e.request(locale, id, a, true)) {
         Ok(token) => Pending::Remote(
             Ticket {
                 engine: e,
@@ -414,12 +421,12 @@ pub fn on<R: RegisteredCall>(locale: usize, call: R) -> RemoteHandle<R::Output> 
     match engine_for("on", locale) {
         Some(e) => {
             let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err));
-            send_request(
-                e,
-                who,
-                args.as_deref().map_err(Clone::clone),
-                decode_serde::<R::Output>,
-            )
+            let parts = args.as_deref().map(|a| [a]);
+            let parts = match &parts {
+                Ok(p) => Ok(&p[..]),
+                Err(err) => Err((*err).clone()),
+            };
+            send_request(e, who, parts, decode_serde::<R::Output>)
         }
         None => run_here(who, move || call.run(), decode_serde::<R::Output>),
     }
@@ -437,7 +444,7 @@ pub fn on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> RemoteHandle<R::O
         Some(e) => send_request(
             e,
             who,
-            Ok(bytemuck::bytes_of(&call)),
+            Ok(&[bytemuck::bytes_of(&call)]),
             decode_pod::<R::Output>,
         ),
         None => run_here(who, move || call.run(), decode_pod::<R::Output>),

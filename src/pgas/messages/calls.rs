@@ -30,7 +30,6 @@ use crate::pgas::nonblocking::{Gets, InFlight};
 use crate::pgas::space::if_installed;
 use crate::remote::handlers::{Outcome, id_of, panic_message};
 use crate::remote::{Handler, RemotePod};
-use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::AtomicU64;
 
@@ -51,28 +50,6 @@ const PUT_HEAD: usize = 8;
 const PUT_SIGNAL_HEAD: usize = 32;
 /// Bytes before a parcel's data: epoch, collective, phase, sender.
 const PARCEL_HEAD: usize = 24;
-
-thread_local! {
-    /// The buffer a thread frames raw calls' arguments in, kept from call
-    /// to call (taken out while in use: a send that waits for room may
-    /// run another task of this thread meanwhile).
-    static ARGS: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
-}
-
-/// Frames a call's arguments from `parts` into this thread's buffer and
-/// runs `send` on them.
-fn with_args<R>(parts: &[&[u8]], send: impl FnOnce(&[u8]) -> R) -> R {
-    let mut buf = ARGS.take();
-    buf.clear();
-    for p in parts {
-        buf.extend_from_slice(p);
-    }
-    let r = send(&buf);
-    if buf.capacity() <= 64 << 10 {
-        ARGS.set(buf);
-    }
-    r
-}
 
 /// Runs a raw handler's body: its error is the caller's `Rejected`, and a
 /// panic (none is expected: the bodies check what they read) is caught
@@ -364,13 +341,14 @@ pub(crate) fn put_nb(
                         code.to_le_bytes(),
                         v.to_le_bytes(),
                     ];
-                    with_args(&[head.as_flattened(), data], |args| {
-                        crate::remote::on_raw(locale, id_of(PUT_SIGNAL), PUT_SIGNAL, args)
-                    })
+                    crate::remote::on_raw(
+                        locale,
+                        id_of(PUT_SIGNAL),
+                        PUT_SIGNAL,
+                        &[head.as_flattened(), data],
+                    )
                 }
-                _ => with_args(&[&to, data], |args| {
-                    crate::remote::on_raw(locale, id_of(PUT), PUT, args)
-                }),
+                _ => crate::remote::on_raw(locale, id_of(PUT), PUT, &[&to, data]),
             }
         })
         .collect();
@@ -393,7 +371,7 @@ pub(crate) fn get_nb(locale: usize, offset: usize, len: usize) -> Result<Gets, E
             (
                 at,
                 n,
-                crate::remote::on_raw(locale, id_of(GET), GET, args.as_flattened()),
+                crate::remote::on_raw(locale, id_of(GET), GET, &[args.as_flattened()]),
             )
         })
         .collect();
