@@ -16,7 +16,6 @@ pub(crate) mod launch;
 #[cfg(not(loom))]
 pub(crate) mod program;
 pub(crate) mod region;
-#[cfg(not(loom))]
 pub(crate) mod rendezvous;
 pub(crate) mod ring;
 #[cfg(not(loom))]

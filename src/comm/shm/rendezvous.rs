@@ -25,7 +25,31 @@ use super::region::Region;
 use crate::comm::transport::TakeBack;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::AtomicU32;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+/// The protocol's memory orderings, named once: the code below and the
+/// loom model of the protocol (`rendezvous/loom_tests.rs`) use these, so
+/// the model checks the orderings the code makes.
+mod order {
+    use std::sync::atomic::Ordering;
+
+    /// The sender marks a block `WRITTEN` when it allocates it: the ring's
+    /// Release publication of the block's note orders it, with the
+    /// header's words and the payload, before the receiver's reads.
+    pub(super) const MARK_WRITTEN: Ordering = Ordering::Relaxed;
+    /// The receiver reads the state after the ring's Acquire load that
+    /// showed it the note.
+    pub(super) const CHECK_STATE: Ordering = Ordering::Relaxed;
+    /// The receiver marks a block `TAKEN` once it is done with it: its
+    /// reads of the block happen before the sender's next writes.
+    pub(super) const TAKE_BACK: Ordering = Ordering::Release;
+    /// The sender's load that finds a block taken, before it writes the
+    /// block again.
+    pub(super) const RECLAIM: Ordering = Ordering::Acquire;
+}
 
 /// Bytes before a block's payload: its state word, length and number.
 pub(crate) const BLOCK_HEADER: usize = 64;
@@ -145,7 +169,7 @@ impl Outbound {
             // Acquire: pairs with the receiver's Release store of TAKEN
             // (`Blocks::take_back`): its reads of the block happen before
             // we write the block again.
-            if self.header(offset).state.load(Ordering::Acquire) != TAKEN {
+            if self.header(offset).state.load(order::RECLAIM) != TAKEN {
                 break;
             }
             self.live.pop_front();
@@ -191,7 +215,7 @@ impl Outbound {
         // `place`): no receiver reads it (it was taken, or never sent).
         unsafe {
             let h = self.base.as_ptr().add(offset).cast::<BlockHeader>();
-            (*h).state.store(WRITTEN, Ordering::Relaxed);
+            (*h).state.store(WRITTEN, order::MARK_WRITTEN);
             std::ptr::addr_of_mut!((*h).len).write(len as u64);
             std::ptr::addr_of_mut!((*h).number).write(block.number);
         }
@@ -314,7 +338,7 @@ impl Inbound {
         // them. The header's length and number are read as plain words
         // (the sender wrote them before publishing the note, and writes
         // them again only after we mark the block taken).
-        let seen_state = region.atomic_u32(state).load(Ordering::Relaxed);
+        let seen_state = region.atomic_u32(state).load(order::CHECK_STATE);
         let header = region.ptr(super::region::Area::new(state, BLOCK_HEADER));
         // SAFETY: the header lies inside the area (checked above), 8-byte
         // aligned (the area is page-aligned, the offset a multiple of 64);
@@ -352,9 +376,7 @@ impl TakeBack for Blocks {
         // Release: pairs with the sender's Acquire load in
         // `Outbound::reclaim`, so our reads of the block happen before the
         // sender writes it again.
-        self.region
-            .atomic_u32(token)
-            .store(TAKEN, Ordering::Release);
+        self.region.atomic_u32(token).store(TAKEN, order::TAKE_BACK);
     }
 }
 
@@ -389,5 +411,5 @@ pub(crate) fn fuzz_notes(bytes: &[u8]) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
