@@ -421,7 +421,13 @@ fn benchmark_program_runs() {
     let out = execute(&exe, &["20000"], &[]);
     assert_ok("bench_capi", &out, "capi_spawn_join ");
     let stdout = text(&out.stdout);
-    for name in ["capi_spawn_join", "capi_feb_handoff", "capi_fork_readff"] {
+    for name in [
+        "capi_spawn_join",
+        "capi_feb_handoff",
+        "capi_fork_readff",
+        "capi_fork_sinc",
+        "capi_qt_loop",
+    ] {
         let line = stdout
             .lines()
             .find(|l| l.starts_with(name))

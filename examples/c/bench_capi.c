@@ -3,6 +3,9 @@
  *   capi_spawn_join   spawn a task that does nothing and wait for it:
  *                     cantus_coforall over N empty tasks, per task
  *   capi_fork_readff  qthread_fork + qthread_readFF on its return word, per task
+ *   capi_fork_sinc    qthread_spawn with QTHREAD_SPAWN_RET_SINC_VOID, one
+ *                     qt_sinc_wait for all of them, per task
+ *   capi_qt_loop      qt_loop over empty iterations, per iteration
  *   capi_feb_handoff  one value handed from one task to another through a
  *                     full/empty word (write_ef / read_fe ping-pong), per
  *                     hand-off
@@ -13,7 +16,9 @@
  */
 #define _POSIX_C_SOURCE 199309L
 #include <cantus.h>
+#include <qthread/qloop.h>
 #include <qthread/qthread.h>
+#include <qthread/sinc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +84,29 @@ static void fork_all(void *arg)
         qthread_readFF(NULL, &f->rets[i]);
 }
 
+/* The sinc path: every task submits to one sinc on its return. */
+static void fork_sinc(void *arg)
+{
+    struct forks *f = arg;
+    qt_sinc_t s;
+    qt_sinc_init(&s, 0, NULL, NULL, f->n);
+    for (size_t i = 0; i < f->n; i++)
+        qthread_spawn(nothing_q, NULL, 0, &s, 0, NULL, NO_SHEPHERD, QTHREAD_SPAWN_RET_SINC_VOID);
+    qt_sinc_wait(&s, NULL);
+    qt_sinc_fini(&s);
+}
+
+static void empty_iteration(size_t start, size_t stop, void *arg)
+{
+    (void)start; (void)stop; (void)arg;
+}
+
+static void loop_all(void *arg)
+{
+    struct forks *f = arg;
+    qt_loop(0, f->n, empty_iteration, NULL);
+}
+
 static double best(double a, double b) { return a < b ? a : b; }
 
 int main(int argc, char **argv)
@@ -89,7 +117,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_capi: %s\n", cantus_last_error());
         return 2;
     }
-    double spawn = 1e30, fork = 1e30, handoff = 1e30, shandoff = 1e30;
+    double spawn = 1e30, fork = 1e30, sinc = 1e30, loop = 1e30, handoff = 1e30, shandoff = 1e30;
     aligned_t *rets = malloc(sizeof(aligned_t) * (n / 10));
     for (int run = 0; run < 5; run++) {
         double t = now_ns();
@@ -100,6 +128,14 @@ int main(int argc, char **argv)
         t = now_ns();
         cantus_call(fork_all, &f);
         fork = best(fork, (now_ns() - t) / f.n);
+
+        t = now_ns();
+        cantus_call(fork_sinc, &f);
+        sinc = best(sinc, (now_ns() - t) / f.n);
+
+        t = now_ns();
+        cantus_call(loop_all, &f);
+        loop = best(loop, (now_ns() - t) / f.n);
 
         cantus_feb_empty(&ping);
         cantus_feb_empty(&pong);
@@ -117,6 +153,8 @@ int main(int argc, char **argv)
     }
     printf("capi_spawn_join %.1f ns\n", spawn);
     printf("capi_fork_readff %.1f ns\n", fork);
+    printf("capi_fork_sinc %.1f ns\n", sinc);
+    printf("capi_qt_loop %.1f ns\n", loop);
     printf("capi_feb_handoff %.1f ns\n", handoff);
     printf("capi_sync_handoff %.1f ns\n", shandoff);
     printf("workers %lld\n", (long long)cantus_num_workers());
