@@ -249,6 +249,12 @@ pub(crate) const fn id_of(name: &str) -> u64 {
 pub(crate) enum Outcome {
     /// Done: the encoded result is in the buffer the run was given.
     Done,
+    /// Done: the result is the `len` bytes at `at`, which the handler lends
+    /// (a raw handler's, such as a get's bytes in the global memory's
+    /// segment) until its reply was sent: whoever ran it sends the reply
+    /// before it does anything else, or copies the bytes first
+    /// ([`Outcome::owned`]). Saves the copy into the result buffer.
+    Lent { at: *const u8, len: usize },
     /// The handler panicked: its message.
     Panicked(String),
     /// The arguments could not be decoded (or the result encoded): why.
@@ -261,9 +267,30 @@ impl Outcome {
     pub(crate) fn reply<'a>(&'a self, result: &'a [u8]) -> (Status, &'a [u8]) {
         match self {
             Outcome::Done => (Status::Done, result),
+            // SAFETY: the handler lends `len` bytes at `at` until the reply
+            // is sent, which is what the caller does with this slice (the
+            // contract of `Lent`).
+            Outcome::Lent { at, len } => (Status::Done, unsafe {
+                std::slice::from_raw_parts(*at, *len)
+            }),
             Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
             Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
         }
+    }
+}
+
+impl Outcome {
+    /// The outcome with no bytes lent: a `Lent` result is copied into
+    /// `out` (the result buffer) and becomes `Done`; the others as they
+    /// are. For a reply that is not sent at once.
+    pub(crate) fn owned(self, out: &mut Vec<u8>) -> Outcome {
+        if let Outcome::Lent { .. } = self {
+            let (_, bytes) = self.reply(&[]);
+            out.clear();
+            out.extend_from_slice(bytes);
+            return Outcome::Done;
+        }
+        self
     }
 }
 

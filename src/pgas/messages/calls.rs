@@ -134,16 +134,24 @@ fn serve_put_signal(args: &[u8], _: &mut Vec<u8>) -> Outcome {
     })
 }
 
-fn serve_get(args: &[u8], out: &mut Vec<u8>) -> Outcome {
-    guarded(|| {
+/// Answers with the bytes where they lie in the segment (lent until the
+/// reply is sent: the transport copies them from there, not first into a
+/// result buffer). The segment stays mapped while the memory is
+/// installed, past every poll and task of the runtime; any bytes are fine
+/// to send (the race of a concurrent put is `GlobalPtr`'s documented
+/// one).
+fn serve_get(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    let at = std::cell::Cell::new(None);
+    match guarded(|| {
         let (offset, len) = (word(args, 0)?, word(args, 8)? as usize);
-        in_segment(offset, len, |src| {
-            // SAFETY: `src` is valid for `len` bytes of the segment
-            // (checked); any bytes are fine to copy (the race of a
-            // concurrent put is `GlobalPtr`'s documented one).
-            out.extend_from_slice(unsafe { std::slice::from_raw_parts(src, len) })
-        })
-    })
+        in_segment(offset, len, |src| at.set(Some((src.cast_const(), len))))
+    }) {
+        Outcome::Done => {
+            let (at, len) = at.get().expect("in_segment ran its closure");
+            Outcome::Lent { at, len }
+        }
+        other => other,
+    }
 }
 
 fn serve_parcel(args: &[u8], _: &mut Vec<u8>) -> Outcome {
