@@ -189,14 +189,19 @@ impl MessageMemory {
                 })
                 .collect(),
         );
+        // Past the records every other locale waits for this one's parts
+        // without a way out, so a receive buffer that cannot be had ends
+        // the process (and so the MPI job), as any failed allocation
+        // does, rather than a panic of this body alone.
         let recv: Vec<AlignedBytes> = (0..n)
             .map(|from| {
                 let bytes = sent(from, here);
                 AlignedBytes::for_receiving(bytes, align).unwrap_or_else(|| {
-                    panic!(
+                    eprintln!(
                         "cantus::pgas: locale {here} could not allocate {bytes} bytes for \
                          locale {from}'s part of an exchange"
-                    )
+                    );
+                    std::process::abort()
                 })
             })
             .collect();
