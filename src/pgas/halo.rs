@@ -11,7 +11,7 @@
 //! `README.md` beside this file, "Halo grids", gives the argument.
 
 use super::array::{GlobalArray, alloc_for};
-use super::nonblocking::{Completion, Signal};
+use super::nonblocking::Signal;
 use crate::error::{Error, ErrorKind};
 use bytemuck::Pod;
 use std::ops::Range;
@@ -83,8 +83,6 @@ pub struct HaloGrid<T> {
     own_cols: Range<usize>,
     /// Exchanges started.
     generation: u64,
-    /// The puts of the last exchange (waited at the next one's start).
-    puts: Vec<Completion>,
 }
 
 impl<T: Pod> HaloGrid<T> {
@@ -158,7 +156,6 @@ impl<T: Pod> HaloGrid<T> {
             own_rows: at.0 * block.0..((at.0 + 1) * block.0).min(rows),
             own_cols: at.1 * block.1..((at.1 + 1) * block.1).min(cols),
             generation: 0,
-            puts: Vec::new(),
         })
     }
 
@@ -293,13 +290,15 @@ impl<T: Pod> HaloGrid<T> {
     }
 
     /// Puts `src` into `to`'s staging slot for data from direction
-    /// `from` (as `to` sees it), signalling its counter.
-    fn send(&self, to: usize, from: usize, src: &[T]) -> Result<Completion, Error> {
+    /// `from` (as `to` sees it), signalling its counter; with no
+    /// completion to wait for (the module's argument, in `README.md`).
+    fn send(&self, to: usize, from: usize, src: &[T]) -> Result<(), Error> {
         let at = self.slot(self.generation, from);
         self.data
             .ptr(to)
             .add(at)
-            .put_signal(src, self.words.ptr(to).add(from), Signal::Add(1))
+            .put_signal_unacknowledged(src, self.words.ptr(to).add(from), Signal::Add(1))
+            .map(drop)
     }
 
     /// Phase 1: this block's first and last `width` columns (its own
@@ -314,8 +313,7 @@ impl<T: Pod> HaloGrid<T> {
                         self.local()[at..at + w].to_vec()
                     })
                     .collect();
-                let c = self.send(to, from, &strip)?;
-                self.puts.push(c);
+                self.send(to, from, &strip)?;
             }
         }
         Ok(())
@@ -329,8 +327,7 @@ impl<T: Pod> HaloGrid<T> {
         for (dr, first, from) in [(-1, 0, FROM_S), (1, h - w, FROM_N)] {
             if let Some(to) = self.neighbour(dr, 0) {
                 let at = self.index(first as isize, -(w as isize));
-                let c = self.send(to, from, &self.local()[at..at + w * stride])?;
-                self.puts.push(c);
+                self.send(to, from, &self.local()[at..at + w * stride])?;
             }
         }
         Ok(())
@@ -395,9 +392,6 @@ impl<T: Pod> HaloGrid<T> {
     ///
     /// As [`exchange`](HaloGrid::exchange).
     pub fn start_exchange(&mut self) -> Result<HaloExchange<'_, T>, Error> {
-        for c in std::mem::take(&mut self.puts) {
-            c.wait()?;
-        }
         self.generation += 1;
         self.send_columns()?;
         if !self.has_sides() {

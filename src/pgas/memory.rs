@@ -128,6 +128,16 @@ impl AtomicOp {
     }
 }
 
+/// Whether the calls of a put over messages are answered, their answers
+/// its completion ([`Memory::put_nb`]), or not (`halo.rs`: the consumer
+/// waits only for the signal, and knows by other means when the bytes
+/// may be written again).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answers {
+    Wanted,
+    Unwanted,
+}
+
 /// The global address space's memory, as one locale sees it. The
 /// one-sided half (`put_nb`, `get_nb`, `atomic`) is called from any task or
 /// thread; the collective half only from this locale's SPMD body (one
@@ -158,12 +168,17 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// every byte is in place. Once [`InFlight::finish`] returned, the
     /// bytes are there: a later operation of the caller, on any locale,
     /// comes after it (`README.md`, "Ordering").
+    ///
+    /// With [`Answers::Unwanted`] the calls are answered by nobody: the
+    /// [`InFlight`] is complete at once, and the signal (applied after
+    /// every byte is in place) is the only sign they landed.
     fn put_nb(
         &self,
         locale: usize,
         offset: usize,
         src: &[u8],
         signal: Option<(usize, AtomicOp)>,
+        answers: Answers,
     ) -> Result<InFlight, Error>;
 
     /// Starts copying `len` bytes from `offset` of `locale`'s segment,

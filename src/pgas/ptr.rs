@@ -5,8 +5,8 @@
 //! act on the memory directly; on another, they go through the
 //! installed memory (`memory.rs`), which returns once they are done.
 
-use super::memory::{AtomicOp, Memory, wait_promptly};
-use super::nonblocking::{Completion, GetHandle, Signal};
+use super::memory::{Answers, AtomicOp, Memory, wait_promptly};
+use super::nonblocking::{Completion, GetHandle, InFlight, Signal};
 use super::space::{Space, space, with_space};
 use crate::error::{Error, ErrorKind, Locales};
 use bytemuck::Pod;
@@ -180,9 +180,9 @@ impl<T: Pod> GlobalPtr<T> {
                 unsafe { copy_in(src, dst) };
                 Ok(())
             }
-            Target::Remote(memory, locale, offset) => memory
-                .put_nb(locale, offset, bytemuck::cast_slice(src), None)?
-                .finish(),
+            Target::Remote(memory, locale, offset) => {
+                put_calls(memory, locale, offset, src)?.finish()
+            }
         })
     }
 
@@ -228,9 +228,9 @@ impl<T: Pod> GlobalPtr<T> {
                     unsafe { copy_in(src, dst) };
                     Ok(Completion::done())
                 }
-                Target::Remote(memory, locale, offset) => memory
-                    .put_nb(locale, offset, bytemuck::cast_slice(src), None)
-                    .map(Completion::sent),
+                Target::Remote(memory, locale, offset) => {
+                    put_calls(memory, locale, offset, src).map(Completion::sent)
+                }
             },
         )
     }
@@ -284,6 +284,33 @@ impl<T: Pod> GlobalPtr<T> {
         word: GlobalPtr<u64>,
         signal: Signal,
     ) -> Result<Completion, Error> {
+        self.put_signal_as(src, word, signal, Answers::Wanted)
+    }
+
+    /// [`put_signal`](GlobalPtr::put_signal) with no remote completion
+    /// where the segment is not mapped: the pieces go as calls nobody
+    /// answers, and the returned [`Completion`] is complete at once. For
+    /// a caller whose consumer's signal is all it waits for, and that
+    /// knows by other means when the target's bytes may be written again
+    /// (`halo.rs`: each neighbour's next data comes only after it copied
+    /// these out). A call the target refuses is reported on its standard
+    /// error only.
+    pub(crate) fn put_signal_unacknowledged(
+        &self,
+        src: &[T],
+        word: GlobalPtr<u64>,
+        signal: Signal,
+    ) -> Result<Completion, Error> {
+        self.put_signal_as(src, word, signal, Answers::Unwanted)
+    }
+
+    fn put_signal_as(
+        &self,
+        src: &[T],
+        word: GlobalPtr<u64>,
+        signal: Signal,
+        answers: Answers,
+    ) -> Result<Completion, Error> {
         let call = "pgas::GlobalPtr::put_signal";
         let op = signal.op();
         if word.locale != self.locale || word.offset % 8 != 0 {
@@ -321,7 +348,13 @@ impl<T: Pod> GlobalPtr<T> {
             None => Ok(Completion::done()),
             Some((locale, offset, w)) => space(call)?
                 .memory
-                .put_nb(locale, offset, bytemuck::cast_slice(src), Some((w, op)))
+                .put_nb(
+                    locale,
+                    offset,
+                    bytemuck::cast_slice(src),
+                    Some((w, op)),
+                    answers,
+                )
                 .map(Completion::sent),
         }
     }
@@ -406,6 +439,23 @@ impl<T: Pod> GlobalPtr<T> {
 /// `dst` is valid for `size_of_val(src)` bytes (`locate` checked them).
 /// It cannot overlap `src`, a Rust slice outside the mapping... unless
 /// `src` was borrowed from global memory itself: `move_raw` allows the
+/// The answered calls of a put of `src` to `offset` of `locale`'s
+/// segment, which this process does not map.
+fn put_calls<T: Pod>(
+    memory: &dyn Memory,
+    locale: usize,
+    offset: usize,
+    src: &[T],
+) -> Result<InFlight, Error> {
+    memory.put_nb(
+        locale,
+        offset,
+        bytemuck::cast_slice(src),
+        None,
+        Answers::Wanted,
+    )
+}
+
 /// overlap (a `ptr::copy` where they overlap).
 unsafe fn copy_in<T: Pod>(src: &[T], dst: *mut u8) {
     // SAFETY: as the caller promises.

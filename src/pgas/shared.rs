@@ -8,7 +8,7 @@
 
 use super::heap::{Block, Heap};
 use super::memory::{
-    ALL_REDUCE, AllocFailure, AtomicOp, LINE, Memory, Mismatch, REDUCE, Signature, agree,
+    ALL_REDUCE, AllocFailure, Answers, AtomicOp, LINE, Memory, Mismatch, REDUCE, Signature, agree,
     body_gone, wait_until, zero_part,
 };
 use super::nonblocking::{Gets, InFlight};
@@ -228,6 +228,7 @@ impl Memory for SharedMemory {
         _: usize,
         _: &[u8],
         _: Option<(usize, AtomicOp)>,
+        _: Answers,
     ) -> Result<InFlight, Error> {
         Err(unmapped(locale))
     }

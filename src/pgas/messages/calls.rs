@@ -25,7 +25,7 @@
 use super::MessageMemory;
 use super::post::{Ended, Key};
 use crate::error::{Error, ErrorKind};
-use crate::pgas::memory::AtomicOp;
+use crate::pgas::memory::{Answers, AtomicOp};
 use crate::pgas::nonblocking::{Gets, InFlight};
 use crate::pgas::space::if_installed;
 use crate::remote::handlers::{Outcome, id_of, panic_message};
@@ -323,7 +323,34 @@ pub(crate) fn put_nb(
     offset: usize,
     src: &[u8],
     signal: Option<(usize, AtomicOp)>,
+    answers: Answers,
 ) -> Result<InFlight, Error> {
+    if answers == Answers::Unwanted {
+        // Calls nobody answers (`begin_on_raw`): in order with the
+        // caller's other calls to `locale`, so the signal still comes
+        // after every piece; a refused one is reported there only.
+        put_pieces(offset, src, signal, |id, _, args| {
+            crate::remote::begin_on_raw(locale, id, args)
+        })?
+        .into_iter()
+        .collect::<Result<(), Error>>()?;
+        return Ok(InFlight(Vec::new()));
+    }
+    let calls = put_pieces(offset, src, signal, |id, name, args| {
+        crate::remote::on_raw(locale, id, name, args)
+    })?;
+    Ok(InFlight(calls))
+}
+
+/// Cuts a put of `src` at `offset` into calls that each fit a frame, the
+/// last one carrying `signal`, and makes each with `call(id, name,
+/// argument parts)`, in order.
+fn put_pieces<R>(
+    offset: usize,
+    src: &[u8],
+    signal: Option<(usize, AtomicOp)>,
+    mut call: impl FnMut(u64, &'static str, &[&[u8]]) -> R,
+) -> Result<Vec<R>, Error> {
     let head = if signal.is_some() {
         PUT_SIGNAL_HEAD
     } else {
@@ -331,7 +358,7 @@ pub(crate) fn put_nb(
     };
     let piece = frame_payload()?.saturating_sub(head).max(1);
     let pieces = src.len().div_ceil(piece).max(1);
-    let calls = (0..pieces)
+    Ok((0..pieces)
         .map(|i| {
             let at = i * piece;
             let data = &src[at..(at + piece).min(src.len())];
@@ -349,18 +376,12 @@ pub(crate) fn put_nb(
                         code.to_le_bytes(),
                         v.to_le_bytes(),
                     ];
-                    crate::remote::on_raw(
-                        locale,
-                        id_of(PUT_SIGNAL),
-                        PUT_SIGNAL,
-                        &[head.as_flattened(), data],
-                    )
+                    call(id_of(PUT_SIGNAL), PUT_SIGNAL, &[head.as_flattened(), data])
                 }
-                _ => crate::remote::on_raw(locale, id_of(PUT), PUT, &[&to, data]),
+                _ => call(id_of(PUT), PUT, &[&to, data]),
             }
         })
-        .collect();
-    Ok(InFlight(calls))
+        .collect())
 }
 
 /// Sends the calls that fetch `len` bytes from `offset` of `locale`'s

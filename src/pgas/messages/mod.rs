@@ -17,7 +17,7 @@ mod tree;
 
 use super::heap::{Block, Full, Heap};
 use super::memory::{
-    AllocFailure, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
+    AllocFailure, Answers, AtomicOp, BARRIER, Memory, Mismatch, Signature, agree, zero_part,
 };
 use super::nonblocking::{Gets, InFlight};
 use crate::comm::collective::{AlignedBytes, Collectives};
@@ -469,8 +469,9 @@ impl Memory for MessageMemory {
         offset: usize,
         src: &[u8],
         signal: Option<(usize, AtomicOp)>,
+        answers: Answers,
     ) -> Result<InFlight, Error> {
-        calls::put_nb(locale, offset, src, signal)
+        calls::put_nb(locale, offset, src, signal, answers)
     }
 
     fn get_nb(&self, locale: usize, offset: usize, len: usize) -> Result<Gets, Error> {
