@@ -812,6 +812,20 @@ impl cantus::Remote for GatherMismatch {
     }
 }
 
+/// Locale 0 calls a barrier where the others call an exchange.
+#[derive(Clone, Serialize, Deserialize)]
+struct BarrierAgainstExchange;
+impl cantus::Remote for BarrierAgainstExchange {
+    type Output = ();
+    fn run(self) {
+        if cantus::here() == 0 {
+            pgas::barrier();
+        } else {
+            pgas::all_to_all(&vec![1u8; cantus::num_locales()]);
+        }
+    }
+}
+
 /// The last locale's body returns (or panics) without joining the
 /// exchange the others wait in.
 #[derive(Clone, Serialize, Deserialize)]
@@ -935,6 +949,7 @@ cantus::remote!(
     Mail,
     Exchanges,
     GatherMismatch,
+    BarrierAgainstExchange,
     SignalledRing,
     NonBlocking,
     DisagreeOnRoot,
@@ -1273,6 +1288,16 @@ fn all_gather_all_to_all_and_scans() {
         // exchanges: 7 a body, on this locale too.
         if n > 1 && cantus::__test::pgas_collectives() == Some("transport") {
             assert_eq!(cantus::__test::native_exchanges(), 4 * 7);
+            // Both start with the same records, so a barrier against an
+            // exchange is told alike everywhere (the message path cannot
+            // tell them apart). A body panicked: MPI's collectives are off
+            // for the rest of the job.
+            let e = pgas::spmd(BarrierAgainstExchange).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("locale 0 called barrier but locale 1 called all_to_all"),
+                "{e}"
+            );
         }
         if n > 1 {
             let e = pgas::spmd(GatherMismatch).unwrap_err();
