@@ -303,7 +303,7 @@ impl<T: Pod> HaloGrid<T> {
 
     /// Phase 1: this block's first and last `width` columns (its own
     /// rows) to the west and east neighbours.
-    fn send_columns(&mut self) -> Result<(), Error> {
+    fn send_columns(&self) -> Result<(), Error> {
         let (w, h, c) = (self.width, self.own_rows.len(), self.own_cols.len());
         for (dc, first, from) in [(-1, 0, FROM_E), (1, c - w, FROM_W)] {
             if let Some(to) = self.neighbour(0, dc) {
@@ -322,7 +322,7 @@ impl<T: Pod> HaloGrid<T> {
     /// Phase 2: this block's first and last `width` rows, whole (with
     /// their ghost columns, so corners travel on), to the north and south
     /// neighbours; sent from the block in place.
-    fn send_rows(&mut self) -> Result<(), Error> {
+    fn send_rows(&self) -> Result<(), Error> {
         let (w, h, stride) = (self.width, self.own_rows.len(), self.stride());
         for (dr, first, from) in [(-1, 0, FROM_S), (1, h - w, FROM_N)] {
             if let Some(to) = self.neighbour(dr, 0) {

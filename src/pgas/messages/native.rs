@@ -34,25 +34,10 @@ pub(crate) static NATIVE_EXCHANGES: std::sync::atomic::AtomicU64 =
 const POLL_EVERY: u32 = 8;
 
 impl MessageMemory {
-    /// Waits for `pending`, in collective `step`: moves the collective on
-    /// itself (cheap), and polls the transport every [`POLL_EVERY`]th look
-    /// to serve what arrives meanwhile.
+    /// Waits for `pending`, in collective `step`, with [`looks`].
     fn wait(&self, step: &Step<'_>, coll: &dyn Collectives, pending: Arc<Pending>) -> Vec<u8> {
-        let looks = std::cell::Cell::new(0u32);
-        self.post.wait_for(
-            step.seq,
-            self.here,
-            || pending.take(),
-            || {
-                looks.set(looks.get().wrapping_add(1));
-                let moved = coll.progress();
-                if looks.get() % POLL_EVERY == 0 {
-                    crate::remote::poll_once() | moved
-                } else {
-                    moved
-                }
-            },
-        )
+        self.post
+            .wait_for(step.seq, self.here, || pending.take(), looks(coll))
     }
 
     /// Every locale's record of this collective (with `inline` bytes of
@@ -215,9 +200,25 @@ impl MessageMemory {
                 got = pending.take_parts();
                 got.is_some()
             },
-            || coll.progress() | crate::remote::poll_once(),
+            looks(coll),
         );
         NATIVE_EXCHANGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Some(Ok(got.expect("the exchange completed")))
+    }
+}
+
+/// A wait's look at a collective in flight: moves it on itself (cheap),
+/// and polls the transport every [`POLL_EVERY`]th look to serve what
+/// arrives meanwhile. Returns whether anything moved.
+fn looks(coll: &dyn Collectives) -> impl Fn() -> bool + '_ {
+    let looks = std::cell::Cell::new(0u32);
+    move || {
+        looks.set(looks.get().wrapping_add(1));
+        let moved = coll.progress();
+        if looks.get() % POLL_EVERY == 0 {
+            crate::remote::poll_once() | moved
+        } else {
+            moved
+        }
     }
 }
