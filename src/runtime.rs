@@ -45,6 +45,9 @@ pub struct Runtime {
     /// This process's turn to run a runtime, given back at the end of
     /// shutdown (`runtime/process_turn.rs`).
     turn: Option<Turn>,
+    /// The thread that hosts worker 0 (`Builder::host_worker`), which
+    /// must be the one that stops the runtime.
+    host: Option<std::thread::ThreadId>,
 }
 
 /// A locale's engine and its part of the job.
@@ -194,6 +197,13 @@ impl Runtime {
                 config.trace_job,
             )?;
         }
+        // Worker 0 hosted by this thread (Qthreads' main task of shepherd
+        // 0, `sched/worker/host.rs`): for a runtime of one locale only (a
+        // locale's driver is polled by workers that wait, which the host
+        // does only when its program waits), and of two workers or more
+        // (a lone hosted worker would run nothing while the host waits
+        // outside the runtime: spinning on a queue, joining a thread).
+        let hosted = config.host_worker && driver.is_none() && n >= 2;
         let deques: Vec<Worker<crate::sched::new_task::Queued>> =
             (0..n).map(|_| Worker::new()).collect();
         let stealers = deques.iter().map(|d| d.stealer()).collect();
@@ -205,9 +215,15 @@ impl Runtime {
             threads: Vec::with_capacity(n),
             job: None,
             turn: None,
+            host: None,
         };
         for (i, deque) in deques.into_iter().enumerate() {
             let r = registry.clone();
+            if hosted && i == 0 {
+                crate::sched::worker::host::start(r, i, deque);
+                rt.host = Some(std::thread::current().id());
+                continue;
+            }
             let cpu = (r.config.pin && !r.config.cpus.is_empty())
                 .then(|| r.config.cpus[i % r.config.cpus.len()]);
             let spawned = std::thread::Builder::new()
@@ -266,10 +282,20 @@ impl Runtime {
         self.stop();
     }
 
+    /// The thread that hosts worker 0, if one does (`Builder::host_worker`).
+    pub(crate) fn host_thread(&self) -> Option<std::thread::ThreadId> {
+        self.host
+    }
+
     fn stop(&mut self) {
         assert!(
             WorkerLocal::current().is_none(),
             "cantus: a runtime cannot be shut down from one of its own tasks"
+        );
+        assert!(
+            self.host.is_none_or(|h| h == std::thread::current().id()),
+            "cantus: a runtime whose worker 0 runs on the thread that started it must be shut \
+             down by that thread"
         );
         let here = crate::remote::here();
         #[cfg_attr(loom, allow(unused_variables))]
@@ -281,14 +307,21 @@ impl Runtime {
             j.job.shutdown_ordered();
             crate::remote::uninstall();
         });
-        if !self.threads.is_empty() {
+        if !self.threads.is_empty() || self.host.is_some() {
             let _blocked = crate::sched::outside_wait::long_wait(|| {
                 OutsideBlocked::enter(BlockKind::GroupWait, Arc::as_ptr(&self.registry) as usize)
             });
-            let mut pause = Duration::from_micros(10);
-            while !self.registry.quiescent() {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(5));
+            match crate::sched::worker::host::hosted() {
+                // Worker 0's tasks run on this thread: run them until all
+                // are done.
+                Some(local) => crate::sched::worker::host::run_until_quiescent(local),
+                None => {
+                    let mut pause = Duration::from_micros(10);
+                    while !self.registry.quiescent() {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(5));
+                    }
+                }
             }
         }
         self.registry.terminate.store(true, Ordering::Release);
@@ -296,6 +329,9 @@ impl Runtime {
         let mut worker_panicked = false;
         for h in self.threads.drain(..) {
             worker_panicked |= h.join().is_err();
+        }
+        if self.host.take().is_some() {
+            crate::sched::worker::host::finish();
         }
         self.registry.blocking.shutdown();
         #[cfg(not(loom))]

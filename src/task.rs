@@ -37,7 +37,12 @@ pub fn yield_now() {
         }
         None => {
             crate::sched::no_wait::check_wait(WHAT);
-            std::thread::yield_now()
+            // The thread that hosts a worker runs that worker's ready
+            // tasks instead (`sched/worker/host.rs`).
+            match crate::sched::worker::host::hosted() {
+                Some(local) => crate::sched::worker::host::yield_round(local),
+                None => std::thread::yield_now(),
+            }
         }
     }
 }
@@ -48,7 +53,13 @@ pub fn sleep(duration: Duration) {
     crate::sched::no_wait::check_wait("cantus::task::sleep");
     match WorkerLocal::current().filter(|l| l.in_task()) {
         Some(local) => local.sleep_current(Instant::now() + duration),
-        None => std::thread::sleep(duration),
+        None => match crate::sched::worker::host::hosted() {
+            // The thread that hosts a worker runs its tasks meanwhile.
+            Some(local) => {
+                crate::sched::worker::host::sleep_until(local, Instant::now() + duration)
+            }
+            None => std::thread::sleep(duration),
+        },
     }
 }
 

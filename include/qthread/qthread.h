@@ -70,11 +70,16 @@
  *  - The thread that started the runtime (qthread_initialize, qthread_init
  *    or cantus_init) answers as Qthreads' main task of shepherd 0 (id 1,
  *    qthread_shep() and qthread_worker() 0, NO_SHEPHERD inside a blocking
- *    action, task-local storage, counted running by readstate), but runs
- *    beside shepherd 0's worker rather than on it: its waits block the
- *    thread (Qthreads would run shepherd 0's other tasks on it meanwhile),
- *    and it has no task stack (qthread_bos/tos NULL). Forked tasks are
- *    numbered 2, 3, ... at their first qthread_id call, as in Qthreads.
+ *    action, task-local storage, counted running by readstate). After
+ *    qthread_initialize with two shepherds or more it runs shepherd 0's
+ *    worker, as in Qthreads: its forks go to shepherd 0's queue and its
+ *    waits (readFF, sincs, barriers, locks, qthread_yield,
+ *    cantus_sleep_ns, qthread_finalize) run shepherd 0's tasks on its
+ *    thread; only it may call qthread_finalize. With one shepherd, or
+ *    after cantus_init, it runs beside shepherd 0's worker, and its waits
+ *    block the thread. It has no task stack (qthread_bos/tos NULL) and
+ *    never migrates. Forked tasks are numbered 2, 3, ... at their first
+ *    qthread_id call, as in Qthreads.
  *  - qthread_finalize waits for every task to finish (Qthreads tells the
  *    shepherds to stop at their next context switch), and is not called
  *    automatically at exit: call it, or the process exits with its tasks.

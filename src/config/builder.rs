@@ -46,12 +46,24 @@ pub struct Builder {
     pub(super) rendezvous_bytes: Option<usize>,
     pub(super) heap_bytes: Option<usize>,
     pub(super) ignore_env: bool,
+    /// The thread that builds the runtime hosts worker 0 (`sched/worker/host.rs`).
+    pub(super) host_worker: bool,
 }
 
 impl Builder {
     /// A builder with every setting at its default.
     pub fn new() -> Builder {
         Builder::default()
+    }
+
+    /// The thread that builds the runtime runs worker 0 itself, between
+    /// its own code, instead of a thread of its own: its forks go to
+    /// worker 0's deque and its waits run worker 0's tasks (Qthreads' main
+    /// task of shepherd 0, `sched/worker/host.rs`). Only for a runtime of
+    /// one locale; the C ABI's `qthread_initialize` asks for it.
+    pub(crate) fn host_worker(mut self, on: bool) -> Builder {
+        self.host_worker = on;
+        self
     }
 
     /// Number of worker threads.

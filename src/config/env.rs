@@ -89,6 +89,7 @@ impl Builder {
             mpi_progress,
             mpi_nodes,
             locales_asked,
+            host_worker: self.host_worker,
         })
     }
 

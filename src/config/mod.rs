@@ -233,4 +233,7 @@ pub(crate) struct Config {
     /// launcher decides, and a different count is an error.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) locales_asked: Option<(usize, String)>,
+    /// The thread that builds the runtime hosts worker 0
+    /// (`Builder::host_worker`; honoured by a runtime of one locale).
+    pub(crate) host_worker: bool,
 }

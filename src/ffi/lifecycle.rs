@@ -99,7 +99,25 @@ pub(crate) fn stop(call: &str) -> Result<(), Fail> {
             ),
         ));
     }
-    let rt = RUNTIME.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let rt = {
+        let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+        // Worker 0 runs on the thread that started the runtime
+        // (`sched/worker/host.rs`): only that thread can finish its tasks.
+        if slot
+            .as_ref()
+            .and_then(|rt| rt.host_thread())
+            .is_some_and(|h| h != std::thread::current().id())
+        {
+            return Err(Fail::new(
+                ECONTEXT,
+                format!(
+                    "{call} called from another thread than the one that started the runtime: \
+                     that thread runs shepherd 0 (as Qthreads' main task) and must stop it"
+                ),
+            ));
+        }
+        slot.take()
+    };
     match rt {
         Some(rt) => {
             let stopped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.shutdown()));

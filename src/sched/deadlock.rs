@@ -96,6 +96,11 @@ fn blocked_task_lines(reg: &Registry) -> Vec<String> {
         r.answered = 0;
     }
     reg.report_gen.fetch_add(1, Ordering::AcqRel);
+    // A hosted worker reports from its own idle loop (`worker/host.rs`):
+    // it answers for itself, since it is busy here.
+    if let Some(local) = super::WorkerLocal::current() {
+        local.answer_report();
+    }
     reg.sleep.notify_all();
     let deadline = Instant::now() + Duration::from_millis(500);
     loop {

@@ -295,6 +295,11 @@ pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::e
         local.push(task);
         return Ok(());
     }
+    // The thread that hosts a worker pushes on its deque (`worker/host.rs`).
+    if let Some(local) = worker::host::hosted() {
+        local.push(task);
+        return Ok(());
+    }
     // Injected under the registry's lock, not through a clone of it: an
     // outside thread that forks in a loop (Qthreads' main) saves the two
     // reference-count updates per task.

@@ -76,8 +76,14 @@ pub(crate) struct OutsideBlocked {
 
 impl OutsideBlocked {
     pub(crate) fn enter(kind: BlockKind, addr: usize) -> OutsideBlocked {
-        let registry = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let prompt = !LONG_WAIT.with(|l| l.get());
+        Self::enter_as(kind, addr, prompt)
+    }
+
+    /// As [`enter`](Self::enter), saying whether the wait is prompt (see
+    /// `OutsideCounters::prompt`).
+    pub(crate) fn enter_as(kind: BlockKind, addr: usize, prompt: bool) -> OutsideBlocked {
+        let registry = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match &registry {
             Some(r) => {
                 r.outside.blocked[kind as usize].fetch_add(1, Ordering::SeqCst);
@@ -154,6 +160,10 @@ pub(crate) fn note_outside_wake() {
 /// spins briefly, then yields, then parks, checking for a deadlock once
 /// per grace period while parked. `what` names the variable's address.
 pub(crate) fn block_outside(kind: BlockKind, addr: usize, woken: &AtomicBool) {
+    // The thread that hosts a worker runs it meanwhile (`worker/host.rs`).
+    if let Some(local) = super::worker::host::hosted() {
+        return super::worker::host::wait(local, kind, addr, woken);
+    }
     let accounting = OutsideBlocked::enter(kind, addr);
     // Read before the first spin, so that a bad setting is said whether or
     // not this wait gets as far as parking.

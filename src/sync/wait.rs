@@ -20,6 +20,13 @@ enum Target {
         woken: AtomicBool,
         thread: Thread,
     },
+    /// A thread that hosts a worker (`sched/worker/host.rs`): it waits in
+    /// that worker's loop, and is woken as the worker.
+    #[cfg(not(loom))]
+    Host {
+        woken: AtomicBool,
+        waker: crate::sched::worker::host::HostWaker,
+    },
     #[cfg(not(loom))]
     Task(crate::sched::TaskHandle),
     #[cfg(loom)]
@@ -61,6 +68,16 @@ impl Waiter {
             };
         }
         #[cfg(not(loom))]
+        if let Some(waker) = crate::sched::worker::host::waker() {
+            return Waiter {
+                addr,
+                target: Target::Host {
+                    woken: AtomicBool::new(false),
+                    waker,
+                },
+            };
+        }
+        #[cfg(not(loom))]
         crate::sched::check_outside_block_can_end(what);
         Waiter {
             addr,
@@ -79,6 +96,8 @@ impl Waiter {
             Target::Task(_) => crate::sched::block_current_task(kind, self.addr),
             #[cfg(loom)]
             Target::Task(task) => task.suspend(),
+            #[cfg(not(loom))]
+            Target::Host { woken, .. } => crate::sched::block_outside(kind, self.addr, woken),
             Target::Thread { woken, .. } => {
                 #[cfg(not(loom))]
                 crate::sched::block_outside(kind, self.addr, woken);
@@ -107,6 +126,16 @@ impl Waiter {
             }
             #[cfg(loom)]
             Target::Task(task) => task.clone().wake(),
+            #[cfg(not(loom))]
+            Target::Host { woken, waker } => {
+                let host = *waker;
+                // Release as below; then the RMW of the host worker's
+                // sleep state, which its idle loop's re-check pairs with
+                // (`sched/worker/host.rs`).
+                woken.store(true, Ordering::Release);
+                host.notify();
+                crate::sched::note_outside_wake();
+            }
             Target::Thread { woken, thread } => {
                 let thread = thread.clone();
                 // Release pairs with the Acquire loads of the blocked

@@ -1,6 +1,7 @@
 /*
  * test_qthread_main.c - the Qthreads semantics its own tests rely on
- * (issue 30): the starting thread as the main task of shepherd 0, forks
+ * (issue 30): the starting thread as the main task of shepherd 0 (and
+ * running shepherd 0's tasks while it waits, yields or sleeps), forks
  * numbered from 2 as they ask, tasks forked to a shepherd run there, forked
  * tasks that migrate (and those that may not), blocking actions before
  * qthread_initialize, queue lengths that count waiting tasks, declared
@@ -12,6 +13,7 @@
 #include <qthread/io.h>
 #include <qthread/qloop.h>
 #include <qthread/qthread.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "check.h"
@@ -285,6 +287,100 @@ static void simple_forks(void)
     CHECK_EQ(done_count, 101);
 }
 
+/* ---- main runs shepherd 0: its waits run shepherd 0's tasks ---- */
+
+static pthread_t main_thread;
+
+/* 1 if the task runs on the thread that called qthread_initialize. */
+static aligned_t on_main_thread(void *arg)
+{
+    (void)arg;
+    return pthread_equal(pthread_self(), main_thread) ? 1 : 0;
+}
+
+static aligned_t hosted_gate;
+static aligned_t hosted_flag;
+
+/* Placed on shepherd 0: blocks until main fills the gate, then says
+ * where it resumed. */
+static aligned_t gated_on_zero(void *arg)
+{
+    (void)arg;
+    int before = pthread_equal(pthread_self(), main_thread);
+    qthread_readFF(NULL, &hosted_gate);
+    return before && pthread_equal(pthread_self(), main_thread) ? 1 : 0;
+}
+
+static aligned_t raise_flag(void *arg)
+{
+    (void)arg;
+    qthread_incr(&hosted_flag, 1);
+    return pthread_equal(pthread_self(), main_thread) ? 1 : 0;
+}
+
+static int refused_elsewhere;
+
+static void *finalize_elsewhere(void *arg)
+{
+    (void)arg;
+    qthread_finalize(); /* refused: not the thread that started it */
+    refused_elsewhere = contains(cantus_last_error(), "another thread");
+    return NULL;
+}
+
+static void main_runs_shepherd_zero(void)
+{
+    main_thread = pthread_self();
+    /* A task placed on shepherd 0 runs on main's thread, in main's wait
+     * (a readFF of its result). */
+    for (int i = 0; i < 100; i++) {
+        aligned_t r = 7;
+        CHECK_EQ(qthread_fork_to(on_main_thread, NULL, &r, 0), QTHREAD_SUCCESS);
+        qthread_readFF(NULL, &r);
+        CHECK_EQ(r, 1);
+    }
+    /* A task of shepherd 0 that blocks is woken and resumed there, on
+     * main's thread, in main's next wait. */
+    aligned_t g = 0;
+    qthread_empty(&hosted_gate);
+    CHECK_EQ(qthread_fork_to(gated_on_zero, NULL, &g, 0), QTHREAD_SUCCESS);
+    qthread_yield(); /* it starts, and blocks on the gate */
+    qthread_fill(&hosted_gate);
+    qthread_readFF(NULL, &g);
+    CHECK_EQ(g, 1);
+    /* main's yield runs shepherd 0's ready tasks: a loop of yields sees
+     * a task placed there run, on its own thread. */
+    aligned_t y = 7;
+    hosted_flag = 0;
+    CHECK_EQ(qthread_fork_to(raise_flag, NULL, &y, 0), QTHREAD_SUCCESS);
+    while (qthread_incr(&hosted_flag, 0) == 0) qthread_yield();
+    qthread_readFF(NULL, &y);
+    CHECK_EQ(y, 1);
+    /* ... and so does its sleep. */
+    aligned_t z = 7;
+    hosted_flag = 0;
+    CHECK_EQ(qthread_fork_to(raise_flag, NULL, &z, 0), QTHREAD_SUCCESS);
+    CHECK_EQ(cantus_sleep_ns(20 * 1000 * 1000), CANTUS_OK);
+    CHECK_EQ(qthread_incr(&hosted_flag, 0), 1);
+    qthread_readFF(NULL, &z);
+    CHECK_EQ(z, 1);
+    /* Forks from main that nobody steals before main waits run on main's
+     * thread too; whichever thread ran each, all are done. */
+    aligned_t rets[64];
+    for (int i = 0; i < 64; i++) CHECK_EQ(qthread_fork(on_main_thread, NULL, &rets[i]), QTHREAD_SUCCESS);
+    for (int i = 0; i < 64; i++) {
+        qthread_readFF(NULL, &rets[i]);
+        CHECK(rets[i] == 0 || rets[i] == 1);
+    }
+    /* Only the thread that started the runtime may stop it: it runs
+     * shepherd 0. Another thread's qthread_finalize is refused. */
+    pthread_t t;
+    CHECK_EQ(pthread_create(&t, NULL, finalize_elsewhere, NULL), 0);
+    CHECK_EQ(pthread_join(t, NULL), 0);
+    CHECK_EQ(cantus_is_running(), 1);
+    CHECK(refused_elsewhere);
+}
+
 int main(void)
 {
     /* blocking actions balance before the runtime exists */
@@ -303,6 +399,7 @@ int main(void)
     queues();
     locks();
     simple_forks();
+    main_runs_shepherd_zero();
     qthread_finalize();
     CHECK_EQ(qthread_shep(), NO_SHEPHERD);
     CHECK_EQ(qthread_id(), QTHREAD_NON_TASK_ID);

@@ -78,7 +78,16 @@ pub(crate) fn perform_word(w: &AtomicU64, op: Op, value: u64) -> u64 {
         // entry in the table, a place in its queue and a wake-up. A task
         // suspends at once instead (its worker has other work, perhaps
         // the very task it waits for).
-        if crate::sched::WorkerLocal::current().is_none() {
+        // The thread that hosts a worker (Qthreads' main) runs that
+        // worker's ready tasks first, the forked one among them: its
+        // result is then usually there without a waiter.
+        if let Some(local) = crate::sched::worker::host::hosted() {
+            if crate::sched::worker::host::help(local, is_full_fast, w.as_ptr().addr()) {
+                if let Some(v) = super::table::fast_read_full(w) {
+                    return v;
+                }
+            }
+        } else if crate::sched::WorkerLocal::current().is_none() {
             let backoff = crossbeam_utils::Backoff::new();
             while !backoff.is_completed() {
                 backoff.snooze();
@@ -89,6 +98,15 @@ pub(crate) fn perform_word(w: &AtomicU64, op: Op, value: u64) -> u64 {
         }
     }
     perform(&WordSite(w), op, value)
+}
+
+/// Whether the word at `addr` reads full by its fast slot (`help`'s
+/// test, between two tasks).
+fn is_full_fast(addr: usize) -> bool {
+    // SAFETY: `addr` is the caller's word of `perform_word`, live and
+    // 8-aligned for the length of its `help` call.
+    let w = unsafe { &*(addr as *const AtomicU64) };
+    super::table::fast_read_full(w).is_some()
 }
 
 /// [`set`] on a caller-owned word: emptying a word whose slot is free,

@@ -8,12 +8,12 @@
 //! blocking action it is away from its shepherd (`NO_SHEPHERD`), as in
 //! Qthreads.
 //!
-//! What stays cantus's rule (`src/ffi/README.md`, "Main"): the thread
-//! runs beside shepherd 0's worker, not on it. A wait of main blocks the
-//! thread (spinning, then parking) where Qthreads would run shepherd 0's
-//! other tasks on it meanwhile, and shepherd 0's worker keeps running
-//! tasks while main runs. So the work of N shepherds may run on N + 1
-//! threads; nothing waits on main to give up its shepherd.
+//! With two shepherds or more, the thread also *runs* shepherd 0's
+//! worker (`sched/worker/host.rs`): its waits run shepherd 0's tasks, as
+//! Qthreads' main does. It stays an outside thread to Rust code (it is
+//! not on a carrier, and `WorkerLocal::current()` is none while its own
+//! code runs), which is what `is_main` tells apart. With one shepherd it
+//! runs beside that shepherd's worker (`src/ffi/README.md`, "Main").
 
 use crate::ffi::lifecycle;
 use std::cell::RefCell;

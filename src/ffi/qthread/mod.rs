@@ -6,9 +6,11 @@
 //! Mapping: a Qthreads *shepherd* is a cantus worker, and each has one
 //! *worker* thread, so `qthread_num_shepherds() == qthread_num_workers()`
 //! while no shepherd is disabled.
-//! The thread that calls `qthread_initialize` stays an outside thread
-//! (seed 000, 5.2): it may fork and use FEBs, blocking as a thread; its
-//! `qthread_id()` is 1, as Qthreads' main thread's.
+//! The thread that calls `qthread_initialize` stays an outside thread to
+//! Rust code (seed 000, 5.2) and answers as Qthreads' main task
+//! (`qthread_id()` 1, `main_task.rs`); with two shepherds or more it also
+//! runs shepherd 0's worker, whose tasks its waits run
+//! (`sched/worker/host.rs`, `src/ffi/README.md` "Main").
 
 pub mod alloc;
 pub mod allpairs;
@@ -116,11 +118,10 @@ pub(crate) unsafe fn handle<'a, T>(call: &str, p: *mut T, arg: &str) -> Result<&
 /// queue call): a task yields to its worker's other tasks, an outside
 /// thread yields its CPU.
 pub(crate) fn pause() {
-    if WorkerLocal::current().is_some_and(|l| l.in_task()) {
-        crate::task::yield_now();
-    } else {
-        std::thread::yield_now();
-    }
+    // A task yields to its worker's other tasks; the thread that hosts a
+    // worker runs that worker's ready tasks; another thread yields its
+    // CPU (`task::yield_now` does each).
+    crate::task::yield_now();
 }
 
 /// As [`qt`], for an operation that may be refused: `Ok(Err(why))` is
@@ -166,7 +167,9 @@ fn initialize(call: &str, shepherds: Option<usize>) -> Result<(), Fail> {
     if lifecycle::running() {
         return Ok(());
     }
-    let mut b = crate::config::Builder::new();
+    // The calling thread becomes Qthreads' main task of shepherd 0: it
+    // runs worker 0 (`sched/worker/host.rs`).
+    let mut b = crate::config::Builder::new().host_worker(true);
     let sheps = match shepherds {
         Some(n) => Some(n),
         None => qt_env_count(call, "NUM_SHEPHERDS")?,
@@ -630,7 +633,11 @@ pub extern "C" fn qthread_num_workers() -> c_ushort {
 #[unsafe(no_mangle)]
 pub extern "C" fn qthread_yield_(_kind: c_int) {
     error::guarded((), || {
-        if WorkerLocal::current().is_some_and(|l| l.in_task()) {
+        // A task yields; so does Qthreads' main, running shepherd 0's
+        // ready tasks when it hosts shepherd 0 (`sched/worker/host.rs`).
+        if WorkerLocal::current().is_some_and(|l| l.in_task())
+            || crate::sched::worker::host::hosts()
+        {
             crate::task::yield_now();
         }
     })

@@ -74,10 +74,11 @@ fn take(lock: &AtomicU64) {
         if spins < SPINS {
             spins += 1;
             std::hint::spin_loop();
-        } else if crate::query::current_worker().is_some() {
-            crate::task::yield_now();
         } else {
-            std::thread::yield_now();
+            // A task yields to its worker's other tasks (the holder may be
+            // one), a hosting thread runs its worker's, another thread
+            // yields its CPU.
+            crate::task::yield_now();
         }
     }
 }

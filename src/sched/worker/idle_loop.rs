@@ -5,7 +5,7 @@ use super::*;
 
 impl WorkerLocal {
     /// Adds this worker's blocked tasks to a requested deadlock report.
-    pub(super) fn answer_report(&self) {
+    pub(crate) fn answer_report(&self) {
         let reg = &*self.registry;
         let gen_now = reg.report_gen.load(Ordering::Acquire);
         if gen_now == self.report_seen.get() {
@@ -67,7 +67,7 @@ impl WorkerLocal {
             } else {
                 self.has_work_probing(victim)
             };
-            if work || reg.terminate.load(Ordering::Acquire) {
+            if work || reg.terminate.load(Ordering::Acquire) || self.until_met() {
                 break;
             }
             // While an outside thread waits for a short operation (e.g.
@@ -93,6 +93,11 @@ impl WorkerLocal {
                 // queued on this core, and a spinning worker would keep it
                 // off the core until the next scheduler tick (4 ms).
                 spins = spins.saturating_add(1);
+                // A host's wait checks for a deadlock while its worker
+                // spins too (an `active` worker never sleeps).
+                if spins % 1024 == 0 && matches!(self.until.get(), host::Until::Woken) {
+                    self.host_nap();
+                }
                 // A driver with a thread of its own (MPI) may share this
                 // core: then give the core away between polls from the
                 // start.
@@ -115,11 +120,18 @@ impl WorkerLocal {
                 }
                 continue;
             }
-            let timeout = self
+            let mut timeout = self
                 .timers
                 .borrow()
                 .peek()
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
+            // A hosted worker's loop returns to its host's wait: sleep no
+            // longer than that wait allows (`host.rs`).
+            if !matches!(self.until.get(), host::Until::Terminate) {
+                if let Some(nap) = self.host_nap() {
+                    timeout = Some(timeout.map_or(nap, |t| t.min(nap)));
+                }
+            }
             bump(&c.parks, 1);
             crate::trace::record(crate::trace::kind::SLEEP_BEGIN, 0, 0, 0, 0);
             let has_work = || {
@@ -129,6 +141,7 @@ impl WorkerLocal {
                     self.has_work()
                 }) || reg.terminate.load(Ordering::Acquire)
                     || reg.report_gen.load(Ordering::Acquire) != self.report_seen.get()
+                    || self.until_met()
             };
             // One sleeping worker at a time parks in the driver (when it
             // can park), so that whenever every worker sleeps, an arrival
@@ -155,7 +168,7 @@ impl WorkerLocal {
             } else {
                 self.has_task_work()
             };
-            if work || reg.terminate.load(Ordering::Acquire) {
+            if work || reg.terminate.load(Ordering::Acquire) || self.until_met() {
                 break;
             }
             // Woken for a frame in the driver (the next round polls it),

@@ -12,6 +12,7 @@
 
 pub(crate) mod blocking_call;
 mod carrier;
+pub(crate) mod host;
 mod idle_loop;
 pub(crate) mod migrate;
 mod steal;
@@ -133,6 +134,16 @@ pub(crate) struct WorkerLocal {
     /// can see it enter (`sched::count_blocked_early`): its next
     /// `block_current` of this kind does not count it again.
     blocked_early: Cell<Option<BlockKind>>,
+    /// When the worker loop returns to the thread that hosts this worker
+    /// (`host.rs`); `Until::Terminate` for a worker thread's own loop.
+    until: Cell<host::Until>,
+    /// The flag of the hosting thread's wait while it runs this worker's
+    /// loop (`Until::Woken`), else null: a carrier that sees it set
+    /// returns to the loop, which returns to the wait.
+    host_woken: Cell<*const std::sync::atomic::AtomicBool>,
+    /// In a host's round (`Until::Idle`, `Until::Ready`): the yielded
+    /// tasks it may still resume, those that had yielded before it began.
+    round_yielded: Cell<usize>,
 }
 
 /// Whether `id` may be a task id that a worker of `reg` has handed out
@@ -403,7 +414,13 @@ impl WorkerLocal {
     /// Lets other tasks of this worker run, then continues. With nothing
     /// else to run here, returns at once (no switch).
     pub(crate) fn yield_current(&self) {
-        if self.nothing_else_here() && self.registry.injector.is_empty() {
+        // On a hosted worker, the host's own code is something else to
+        // run (`host.rs`): the task yields to the loop, which returns to
+        // the host if its wait is over or its round done.
+        if self.nothing_else_here()
+            && self.registry.injector.is_empty()
+            && matches!(self.until.get(), host::Until::Terminate)
+        {
             return;
         }
         self.suspend_current(Suspend::Yielded);
@@ -437,7 +454,8 @@ impl WorkerLocal {
     /// a woken task, a due timer, or its inbox (`migrate.rs`).
     #[inline]
     fn resumable_pending(&self) -> bool {
-        !self.shared().resume.is_empty()
+        (!matches!(self.until.get(), host::Until::Terminate) && self.until_met())
+            || !self.shared().resume.is_empty()
             || !self.shared().inbox.is_empty()
             || self
                 .timers
@@ -455,10 +473,14 @@ impl WorkerLocal {
         })
     }
 
-    /// The worker loop.
+    /// The worker loop. A worker thread's runs until the runtime stops; a
+    /// hosted worker's until its host's wait ends (`host.rs`).
     fn run(&self) {
         let reg = &*self.registry;
         loop {
+            if self.until_met() {
+                return;
+            }
             if let Some(slot) = self.shared().resume.pop() {
                 self.resume(slot);
                 continue;
@@ -482,6 +504,16 @@ impl WorkerLocal {
                     self.start(t);
                 }
                 continue;
+            }
+            // A host's round resumes only the tasks that had yielded
+            // before it began, once each; then it returns to the host,
+            // taking no root task and stealing nothing (`host.rs`).
+            if self.returns_when_idle() {
+                let left = self.round_yielded.get();
+                if left == 0 {
+                    return;
+                }
+                self.round_yielded.set(left - 1);
             }
             let yielded = self.yielded.borrow_mut().pop_front();
             if let Some(slot) = yielded {
@@ -508,6 +540,9 @@ impl WorkerLocal {
             {
                 break;
             }
+            if self.returns_when_idle() {
+                return;
+            }
             self.idle_wait();
         }
     }
@@ -523,77 +558,92 @@ impl WorkerLocal {
 /// A worker thread's body.
 pub(crate) fn worker_main(registry: Arc<Registry>, index: usize, deque: Worker<Queued>) {
     let _alt = guard::AltStack::ensure();
-    let local = WorkerLocal {
-        index,
-        registry,
-        deque,
-        slots: RefCell::new(Vec::new()),
-        free_slots: RefCell::new(Vec::new()),
-        idle: RefCell::new(Vec::new()),
-        stacks: RefCell::new(Vec::new()),
-        yielded: RefCell::new(VecDeque::new()),
-        idle_root: Cell::new(None),
-        root_stack: RefCell::new(None),
-        report_seen: Cell::new(0),
-        poll_countdown: Cell::new(POLL_EVERY),
-        timers: RefCell::new(BinaryHeap::new()),
-        handoff: Cell::new(None),
-        current_slot: Cell::new(NO_SLOT),
-        yielder: Cell::new(std::ptr::null()),
-        task_id: Cell::new(0),
-        storage: Cell::new(std::ptr::null_mut()),
-        task_seq: Cell::new(0),
-        rng: Cell::new(
-            0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
-        ),
-        max_resident: Cell::new(0),
-        no_wait: Cell::new(None),
-        trace_how: Cell::new((crate::trace::how::OWN, 0)),
-        blocked_early: Cell::new(None),
-    };
+    let local = WorkerLocal::new(registry, index, deque);
     WORKER.with(|w| w.set(&local));
     guard::set_running((0, 0), 0, 0);
     crate::trace::enter_worker(index);
     local.run();
-    // The loop ends only after its own pop found the deque empty, and only
-    // this worker pushes on it. Should anything be left, drop it as a
-    // task (its completion runs), since the deque never drops elements.
-    while let Some(t) = local.pop() {
-        debug_assert!(false, "a worker's deque is empty when it exits");
-        drop(t);
-    }
-    // Shutdown: finish idle carriers; measure the stacks they used.
-    let mut idle: Vec<u32> = local.idle.borrow_mut().drain(..).collect();
-    idle.extend(local.idle_root.take());
-    for slot in idle {
-        let carrier = local.slots.borrow_mut()[slot as usize]
-            .carrier
-            .take()
-            .expect("idle carrier");
-        local.retire(carrier, slot);
-    }
-    for s in local.stacks.borrow().iter() {
-        local.max_resident.set(
-            local
-                .max_resident
-                .get()
-                .max(s.resident_bytes(local.registry.page)),
-        );
-    }
-    local
-        .shared()
-        .counters
-        .max_stack_resident
-        .store(local.max_resident.get() as u64, Ordering::Relaxed);
-    // Carriers still parked would hold blocked tasks; shutdown waits for
-    // quiescence, so there are none. Never unwind a blocked carrier: its
-    // waiter node may still be linked into a wait queue.
-    for s in local.slots.borrow_mut().drain(..) {
-        if let Some(c) = s.carrier {
-            std::mem::forget(c);
+    local.finish();
+    WORKER.with(|w| w.set(std::ptr::null()));
+}
+
+impl WorkerLocal {
+    /// Worker `index`'s private state, before its loop first runs.
+    fn new(registry: Arc<Registry>, index: usize, deque: Worker<Queued>) -> WorkerLocal {
+        WorkerLocal {
+            index,
+            registry,
+            deque,
+            slots: RefCell::new(Vec::new()),
+            free_slots: RefCell::new(Vec::new()),
+            idle: RefCell::new(Vec::new()),
+            stacks: RefCell::new(Vec::new()),
+            yielded: RefCell::new(VecDeque::new()),
+            idle_root: Cell::new(None),
+            root_stack: RefCell::new(None),
+            report_seen: Cell::new(0),
+            poll_countdown: Cell::new(POLL_EVERY),
+            timers: RefCell::new(BinaryHeap::new()),
+            handoff: Cell::new(None),
+            current_slot: Cell::new(NO_SLOT),
+            yielder: Cell::new(std::ptr::null()),
+            task_id: Cell::new(0),
+            storage: Cell::new(std::ptr::null_mut()),
+            task_seq: Cell::new(0),
+            rng: Cell::new(
+                0x9E37_79B9_7F4A_7C15 ^ (index as u64 + 1).wrapping_mul(0xBF58_476D_1CE4_E5B9),
+            ),
+            max_resident: Cell::new(0),
+            no_wait: Cell::new(None),
+            trace_how: Cell::new((crate::trace::how::OWN, 0)),
+            blocked_early: Cell::new(None),
+            until: Cell::new(host::Until::Terminate),
+            host_woken: Cell::new(std::ptr::null()),
+            round_yielded: Cell::new(0),
         }
     }
-    WORKER.with(|w| w.set(std::ptr::null()));
+
+    /// After the loop's last round (the runtime stops): finishes the idle
+    /// carriers and records the stacks' use.
+    fn finish(&self) {
+        // The loop ends only after its own pop found the deque empty, and
+        // only this worker pushes on it. Should anything be left, drop it
+        // as a task (its completion runs), since the deque never drops
+        // elements.
+        while let Some(t) = self.pop() {
+            debug_assert!(false, "a worker's deque is empty when it exits");
+            drop(t);
+        }
+        // Shutdown: finish idle carriers; measure the stacks they used.
+        let mut idle: Vec<u32> = self.idle.borrow_mut().drain(..).collect();
+        idle.extend(self.idle_root.take());
+        for slot in idle {
+            let carrier = self.slots.borrow_mut()[slot as usize]
+                .carrier
+                .take()
+                .expect("idle carrier");
+            self.retire(carrier, slot);
+        }
+        for s in self.stacks.borrow().iter() {
+            self.max_resident.set(
+                self.max_resident
+                    .get()
+                    .max(s.resident_bytes(self.registry.page)),
+            );
+        }
+        self.shared()
+            .counters
+            .max_stack_resident
+            .store(self.max_resident.get() as u64, Ordering::Relaxed);
+        // Carriers still parked would hold blocked tasks; shutdown waits
+        // for quiescence, so there are none. Never unwind a blocked
+        // carrier: its waiter node may still be linked into a wait queue.
+        for s in self.slots.borrow_mut().drain(..) {
+            if let Some(c) = s.carrier {
+                std::mem::forget(c);
+            }
+        }
+    }
 }
 
 /// Pins the calling thread to one CPU.
