@@ -37,13 +37,19 @@ pub fn yield_now() {
         }
         None => {
             crate::sched::no_wait::check_wait(WHAT);
-            // The thread that hosts a worker runs that worker's ready
-            // tasks instead (`sched/worker/host.rs`).
-            match crate::sched::worker::host::hosted() {
-                Some(local) => crate::sched::worker::host::yield_round(local),
-                None => std::thread::yield_now(),
-            }
+            outside_yield();
         }
+    }
+}
+
+/// `yield_now` in an outside thread: the thread that hosts a worker runs
+/// that worker's ready tasks (`sched/worker/host.rs`), another yields its
+/// CPU. Out of line: the task's path stays small.
+#[inline(never)]
+fn outside_yield() {
+    match crate::sched::worker::host::hosted() {
+        Some(local) => crate::sched::worker::host::yield_round(local),
+        None => std::thread::yield_now(),
     }
 }
 

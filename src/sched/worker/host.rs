@@ -174,11 +174,13 @@ fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
     impl Drop for Leave<'_> {
         fn drop(&mut self) {
             self.0.until.set(Until::Terminate);
+            self.0.hosted.set(false);
             self.0.host_woken.set(std::ptr::null());
             WORKER.with(|w| w.set(std::ptr::null()));
         }
     }
     local.until.set(until);
+    local.hosted.set(true);
     local.round_yielded.set(local.yielded.borrow().len());
     local
         .host_woken
@@ -293,6 +295,9 @@ impl WorkerLocal {
     /// Whether the loop should return to its host now.
     #[inline]
     pub(super) fn until_met(&self) -> bool {
+        if !self.hosted.get() {
+            return false;
+        }
         match self.until.get() {
             Until::Terminate | Until::Idle => false,
             Until::Woken => self.host_woken_now(),
@@ -306,7 +311,7 @@ impl WorkerLocal {
     /// than idling).
     #[inline]
     pub(super) fn returns_when_idle(&self) -> bool {
-        matches!(self.until.get(), Until::Idle | Until::Ready(..))
+        self.hosted.get() && matches!(self.until.get(), Until::Idle | Until::Ready(..))
     }
 
     /// The host's wait flag is set (false when no host waits).

@@ -127,7 +127,7 @@ impl WorkerLocal {
                 .map(|Reverse((d, _))| d.saturating_duration_since(Instant::now()));
             // A hosted worker's loop returns to its host's wait: sleep no
             // longer than that wait allows (`host.rs`).
-            if !matches!(self.until.get(), host::Until::Terminate) {
+            if self.hosted.get() {
                 if let Some(nap) = self.host_nap() {
                     timeout = Some(timeout.map_or(nap, |t| t.min(nap)));
                 }

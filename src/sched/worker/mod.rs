@@ -137,6 +137,9 @@ pub(crate) struct WorkerLocal {
     /// When the worker loop returns to the thread that hosts this worker
     /// (`host.rs`); `Until::Terminate` for a worker thread's own loop.
     until: Cell<host::Until>,
+    /// `until` is not `Until::Terminate`: a host runs this loop (one
+    /// byte for the hot paths to test).
+    hosted: Cell<bool>,
     /// The flag of the hosting thread's wait while it runs this worker's
     /// loop (`Until::Woken`), else null: a carrier that sees it set
     /// returns to the loop, which returns to the wait.
@@ -417,10 +420,7 @@ impl WorkerLocal {
         // On a hosted worker, the host's own code is something else to
         // run (`host.rs`): the task yields to the loop, which returns to
         // the host if its wait is over or its round done.
-        if self.nothing_else_here()
-            && self.registry.injector.is_empty()
-            && matches!(self.until.get(), host::Until::Terminate)
-        {
+        if self.nothing_else_here() && self.registry.injector.is_empty() && !self.hosted.get() {
             return;
         }
         self.suspend_current(Suspend::Yielded);
@@ -454,7 +454,7 @@ impl WorkerLocal {
     /// a woken task, a due timer, or its inbox (`migrate.rs`).
     #[inline]
     fn resumable_pending(&self) -> bool {
-        (!matches!(self.until.get(), host::Until::Terminate) && self.until_met())
+        self.until_met()
             || !self.shared().resume.is_empty()
             || !self.shared().inbox.is_empty()
             || self
@@ -598,6 +598,7 @@ impl WorkerLocal {
             trace_how: Cell::new((crate::trace::how::OWN, 0)),
             blocked_early: Cell::new(None),
             until: Cell::new(host::Until::Terminate),
+            hosted: Cell::new(false),
             host_woken: Cell::new(std::ptr::null()),
             round_yielded: Cell::new(0),
         }
