@@ -295,10 +295,16 @@ pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::e
         local.push(task);
         return Ok(());
     }
-    // The thread that hosts a worker pushes on its deque (`worker/host.rs`).
+    // The thread that hosts a worker pushes on its deque (`worker/host.rs`)
+    // while the deque is short. While the host runs its own code, that
+    // deque is drained only by steals, one task each; beyond
+    // `worker::host::DEQUE_DEPTH` its forks go through the injector,
+    // which the other workers drain in batches.
     if let Some(local) = worker::host::hosted() {
-        local.push(task);
-        return Ok(());
+        if local.queued_here() < worker::host::DEQUE_DEPTH {
+            local.push(task);
+            return Ok(());
+        }
     }
     // Injected under the registry's lock, not through a clone of it: an
     // outside thread that forks in a loop (Qthreads' main) saves the two

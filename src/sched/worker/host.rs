@@ -39,6 +39,12 @@ use crate::sched::outside_wait::{OutsideBlocked, StuckSample};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+/// Tasks the host's forks may queue on its worker's deque; more go
+/// through the injector (`sched::push_task`). A fork read right after it
+/// (or a few) stays on this thread; a loop of many forks is shared out in
+/// batches while the host goes on forking.
+pub(crate) const DEQUE_DEPTH: usize = 64;
+
 /// When the worker loop returns to its caller.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Until {
