@@ -49,6 +49,29 @@ fn loom_targeted_notify_is_never_lost() {
     });
 }
 
+/// The wait of a thread that hosts a worker (`worker/host.rs`): the
+/// waker stores the wait's flag (a plain Release store, as
+/// `sync::wait::Waiter::wake` does) and notifies the worker; the host,
+/// in the worker's idle loop, reads the flag before it sleeps and in the
+/// sleep's re-check. It is never left asleep with the flag set (without
+/// the re-check, loom finds the lost wake-up).
+#[test]
+fn loom_host_wait_flag_is_never_missed() {
+    model(|| {
+        let sleep = Arc::new(Sleep::new(1));
+        let woken = Arc::new(AtomicBool::new(false));
+        let (s2, w2) = (sleep.clone(), woken.clone());
+        let waker = thread::spawn(move || {
+            w2.store(true, Ordering::Release);
+            s2.notify_worker(0);
+        });
+        while !woken.load(Ordering::Acquire) {
+            sleep.sleep(0, || woken.load(Ordering::Acquire), None);
+        }
+        waker.join().unwrap();
+    });
+}
+
 #[test]
 fn loom_notify_one_wakes_some_sleeper() {
     model(|| {
