@@ -104,7 +104,16 @@ impl Drop for Hosted {
         // takes the worker first): worker 0's carriers may hold blocked
         // tasks whose waiter nodes are linked into wait queues. Unwinding
         // or freeing them would corrupt memory, so the worker's state is
-        // left as it is (leaked), and with it those tasks.
+        // left as it is (leaked), and with it those tasks. The process's
+        // main thread gets here as the process exits (glibc's `exit` runs
+        // its thread-local destructors), which a program without
+        // `qthread_finalize` may do: its tasks end with it, as documented.
+        // SAFETY: getpid and gettid have no preconditions.
+        let main_thread =
+            unsafe { libc::syscall(libc::SYS_gettid) } == i64::from(unsafe { libc::getpid() });
+        if main_thread {
+            return;
+        }
         eprintln!(
             "cantus: the thread that started the runtime (and ran its worker 0) ended without \
              stopping it; worker 0's tasks will not run again (call qthread_finalize from the \
