@@ -466,6 +466,42 @@ fn deadlock_in_c_is_reported() {
     assert_ok("deadlock busy", &out, "read 7");
 }
 
+/// A traced Qthreads program: main, which runs shepherd 0, is task 1 on
+/// worker 0's lane (begun as a root, stopped for each wait, resumed after
+/// it, done at the end), and the tasks forked to shepherd 0 run on that
+/// lane between its spans.
+#[test]
+fn main_task_in_a_trace() {
+    let exe = compile("tests/c/trace_main.c", "trace_main", &[]);
+    let path = std::env::temp_dir().join(format!("cantus-trace-main-{}.json", std::process::id()));
+    let out = execute(&exe, &[], &[("CANTUS_TRACE", path.to_str().unwrap())]);
+    assert_ok("trace_main", &out, "sum 6");
+    let text = std::fs::read_to_string(&path).expect("the trace was written");
+    let _ = std::fs::remove_file(&path);
+    let v: serde_json::Value = serde_json::from_str(&text).expect("the trace is JSON");
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let spans: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["cat"] == "task" && e["tid"] == 0)
+        .collect();
+    let main: Vec<&&serde_json::Value> = spans.iter().filter(|e| e["args"]["task"] == 1).collect();
+    assert!(main.len() >= 4, "main's spans: {main:?}");
+    assert_eq!(main[0]["args"]["how"], "root", "{main:?}");
+    assert!(
+        main[1..].iter().all(|e| e["args"]["how"] == "resumed"),
+        "{main:?}"
+    );
+    assert_eq!(main.last().unwrap()["args"]["end"], "done", "{main:?}");
+    assert!(
+        main[..main.len() - 1]
+            .iter()
+            .all(|e| e["args"]["end"] == "blocked"),
+        "{main:?}"
+    );
+    let forked = spans.iter().filter(|e| e["args"]["task"] != 1).count();
+    assert!(forked >= 3, "the forks ran on worker 0's lane: {spans:?}");
+}
+
 /// Runs `exe` with a 200 ms grace period; asserts that it aborted with a
 /// deadlock report, and returns its standard error.
 fn aborted_with_report(exe: &Path, args: &[&str]) -> String {

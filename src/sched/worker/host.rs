@@ -144,7 +144,19 @@ pub(crate) fn start(registry: Arc<Registry>, index: usize, deque: Worker<Queued>
         })
     });
     crate::trace::enter_worker(index);
+    // The host's own code is the main task on worker 0's lane of a trace.
+    crate::trace::record(
+        crate::trace::kind::TASK_BEGIN,
+        crate::trace::how::ROOT,
+        0,
+        MAIN_TASK,
+        0,
+    );
 }
+
+/// The main task's id in a trace: 1, Qthreads' main's id, which no task
+/// of the scheduler has (`task_id_issued`: ids start past the workers).
+const MAIN_TASK: u64 = 1;
 
 /// After the runtime stopped (every task finished, the worker threads
 /// joined): finishes the hosted worker as a worker thread's end does.
@@ -153,6 +165,7 @@ pub(crate) fn finish() {
         return;
     };
     HOSTED.with(|p| p.set(std::ptr::null()));
+    crate::trace::task_end(MAIN_TASK, crate::trace::why::DONE);
     // SAFETY: `h.local` is taken once, here, and `finished` keeps `Drop`
     // from reading it afterwards.
     let local = unsafe { std::mem::ManuallyDrop::take(&mut h.local) };
@@ -194,6 +207,14 @@ fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
             WORKER.with(|w| w.set(std::ptr::null()));
         }
     }
+    // In a trace, the main task stops while the worker's loop runs, and
+    // runs again after.
+    let why = match until {
+        Until::Idle => crate::trace::why::YIELDED,
+        Until::Deadline(_) => crate::trace::why::SLEPT,
+        _ => crate::trace::why::BLOCKED,
+    };
+    crate::trace::task_end(MAIN_TASK, why);
     local.until.set(until);
     local.hosted.set(true);
     local.round_yielded.set(local.yielded.borrow().len());
@@ -203,6 +224,14 @@ fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
     WORKER.with(|w| w.set(local));
     let _leave = Leave(local);
     local.run();
+    drop(_leave);
+    crate::trace::record(
+        crate::trace::kind::TASK_BEGIN,
+        crate::trace::how::RESUMED,
+        0,
+        MAIN_TASK,
+        0,
+    );
 }
 
 /// The host blocks on a waiter whose wake sets `woken` (Release) and then
