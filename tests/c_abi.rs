@@ -458,6 +458,10 @@ fn deadlock_in_c_is_reported() {
     for _ in 0..3 {
         let stderr = aborted_with_report(&exe, &["main"]);
         assert!(stderr.contains("1 outside thread"), "{stderr}");
+        assert!(
+            stderr.contains("(the thread that runs worker 0)"),
+            "{stderr}"
+        );
         assert!(stderr.contains("(worker 0)"), "{stderr}");
         assert!(!stderr.contains("did not answer"), "{stderr}");
     }

@@ -96,7 +96,12 @@ impl OutsideBlocked {
             }
         }
         let me = OutsideWaiter {
-            thread: thread_label(),
+            thread: if super::worker::host::is_host_thread() {
+                // Its wait runs that worker's loop (`worker/host.rs`).
+                format!("{} (the thread that runs worker 0)", thread_label())
+            } else {
+                thread_label()
+            },
             kind,
             addr,
         };

@@ -189,6 +189,12 @@ pub(crate) fn hosted() -> Option<&'static WorkerLocal> {
     Some(unsafe { &*p })
 }
 
+/// Whether the calling thread hosts a worker, in its own code or in the
+/// worker's loop.
+pub(crate) fn is_host_thread() -> bool {
+    !HOSTED.with(|h| h.get()).is_null()
+}
+
 /// Whether the calling thread hosts a worker (in its own code).
 #[inline]
 pub(crate) fn hosts() -> bool {
