@@ -165,10 +165,6 @@ pub(crate) fn note_outside_wake() {
 /// spins briefly, then yields, then parks, checking for a deadlock once
 /// per grace period while parked. `what` names the variable's address.
 pub(crate) fn block_outside(kind: BlockKind, addr: usize, woken: &AtomicBool) {
-    // The thread that hosts a worker runs it meanwhile (`worker/host.rs`).
-    if let Some(local) = super::worker::host::hosted() {
-        return super::worker::host::wait(local, kind, addr, woken);
-    }
     let accounting = OutsideBlocked::enter(kind, addr);
     // Read before the first spin, so that a bad setting is said whether or
     // not this wait gets as far as parking.

@@ -97,7 +97,7 @@ impl Waiter {
             #[cfg(loom)]
             Target::Task(task) => task.suspend(),
             #[cfg(not(loom))]
-            Target::Host { woken, .. } => crate::sched::block_outside(kind, self.addr, woken),
+            Target::Host { woken, .. } => crate::sched::worker::host::wait(kind, self.addr, woken),
             Target::Thread { woken, .. } => {
                 #[cfg(not(loom))]
                 crate::sched::block_outside(kind, self.addr, woken);

@@ -82,10 +82,9 @@ pub(crate) fn perform_word(w: &AtomicU64, op: Op, value: u64) -> u64 {
         // worker's ready tasks first, the forked one among them: its
         // result is then usually there without a waiter.
         if let Some(local) = crate::sched::worker::host::hosted() {
-            if crate::sched::worker::host::help(local, is_full_fast, w.as_ptr().addr()) {
-                if let Some(v) = super::table::fast_read_full(w) {
-                    return v;
-                }
+            crate::sched::worker::host::help(local, is_full_fast, w.as_ptr().addr());
+            if let Some(v) = super::table::fast_read_full(w) {
+                return v;
             }
         } else if crate::sched::WorkerLocal::current().is_none() {
             let backoff = crossbeam_utils::Backoff::new();

@@ -50,8 +50,9 @@ pub(crate) const DEQUE_DEPTH: usize = 64;
 pub(crate) enum Until {
     /// A worker thread's own loop: when the runtime stops.
     Terminate,
-    /// The host waits on a flag (`WorkerLocal::host_woken`).
-    Woken,
+    /// The host waits on this flag, set by its waker (`wait`): it lies
+    /// on the host's stack, below the loop, for the loop's length.
+    Woken(*const AtomicBool),
     /// The host yields: when nothing of worker 0's is ready.
     Idle,
     /// The host stops the runtime: when every task has finished.
@@ -201,15 +202,14 @@ pub(crate) fn hosts() -> bool {
     hosted().is_some()
 }
 
-/// Runs `local`'s loop on the host until `until` (and the flag, for
-/// `Until::Woken`).
-fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
+/// Runs `local`'s loop on the host until `until`. Only from the host's
+/// own code (`hosted`), so never inside another such loop.
+fn run_hosted(local: &WorkerLocal, until: Until) {
     struct Leave<'a>(&'a WorkerLocal);
     impl Drop for Leave<'_> {
         fn drop(&mut self) {
             self.0.until.set(Until::Terminate);
             self.0.hosted.set(false);
-            self.0.host_woken.set(std::ptr::null());
             WORKER.with(|w| w.set(std::ptr::null()));
         }
     }
@@ -224,9 +224,6 @@ fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
     local.until.set(until);
     local.hosted.set(true);
     local.round_yielded.set(local.yielded.borrow().len());
-    local
-        .host_woken
-        .set(woken.map_or(std::ptr::null(), |w| w as *const AtomicBool));
     WORKER.with(|w| w.set(local));
     let _leave = Leave(local);
     local.run();
@@ -240,9 +237,12 @@ fn run_hosted(local: &WorkerLocal, until: Until, woken: Option<&AtomicBool>) {
     );
 }
 
-/// The host blocks on a waiter whose wake sets `woken` (Release) and then
-/// notifies this worker: runs the worker's loop until it is set.
-pub(crate) fn wait(local: &WorkerLocal, kind: BlockKind, addr: usize, woken: &AtomicBool) {
+/// The calling thread, which hosts a worker, blocks on a waiter whose
+/// wake sets `woken` (Release) and then notifies that worker
+/// (`sync/wait.rs`, `Target::Host`): runs the worker's loop until it is
+/// set.
+pub(crate) fn wait(kind: BlockKind, addr: usize, woken: &AtomicBool) {
+    let local = hosted().expect("a host's waiter blocks on its host");
     // Acquire pairs with the waker's Release store (`sync/wait.rs`).
     if woken.load(Ordering::Acquire) {
         return;
@@ -252,57 +252,50 @@ pub(crate) fn wait(local: &WorkerLocal, kind: BlockKind, addr: usize, woken: &At
         .config
         .deadlock
         .map(|grace| Check { grace, last: None });
-    let prev = set_idling(Some(Idling {
+    set_idling(Some(Idling {
         kind,
         addr,
         accounting: None,
         check,
     }));
-    run_hosted(local, Until::Woken, Some(woken));
+    run_hosted(local, Until::Woken(woken));
     // The accounting (if made) ends here, after the wait.
-    drop(set_idling(prev));
+    set_idling(None);
 }
 
 /// The host helps before it waits on something a task will do: runs
 /// worker 0's ready tasks until `ready(arg)` holds or none is left
 /// ready (it never sleeps here). A fork's result, readFF'd by the host
 /// right after the fork, is then made on this thread by the task itself,
-/// and read without a waiter. Returns `ready(arg)`.
-pub(crate) fn help(local: &WorkerLocal, ready: fn(usize) -> bool, arg: usize) -> bool {
-    let prev = set_idling(None);
-    run_hosted(local, Until::Ready(ready, arg), None);
-    set_idling(prev);
-    ready(arg)
+/// and read without a waiter.
+pub(crate) fn help(local: &WorkerLocal, ready: fn(usize) -> bool, arg: usize) {
+    run_hosted(local, Until::Ready(ready, arg));
 }
 
 /// The host yields: runs what worker 0 has ready, then returns.
 pub(crate) fn yield_round(local: &WorkerLocal) {
-    let prev = set_idling(None);
-    run_hosted(local, Until::Idle, None);
-    set_idling(prev);
+    run_hosted(local, Until::Idle);
 }
 
 /// The host sleeps until `deadline`, running worker 0's tasks meanwhile.
 pub(crate) fn sleep_until(local: &WorkerLocal, deadline: Instant) {
-    let prev = set_idling(None);
-    run_hosted(local, Until::Deadline(deadline), None);
-    set_idling(prev);
+    run_hosted(local, Until::Deadline(deadline));
 }
 
 /// The host stops the runtime: runs worker 0's loop until every task has
 /// finished.
 pub(crate) fn run_until_quiescent(local: &WorkerLocal) {
-    let prev = set_idling(None);
-    run_hosted(local, Until::Quiescent, None);
-    set_idling(prev);
+    run_hosted(local, Until::Quiescent);
 }
 
-fn set_idling(idling: Option<Idling>) -> Option<Idling> {
+/// Sets what the host's wait on a flag keeps (`wait`: only its loop reads
+/// it, `host_deadlock_check`); the old one, with its accounting, drops.
+fn set_idling(idling: Option<Idling>) {
     OWNED.with(|o| {
-        o.borrow()
-            .as_ref()
-            .and_then(|h| std::mem::replace(&mut *h.idling.borrow_mut(), idling))
-    })
+        if let Some(h) = o.borrow().as_ref() {
+            *h.idling.borrow_mut() = idling;
+        }
+    });
 }
 
 /// How a waker made on the host notifies it: worker 0's sleep state.
@@ -350,7 +343,10 @@ impl WorkerLocal {
         }
         match self.until.get() {
             Until::Terminate | Until::Idle => false,
-            Until::Woken => self.host_woken_now(),
+            // SAFETY: the flag of the host's wait (`wait`), on the host's
+            // stack below this loop; `run_hosted` puts `Until::Terminate`
+            // back before that wait returns.
+            Until::Woken(flag) => unsafe { (*flag).load(Ordering::Acquire) },
             Until::Quiescent => self.registry.quiescent(),
             Until::Deadline(d) => Instant::now() >= d,
             Until::Ready(ready, arg) => ready(arg),
@@ -364,16 +360,6 @@ impl WorkerLocal {
         self.hosted.get() && matches!(self.until.get(), Until::Idle | Until::Ready(..))
     }
 
-    /// The host's wait flag is set (false when no host waits).
-    #[inline]
-    pub(super) fn host_woken_now(&self) -> bool {
-        let p = self.host_woken.get();
-        // SAFETY: set by `run_hosted` to the flag of the host's wait, on
-        // the host's stack below this loop, and cleared before that wait
-        // returns.
-        !p.is_null() && unsafe { (*p).load(Ordering::Acquire) }
-    }
-
     /// For the idle loop of a hosted worker about to sleep: the longest
     /// it may sleep (`None`: until notified), after the deadlock check of
     /// the host's wait (which does not return if it finds a deadlock).
@@ -384,7 +370,7 @@ impl WorkerLocal {
             // outside stop's polling does.
             Until::Quiescent => Some(Duration::from_millis(1)),
             Until::Deadline(d) => Some(d.saturating_duration_since(Instant::now())),
-            Until::Woken => self.host_deadlock_check(),
+            Until::Woken(_) => self.host_deadlock_check(),
         }
     }
 
@@ -411,7 +397,7 @@ impl WorkerLocal {
                 None => check.last = Some((super::super::deadlock::stuck_sample(reg), now)),
                 Some((prev, at)) if now.duration_since(at) >= check.grace => {
                     let sample = super::super::deadlock::stuck_sample(reg);
-                    report = sample.is_some() && sample == prev && !self.host_woken_now();
+                    report = sample.is_some() && sample == prev && !self.until_met();
                     check.last = Some((sample, now));
                 }
                 Some(_) => {}

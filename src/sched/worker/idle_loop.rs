@@ -95,7 +95,7 @@ impl WorkerLocal {
                 spins = spins.saturating_add(1);
                 // A host's wait checks for a deadlock while its worker
                 // spins too (an `active` worker never sleeps).
-                if spins % 1024 == 0 && matches!(self.until.get(), host::Until::Woken) {
+                if spins % 1024 == 0 && matches!(self.until.get(), host::Until::Woken(_)) {
                     self.host_nap();
                 }
                 // A driver with a thread of its own (MPI) may share this

@@ -140,10 +140,6 @@ pub(crate) struct WorkerLocal {
     /// `until` is not `Until::Terminate`: a host runs this loop (one
     /// byte for the hot paths to test).
     hosted: Cell<bool>,
-    /// The flag of the hosting thread's wait while it runs this worker's
-    /// loop (`Until::Woken`), else null: a carrier that sees it set
-    /// returns to the loop, which returns to the wait.
-    host_woken: Cell<*const std::sync::atomic::AtomicBool>,
     /// In a host's round (`Until::Idle`, `Until::Ready`): the yielded
     /// tasks it may still resume, those that had yielded before it began.
     round_yielded: Cell<usize>,
@@ -599,7 +595,6 @@ impl WorkerLocal {
             blocked_early: Cell::new(None),
             until: Cell::new(host::Until::Terminate),
             hosted: Cell::new(false),
-            host_woken: Cell::new(std::ptr::null()),
             round_yielded: Cell::new(0),
         }
     }
