@@ -4,7 +4,8 @@
 //! Every size arrives whole on both sides of each threshold (the ring
 //! frame, the largest block) with the areas at their default, small, and
 //! off; many senders at once never mix; replies kept for later and
-//! handlers that wait for later calls never hold up an area (rule L); a
+//! handlers that wait for later calls never hold up an area, and
+//! messages kept in a mailbox never hold up their sender (rule L); a
 //! receiver killed mid-transfer ends the job with a message and leaves no
 //! process behind. Each test runs its body in a child process (locale 0)
 //! under the kill timeout of `tests/common`, so a hang fails fast.
@@ -146,7 +147,36 @@ impl Remote for Spray {
     }
 }
 
-cantus::remote!(Check, WaitForAll, DieAt, Spray);
+/// Receives, from `from`, only the message tagged `LAST` first, while the
+/// large ones sent before it wait in this task's mailbox, kept where they
+/// arrived; then checks each (tag `i`, the pattern of seed `i`) and
+/// returns how many came whole.
+#[derive(Serialize, Deserialize)]
+struct KeepThenRead {
+    from: cantus::chant::TaskId,
+    count: u64,
+    len: u64,
+}
+
+/// The tag of the message that says every large one was sent.
+const LAST: u32 = 1 << 20;
+
+impl Remote for KeepThenRead {
+    type Output = u64;
+    fn run(self) -> u64 {
+        use cantus::chant::{self, Source, Tag};
+        chant::send(self.from, 0, &[]).unwrap();
+        chant::recv(Source::Task(self.from), Tag::Is(LAST));
+        (1..=self.count)
+            .filter(|&i| {
+                let m = chant::recv(Source::Task(self.from), Tag::Is(i as u32));
+                m.bytes() == pattern(self.len as usize, i)
+            })
+            .count() as u64
+    }
+}
+
+cantus::remote!(Check, WaitForAll, DieAt, Spray, KeepThenRead);
 
 /// Byte sizes on both sides of each threshold: the frame that fits a ring
 /// (the call's own fields and the header make up the few bytes between),
@@ -270,6 +300,37 @@ fn handlers_that_wait_for_later_calls_do_not_hold_up_the_area() {
             for (h, b) in handles.into_iter().zip(&blocks) {
                 assert_eq!(h.join().unwrap(), fnv(b));
             }
+        },
+    );
+}
+
+#[test]
+fn messages_kept_in_a_mailbox_do_not_hold_up_the_sender() {
+    let _ = in_job(
+        "messages_kept_in_a_mailbox_do_not_hold_up_the_sender",
+        2,
+        &[],
+        || {
+            use cantus::chant::{self, Source, Tag};
+            // 12 messages of 1.5 MiB (18 MiB, over twice the 8 MiB area)
+            // all sent before the receiver reads any: each waits in its
+            // mailbox where it arrived, holding its block, so the later
+            // ones go in eager pieces through the ring.
+            let (count, len) = (12u64, 3usize << 19);
+            let reader = cantus::on(
+                1,
+                KeepThenRead {
+                    from: chant::me(),
+                    count,
+                    len: len as u64,
+                },
+            );
+            let them = chant::recv(Source::Any, Tag::Is(0)).source();
+            for i in 1..=count {
+                chant::send(them, i as u32, &pattern(len, i)).unwrap();
+            }
+            chant::send(them, LAST, &[]).unwrap();
+            assert_eq!(reader.join().unwrap(), count, "every message came whole");
         },
     );
 }

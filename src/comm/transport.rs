@@ -67,6 +67,14 @@ pub(crate) enum SendError {
     /// No room now. Poll (see the module docs for which networks), then
     /// try again; the frame was not sent and nothing was lost.
     Full,
+    /// The frame is longer than [`Transport::eager_frame`], and the memory
+    /// that carries such frames to the destination has no room now (on
+    /// shared memory, the pair's rendezvous area, whose blocks their
+    /// receiver may keep for as long as it reads them). Nothing was sent.
+    /// Poll and try again as for `Full`, or send the frame in pieces of
+    /// at most `eager_frame` bytes, which need none of that memory: a
+    /// sender never waits on what a receiver keeps.
+    NoLargeRoom,
     /// The frame can never be sent: it is larger than `max_frame`, the
     /// destination does not exist, or it is gone. The error says which.
     Failed(Error),
@@ -174,14 +182,6 @@ impl Lent {
     }
 }
 
-impl Lent {
-    /// Whether the bytes lie in a buffer of this process
-    /// ([`Lent::buffer`]), which keeping holds up nobody.
-    pub(crate) fn is_buffer(&self) -> bool {
-        matches!(self.keep, Keep::Buffer(_))
-    }
-}
-
 impl std::ops::Deref for Lent {
     type Target = [u8];
 
@@ -231,6 +231,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
 
     /// The largest frame `try_send` accepts, in bytes.
     fn max_frame(&self) -> usize;
+
+    /// The largest frame that never needs the memory of
+    /// [`SendError::NoLargeRoom`] (on shared memory, a ring frame): a
+    /// sender told `NoLargeRoom` can always go on in frames of this size.
+    fn eager_frame(&self) -> usize {
+        self.max_frame()
+    }
 
     /// Sends the concatenation of `parts` to `dest` on `net` as one frame.
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError>;

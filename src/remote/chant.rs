@@ -108,10 +108,12 @@ pub struct Message {
     bytes: Bytes,
 }
 
-/// A message's bytes: a buffer of its own, or the buffer the transport
-/// received it into, lent (a large message over MPI, read where MPI put
-/// it; never a shared-memory block, which a message waiting to be
-/// received would hold up: `comm/shm/README.md`, "Rendezvous", rule L).
+/// A message's bytes: a buffer of its own, or the memory the transport
+/// received it into, lent: a large message over MPI, read where MPI put
+/// it, or on shared memory where its sender wrote it, a block of the
+/// sender's area, kept until the message is dropped (a block kept holds up
+/// its area, and the sender's later large frames go in eager pieces:
+/// `comm/shm/README.md`, "Rendezvous", rule L).
 enum Bytes {
     Own(Vec<u8>),
     Lent(Lent, usize),

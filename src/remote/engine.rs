@@ -207,6 +207,13 @@ impl Engine {
         self.transport.max_frame() - HEADER_LEN
     }
 
+    /// The largest payload of an eager frame (`Transport::eager_frame`,
+    /// less the header): one that never waits for the memory a receiver
+    /// may keep (`SendError::NoLargeRoom`).
+    pub(crate) fn eager_payload(&self) -> usize {
+        self.transport.eager_frame() - HEADER_LEN
+    }
+
     /// Passes on `Transport::expect_arrivals`.
     pub(crate) fn expect_arrivals(&self, on: bool) {
         self.transport.expect_arrivals(on);
@@ -247,15 +254,16 @@ impl Dispatch for Engine {
             self.count_received();
         }
         // A lent frame travels on as itself where it may be kept: a
-        // request's arguments and a reply (kept only as rule L allows,
-        // `serve.rs`, `replies.rs`), and a message in a buffer of this
-        // process (it may wait in a mailbox; a block of the sender's area
-        // may not: rule L). Everything else is read during this call.
+        // request's arguments and a reply (kept as rule L says,
+        // `serve.rs`, `replies.rs`), and a message, which waits in its
+        // mailbox, lent, until received (a block of the sender's area it
+        // holds up makes the sender's later large frames go in eager
+        // pieces: rule L). Everything else is read during this call.
         let lent = match (h.kind, lent) {
             (Kind::Request | Kind::Reply, Some(l)) => {
                 return self.hand_on(src, h, &[], Body::Lent(l, start), cx);
             }
-            (Kind::Message, Some(l)) if l.is_buffer() => {
+            (Kind::Message, Some(l)) => {
                 let mut tag = [0u8; TAG_LEN];
                 tag.copy_from_slice(&l[start..start + TAG_LEN]);
                 return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);

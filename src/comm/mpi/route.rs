@@ -140,6 +140,10 @@ impl Transport for RoutingTransport {
         self.max_frame
     }
 
+    fn eager_frame(&self) -> usize {
+        self.shm.eager_frame().min(self.mpi.eager_frame())
+    }
+
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
         match self.member.get(dest) {
             Some(&i) if i != ELSEWHERE && dest != self.here() => self.shm.try_send(i, net, parts),

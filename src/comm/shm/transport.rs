@@ -355,8 +355,9 @@ impl ShmTransport {
 
     /// Sends a frame larger than a ring frame by rendezvous (`README.md`,
     /// "Rendezvous"): copies it once into a block of our area for `dest`,
-    /// then puts the block's note on the ring. `Full` when the area or the
-    /// ring has no room (nothing sent, the block given back).
+    /// then puts the block's note on the ring. `NoLargeRoom` when the
+    /// area has no room (its receiver may be keeping blocks: rule L),
+    /// `Full` when the ring has none (nothing sent, the block given back).
     fn send_block(
         &self,
         dest: usize,
@@ -373,7 +374,7 @@ impl ShmTransport {
         // go onto each ring in the order of their blocks' numbers (which
         // the receiver checks).
         let mut area = area.lock().unwrap();
-        let block = area.try_alloc(len).ok_or(SendError::Full)?;
+        let block = area.try_alloc(len).ok_or(SendError::NoLargeRoom)?;
         write_parts(area.payload_mut(&block), parts);
         let mut p = producer.lock().unwrap();
         let p = &mut *p;
@@ -526,6 +527,10 @@ impl Transport for ShmTransport {
 
     fn max_frame(&self) -> usize {
         self.max_frame
+    }
+
+    fn eager_frame(&self) -> usize {
+        self.ring_frame
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {

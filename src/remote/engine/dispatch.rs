@@ -24,7 +24,7 @@ impl Engine {
                 let reply = self.stamp(
                     src,
                     Header::reply(h.token, Status::Rejected),
-                    why.len().min(self.max_payload()),
+                    why.len().min(self.eager_payload()),
                 );
                 self.send_from_poll(src, Network::Reply, reply, why.as_bytes());
             } else {
@@ -92,8 +92,9 @@ impl Engine {
     /// (`sched::no_wait`: anything that would wait panics), and sends the
     /// reply without waiting: now if the ring has room, else through the
     /// outbox (a poll never waits, serving rule 1 in `README.md`). A
-    /// result too large for one frame goes from a task, which may wait
-    /// to stream it.
+    /// result longer than an eager frame goes from a task, which may wait
+    /// for room (also for the large room a receiver may keep,
+    /// `SendError::NoLargeRoom`) or stream it.
     pub(super) fn serve_inline(
         &self,
         src: usize,
@@ -111,12 +112,13 @@ impl Engine {
         if token != 0 {
             let (status, payload) = outcome.reply(&out);
             let header = Header::reply(token, status);
-            if payload.len() <= self.max_payload() {
+            if payload.len() <= self.eager_payload() {
                 let header = self.stamp(src, header, payload.len());
                 let h = header.encode(payload.len());
                 match self.offer(src, Network::Reply, &[&h, payload]) {
                     Ok(()) => {}
-                    Err(SendError::Full) => {
+                    // An eager frame never lacks large room.
+                    Err(SendError::Full | SendError::NoLargeRoom) => {
                         self.send_from_poll(src, Network::Reply, header, payload)
                     }
                     Err(SendError::Failed(e)) => eprintln!(

@@ -94,24 +94,58 @@ impl Engine {
         if len > self.transport.max_frame() {
             return self.send_fragments(dest, net, parts, len);
         }
-        self.send_until_taken(dest, net, parts)
+        match self.offer_until_taken(dest, net, parts)? {
+            Offered::Taken => Ok(()),
+            // Its receiver keeps the memory of large frames (rule L of
+            // `comm/shm/README.md`): the frame goes in eager pieces.
+            Offered::NoLargeRoom => self.send_fragments(dest, net, parts, len),
+        }
     }
 
     /// Offers a frame until the transport takes it, polling (and, after a
-    /// while, yielding) while there is no room.
+    /// while, yielding) while there is no room. A frame that finds no
+    /// large room (`SendError::NoLargeRoom`) is sent in eager pieces
+    /// instead, by [`send_frame`](Self::send_frame).
     pub(super) fn send_until_taken(
         &self,
         dest: usize,
         net: Network,
         parts: &[&[u8]],
     ) -> Result<(), Error> {
+        match self.offer_until_taken(dest, net, parts)? {
+            Offered::Taken => Ok(()),
+            Offered::NoLargeRoom => {
+                let len = parts.iter().map(|p| p.len()).sum();
+                self.send_fragments(dest, net, parts, len)
+            }
+        }
+    }
+
+    /// Offers a frame until the transport takes it, polling while there is
+    /// no room; gives up with `NoLargeRoom` once the transport said so
+    /// [`LARGE_ROOM_TRIES`] times (its receiver keeps the memory such a
+    /// frame needs: waiting longer could wait forever).
+    fn offer_until_taken(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<Offered, Error> {
         let mut tries = 0u32;
+        let mut no_large_room = 0u32;
         loop {
             match self.offer(dest, net, parts) {
-                Ok(()) => return Ok(()),
+                Ok(()) => return Ok(Offered::Taken),
                 Err(SendError::Failed(e)) => return Err(e),
-                Err(SendError::Full) => self.wait_for_room(net, &mut tries),
+                Err(SendError::Full) => {}
+                Err(SendError::NoLargeRoom) => {
+                    no_large_room += 1;
+                    if no_large_room >= LARGE_ROOM_TRIES {
+                        return Ok(Offered::NoLargeRoom);
+                    }
+                }
             }
+            self.wait_for_room(net, &mut tries);
         }
     }
 
@@ -128,6 +162,9 @@ impl Engine {
     /// Sends the `len`-byte frame made of `parts` as a stream of
     /// fragments (`fragment.rs`): holds the stream lock for `dest` and
     /// `net` throughout, so no other stream interleaves on that ring.
+    /// Pieces are as large as the transport's frames; from the first
+    /// piece that finds no large room on, eager frames
+    /// ([`Transport::eager_frame`]).
     pub(super) fn send_fragments(
         &self,
         dest: usize,
@@ -137,7 +174,7 @@ impl Engine {
     ) -> Result<(), Error> {
         if dest >= self.locales {
             // As the transport would say for a whole frame.
-            return self.send_until_taken(dest, net, parts);
+            return self.offer_until_taken(dest, net, parts).map(|_| ());
         }
         let mut tries = 0u32;
         let _stream = loop {
@@ -147,7 +184,9 @@ impl Engine {
             }
         };
         let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
-        let piece = self.transport.max_frame() - HEADER_LEN - FRAGMENT_PREFIX;
+        let room = HEADER_LEN + FRAGMENT_PREFIX;
+        let mut piece = self.transport.max_frame() - room;
+        let eager = self.transport.eager_frame() - room;
         let total = (len as u64).to_le_bytes();
         let mut at = 0;
         while at < len {
@@ -157,8 +196,12 @@ impl Engine {
             frame.push(&h);
             frame.push(&total);
             crate::remote::fragment::slices(parts, at, n, &mut frame);
-            self.send_until_taken(dest, net, &frame)?;
-            at += n;
+            match self.offer_until_taken(dest, net, &frame)? {
+                Offered::Taken => at += n,
+                // The same bytes again, in eager pieces from here on (the
+                // receiver takes pieces of any size, in order).
+                Offered::NoLargeRoom => piece = eager,
+            }
         }
         Ok(())
     }
@@ -285,9 +328,10 @@ impl Engine {
     /// Sends `frame` now if there is room, else leaves it for the next
     /// poll: for frames sent from inside a poll, which must not wait. They
     /// are short (control frames, rejections): a payload longer than one
-    /// frame carries is cut, with a note saying so.
+    /// eager frame carries (`Transport::eager_frame`, which never waits
+    /// for large room) is cut, with a note saying so.
     pub(super) fn send_from_poll(&self, dest: usize, net: Network, header: Header, payload: &[u8]) {
-        let max = self.max_payload();
+        let max = self.eager_payload();
         let payload = if payload.len() > max {
             eprintln!(
                 "cantus: locale {}: a {}-byte {:?} frame for locale {dest}, sent from a poll, \
@@ -321,7 +365,9 @@ impl Engine {
         while let Some((dest, net, frame)) = outbox.front() {
             match self.offer(*dest, *net, &[frame]) {
                 Ok(()) => {}
-                Err(SendError::Full) => return,
+                // Frames from a poll are short: a large one waits for
+                // room like any other.
+                Err(SendError::Full | SendError::NoLargeRoom) => return,
                 Err(SendError::Failed(e)) => eprintln!("cantus: locale {}: {e}", self.here),
             }
             outbox.pop_front();
@@ -329,6 +375,20 @@ impl Engine {
             self.outbox_len.store(outbox.len(), Ordering::Release);
         }
     }
+}
+
+/// How many times a sender offers a frame that finds no large room
+/// (`SendError::NoLargeRoom`), polling between, before it sends the
+/// frame in eager pieces: blocks in flight are taken within a few polls
+/// of their receiver; a block its receiver keeps (a Chant message in a
+/// mailbox) may stay for as long as the program likes.
+const LARGE_ROOM_TRIES: u32 = 64;
+
+/// What became of a frame offered until the transport took it.
+enum Offered {
+    Taken,
+    /// The transport said `NoLargeRoom` [`LARGE_ROOM_TRIES`] times.
+    NoLargeRoom,
 }
 
 /// Whether the frame made of `parts` counts as a program message: every
