@@ -165,6 +165,158 @@ impl Remote for SumVec {
 
 cantus::remote!(SumVec);
 
+/// Says whether its arrays arrived in place (in the frame the transport
+/// lent), negates the first where it lies, and sends it back.
+#[derive(Serialize, Deserialize)]
+struct InPlace {
+    block: Bulk<f64>,
+    ids: Bulk<u32>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct InPlaceSaid {
+    block_in_place: bool,
+    ids_in_place: bool,
+    changed_where_it_lay: bool,
+    ids_sum: u64,
+    block: Bulk<f64>,
+}
+
+impl Remote for InPlace {
+    type Output = InPlaceSaid;
+    fn run(mut self) -> InPlaceSaid {
+        let (block_in_place, ids_in_place) = (self.block.is_in_place(), self.ids.is_in_place());
+        let at = self.block.as_ptr();
+        self.block.iter_mut().for_each(|x| *x = -*x);
+        InPlaceSaid {
+            block_in_place,
+            ids_in_place,
+            changed_where_it_lay: self.block.as_ptr() == at,
+            ids_sum: self.ids.iter().map(|&i| u64::from(i)).sum(),
+            block: self.block,
+        }
+    }
+}
+
+/// A block of `n` values made from `seed`, returned.
+#[derive(Serialize, Deserialize)]
+struct Make {
+    n: u64,
+    seed: u64,
+}
+
+impl Remote for Make {
+    type Output = Bulk<f64>;
+    fn run(self) -> Bulk<f64> {
+        values(self.n as usize, self.seed).into()
+    }
+}
+
+cantus::remote!(InPlace, Make);
+
+/// Calls `InPlace` on locale 1 with `n` values and 2,048 ids; checks the
+/// values came back negated and says (there, here) whether the arrays
+/// were in place.
+fn call_in_place(n: usize) -> ((bool, bool, bool), bool) {
+    let v = values(n, 9);
+    let ids: Vec<u32> = (0..2048).collect();
+    let said = cantus::on(
+        1,
+        InPlace {
+            block: v.clone().into(),
+            ids: ids.into(),
+        },
+    )
+    .join()
+    .unwrap();
+    assert_eq!(said.ids_sum, 2047 * 2048 / 2, "the ids arrived whole");
+    assert!(said.changed_where_it_lay || !said.block_in_place);
+    let here = said.block.is_in_place();
+    assert!(
+        said.block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        "{n} values came back negated"
+    );
+    if here {
+        // A clone shares the elements; changing one copies them first.
+        let mut mine = said.block.clone();
+        mine[0] = 12345.0;
+        assert!(!mine.is_in_place() && said.block.is_in_place());
+        assert_eq!(said.block[0], -v[0], "the shared original is unchanged");
+    }
+    let back = said.block.into_vec();
+    assert_eq!(back.len(), n);
+    (
+        (
+            said.block_in_place,
+            said.ids_in_place,
+            said.changed_where_it_lay,
+        ),
+        here,
+    )
+}
+
+#[test]
+fn large_bulks_are_received_in_place_and_changed_there() {
+    let _ = in_job(
+        "large_bulks_are_received_in_place_and_changed_there",
+        2,
+        || {
+            // 1 MiB: a rendezvous block each way, read where it was
+            // written, the argument negated there, the result sent from
+            // it; both arrays of the call aligned in place.
+            assert_eq!(call_in_place(1 << 17), ((true, true, true), true));
+            // In a ring frame (not lent): copied out, as small arrays are.
+            assert_eq!(call_in_place(1000), ((false, false, true), false));
+        },
+    );
+}
+
+#[test]
+fn bulks_with_rendezvous_off_are_copied_and_whole() {
+    let _ = common::in_job(
+        "bulks_with_rendezvous_off_are_copied_and_whole",
+        2,
+        &[("CANTUS_RENDEZVOUS_BYTES", "0")],
+        || {
+            assert_eq!(call_in_place(1 << 17), ((false, false, true), false));
+        },
+    );
+}
+
+#[test]
+fn results_kept_in_place_do_not_hold_up_their_sender() {
+    let _ = in_job(
+        "results_kept_in_place_do_not_hold_up_their_sender",
+        2,
+        || {
+            // 24 results of 1 MiB, each kept where it arrived until all
+            // came (three times the 8 MiB area): once the area is full
+            // the later ones go in ring pieces, and arrive whole.
+            let kept: Vec<Bulk<f64>> = (0..24u64)
+                .map(|i| {
+                    cantus::on(
+                        1,
+                        Make {
+                            n: 1 << 17,
+                            seed: i,
+                        },
+                    )
+                    .join()
+                    .unwrap()
+                })
+                .collect();
+            assert!(kept[0].is_in_place(), "the first arrived in place");
+            assert!(
+                kept.iter().any(|b| !b.is_in_place()),
+                "later ones came in pieces while the first were kept"
+            );
+            for (i, b) in kept.iter().enumerate() {
+                assert!(**b == values(1 << 17, i as u64)[..], "result {i}");
+            }
+        },
+    );
+}
+
 #[test]
 fn a_large_plain_vec_gets_a_hint_naming_bulk_in_debug_builds_once() {
     let stderr = in_job(

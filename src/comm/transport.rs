@@ -134,12 +134,14 @@ enum Keep {
     Buffer(#[allow(dead_code)] Vec<u8>),
 }
 
-// SAFETY: a `Lent` gives only shared reads of bytes that nobody writes
-// while it lives (the contract of `Lent::new`), and its drop calls
-// `TakeBack::take_back`, which is `Send + Sync`; so it may move to and
-// be shared by any thread.
+// SAFETY: a `Lent` gives shared reads of bytes that nobody else writes
+// while it lives (the contract of `Lent::new`); writes through
+// `as_mut_ptr` are its holders' own, made where one alone reads (its
+// caller's contract); and its drop calls `TakeBack::take_back`, which is
+// `Send + Sync`; so it may move to and be shared by any thread.
 unsafe impl Send for Lent {}
-// SAFETY: as for Send: `&Lent` reads only.
+// SAFETY: as for Send: `&Lent` reads only (writes go through a raw
+// pointer, under its caller's own exclusion).
 unsafe impl Sync for Lent {}
 
 impl Lent {
@@ -148,9 +150,11 @@ impl Lent {
     ///
     /// # Safety
     ///
-    /// The bytes stay readable, and nobody writes them, until `owner`'s
-    /// `take_back(token)` is called (which only this value's drop does),
-    /// as long as `owner` lives.
+    /// The bytes stay readable and writable by the receiver, and nobody
+    /// else reads or writes them, until `owner`'s `take_back(token)` is
+    /// called (which only this value's drop does), as long as `owner`
+    /// lives; `ptr` may be written through (it is not made from a shared
+    /// borrow).
     pub(crate) unsafe fn new(
         ptr: std::ptr::NonNull<u8>,
         len: usize,
@@ -171,14 +175,30 @@ impl Lent {
     ///
     /// If `range` does not lie in `buffer`.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn buffer(buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
-        let bytes = &buffer[range];
-        let (ptr, len) = (std::ptr::NonNull::from(bytes).cast::<u8>(), bytes.len());
+    pub(crate) fn buffer(mut buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
+        let len = buffer[range.clone()].len();
+        // From the vector's own pointer, not a shared borrow of it, so the
+        // receiver may write the bytes where it alone holds them
+        // (`as_mut_ptr`).
+        let ptr = std::ptr::NonNull::new(buffer.as_mut_ptr().wrapping_add(range.start))
+            .expect("a vector's bytes are never at null");
         Lent {
             ptr,
             len,
             keep: Keep::Buffer(buffer),
         }
+    }
+}
+
+impl Lent {
+    /// The bytes' address, from which their receiver may write them where
+    /// it alone reads them (a `Bulk` received in place,
+    /// `remote/bulk.rs`): the transport neither reads nor writes a lent
+    /// frame's bytes until it is handed back (for shared memory, the
+    /// sender's area is mapped writable in every locale; for a buffer, it
+    /// is this process's own).
+    pub(crate) fn as_mut_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 }
 

@@ -311,6 +311,13 @@ pub fn max_message_len() -> usize {
 /// Panics outside a task, or if `to.locale` is not `0..num_locales()`.
 #[track_caller]
 pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
+    send_parts(to, tag, &[bytes])
+}
+
+/// [`send`] of the concatenation of `parts`, copied once (into the
+/// transport, or into the message of a task of this locale).
+#[track_caller]
+fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
     // Not from a remote call declared inline: it is no task to send from
     // (whatever task's poll runs it), and a send may wait for room.
     crate::sched::no_wait::check_task("cantus::chant::send");
@@ -322,25 +329,35 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
         to.locale,
         Locales(n)
     );
+    let len: usize = parts.iter().map(|p| p.len()).sum();
     match super::engine() {
         Some(e) if to.locale != e.here() => {
             let max = max_message_len();
-            if bytes.len() > max {
+            if len > max {
                 return Err(Error::new(
                     ErrorKind::Message,
                     format!(
-                        "cantus::chant::send: a {}-byte message (tag {tag}, to {to}) is longer than \
-                         the {max} bytes (4 GiB less the tag) a message between locales can carry; \
-                         split it",
-                        bytes.len()
+                        "cantus::chant::send: a {len}-byte message (tag {tag}, to {to}) is longer \
+                         than the {max} bytes (4 GiB less the tag) a message between locales can \
+                         carry; split it"
                     ),
                 ));
             }
+            let tag = tag.to_le_bytes();
+            let mut frame: Vec<&[u8]> = Vec::new();
+            let frame: &[&[u8]] = match parts {
+                [bytes] => &[&tag, bytes],
+                _ => {
+                    frame.push(&tag);
+                    frame.extend_from_slice(parts);
+                    &frame
+                }
+            };
             e.send_parts(
                 to.locale,
                 Network::Reply,
                 Header::message(to.task, from.task),
-                &[&tag.to_le_bytes(), bytes],
+                frame,
             )
         }
         _ => {
@@ -350,12 +367,16 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
                     format!("cantus::chant::send: {to} never existed (sent by {from}, tag {tag})"),
                 ));
             }
+            let mut bytes = Vec::with_capacity(len);
+            for p in parts {
+                crate::copy::extend(&mut bytes, p);
+            }
             deliver(
                 to.task,
                 Message {
                     from,
                     tag,
-                    bytes: crate::copy::to_vec(bytes).into(),
+                    bytes: bytes.into(),
                 },
             );
             Ok(())
@@ -368,7 +389,9 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
 /// encode.
 #[track_caller]
 pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Result<(), Error> {
-    let bytes = super::encode::encode(value).map_err(|e| {
+    // Encoded where it starts in its frame: after the header and the tag.
+    let at = super::wire::HEADER_LEN + super::wire::TAG_LEN;
+    let bytes = super::encode::encode(value, at).map_err(|e| {
         Error::new(
             ErrorKind::Message,
             format!(
@@ -377,7 +400,7 @@ pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Res
             ),
         )
     })?;
-    send(to, tag, &bytes)
+    bytes.with_parts(&[], |parts| send_parts(to, tag, parts))
 }
 
 /// Waits for a message from `from` with `tag` and returns it. Only the

@@ -1,18 +1,32 @@
-//! Encoding calls and messages (postcard, serde) into a buffer each
-//! thread reuses: a call's arguments are encoded, sent (copied into the
-//! transport) and dropped before the call returns, so the same memory
-//! serves the next call, with no allocation and no page faults once it is
-//! large enough.
+//! Encoding calls and messages (postcard, serde) for sending.
+//!
+//! **Reused buffers.** A call's arguments are encoded, sent (copied into
+//! the transport) and dropped before the call returns, so the buffer they
+//! were encoded into serves the next call of the thread, with no
+//! allocation and no page faults once it is large enough.
+//!
+//! **Gathering.** An encoding for sending is an [`Encoding`]: bytes, and
+//! between them *pinned* arrays: each large [`Bulk`](super::Bulk) (of
+//! [`PIN_MIN`](super::bulk::PIN_MIN) bytes or more) met while encoding is
+//! not copied into the bytes but named, with a reference count that keeps
+//! its elements where they are, unchanged, until the encoding is dropped;
+//! the transport then copies the frame's parts ([`Encoding::with_parts`])
+//! once, straight to where it sends them from. The `Bulk` offers itself
+//! ([`offer`]) just before serde hands its bytes to the encoder, which
+//! recognizes them by address and length; it also writes a padding
+//! ([`PAD_PROBE`]) that the encoder cuts to the length placing the
+//! array's first byte at a multiple of 64 from the frame's start, so that
+//! the receiver can keep it in place, aligned (`bulk.rs`).
 //!
 //! In debug builds, an encoding of 64 KiB or more that postcard wrote in
 //! small pieces (a large `Vec<u8>` or `Vec<f64>`, which serde moves
 //! element by element) prints a hint, once per type, naming
 //! [`Bulk`](super::Bulk), which moves such an array as its bytes.
 
+use super::bulk::{PIN_ALIGN, PIN_MIN};
 use postcard::ser_flavors::Flavor;
 use serde::Serialize;
 use std::cell::Cell;
-use std::ops::Deref;
 use std::sync::Mutex;
 
 /// The largest buffer a thread keeps for the next encoding; a larger one
@@ -21,22 +35,272 @@ const KEEP_AT_MOST: usize = 16 << 20;
 
 thread_local! {
     static SPARE: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// Whether an encoding for sending runs on this thread (a `Bulk` then
+    /// offers to be pinned).
+    static GATHERING: Cell<bool> = const { Cell::new(false) };
+    /// The `Bulk` whose bytes serde is about to hand to the encoder.
+    static OFFERED: Cell<Option<Pin>> = const { Cell::new(None) };
 }
 
-/// Bytes encoded into a reused buffer; the buffer goes back to its thread
-/// when this is dropped.
-pub(crate) struct Encoded(Vec<u8>);
+/// The padding a pinned `Bulk` writes before its bytes: the encoder cuts
+/// it to the length that aligns them (its one-byte length, 63, is
+/// rewritten in place), others keep it whole (harmless: the reader skips
+/// padding).
+pub(crate) static PAD_PROBE: [u8; PIN_ALIGN - 1] = [0; PIN_ALIGN - 1];
 
-impl Deref for Encoded {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
+/// A large array's bytes, named by an encoding instead of copied into it:
+/// valid and unchanged while the pin lives (it holds the array).
+pub(crate) struct Pin {
+    ptr: *const u8,
+    len: usize,
+    _keep: Box<dyn Send + Sync>,
+}
+
+// SAFETY: a `Pin` reads its bytes only through `bytes()`, which `keep`
+// keeps valid and unchanged on any thread; `keep` is `Send + Sync`.
+unsafe impl Send for Pin {}
+// SAFETY: as for `Send`: `&Pin` reads only.
+unsafe impl Sync for Pin {}
+
+impl Pin {
+    /// Names `bytes`, which `keep` holds valid and unchanged while it
+    /// lives (what the caller promises: `Bulk::pin`, a reference count on
+    /// elements that a change through any `Bulk` copies first).
+    pub(crate) fn new(bytes: &[u8], keep: impl Send + Sync + 'static) -> Pin {
+        Pin {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            _keep: Box::new(keep),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `Pin::new`'s caller's promise: the bytes stay valid and
+        // unchanged while `_keep` (held here) lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// Whether an encoding for sending runs on this thread.
+pub(crate) fn gathering() -> bool {
+    GATHERING.with(Cell::get)
+}
+
+/// Offers `pin` to the encoding running on this thread, for the bytes
+/// serde hands it next; withdrawn (if not taken) when the guard drops.
+pub(crate) fn offer(pin: Pin) -> Offered {
+    OFFERED.with(|o| o.set(Some(pin)));
+    Offered(())
+}
+
+/// Withdraws an offered pin the encoder did not take.
+pub(crate) struct Offered(());
+
+impl Drop for Offered {
+    fn drop(&mut self) {
+        drop(OFFERED.with(Cell::take));
+    }
+}
+
+/// An encoding: bytes, with pinned arrays between them.
+pub(crate) struct Encoding {
+    pub(crate) bytes: Vec<u8>,
+    /// Each pinned array, after `bytes[..at]` (in order).
+    pins: Vec<(usize, Pin)>,
+    /// The pinned arrays' bytes, in all.
+    pinned: usize,
+}
+
+impl Encoding {
+    /// An empty encoding.
+    pub(crate) const fn new() -> Encoding {
+        Encoding {
+            bytes: Vec::new(),
+            pins: Vec::new(),
+            pinned: 0,
+        }
+    }
+
+    /// The bytes of the encoding, in all.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len() + self.pinned
+    }
+
+    /// Empties it, keeping the bytes' buffer.
+    pub(crate) fn clear(&mut self) {
+        self.bytes.clear();
+        self.pins.clear();
+        self.pinned = 0;
+    }
+
+    /// Calls `f` with `prefix` and then the encoding's parts, in order (no
+    /// empty ones): a frame to send, copied nowhere else first.
+    pub(crate) fn with_parts<R>(&self, prefix: &[&[u8]], f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        if self.pins.is_empty() {
+            // The usual case: one part after the prefix, on the stack.
+            let mut parts: [&[u8]; 4] = [&[]; 4];
+            if prefix.len() < parts.len() {
+                parts[..prefix.len()].copy_from_slice(prefix);
+                parts[prefix.len()] = &self.bytes;
+                return f(&parts[..=prefix.len()]);
+            }
+        }
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(prefix.len() + 2 * self.pins.len() + 1);
+        parts.extend_from_slice(prefix);
+        let mut from = 0;
+        for (at, pin) in &self.pins {
+            if *at > from {
+                parts.push(&self.bytes[from..*at]);
+            }
+            parts.push(pin.bytes());
+            from = *at;
+        }
+        if self.bytes.len() > from {
+            parts.push(&self.bytes[from..]);
+        }
+        f(&parts)
+    }
+}
+
+impl Default for Encoding {
+    fn default() -> Encoding {
+        Encoding::new()
+    }
+}
+
+/// postcard's output appended to an [`Encoding`], pinning what `Bulk`s
+/// offer; counts the writes (for the hint). `at` is where the encoding
+/// starts in its frame (after the header), for the padding.
+struct Gather {
+    /// Owned while encoding (a field of the flavor, not behind a
+    /// reference: the per-element writes of a long sequence stay fast).
+    out: Encoding,
+    at: usize,
+    writes: usize,
+}
+
+impl Gather {
+    /// A write that may be a pinned array's padding or its bytes.
+    #[cold]
+    fn large_or_probe(&mut self, data: &[u8]) {
+        if std::ptr::eq(data, &PAD_PROBE[..]) {
+            let offered = OFFERED.with(|o| {
+                let pin = o.take();
+                let len = pin.as_ref().map(|p| p.len);
+                o.set(pin);
+                len
+            });
+            // The probe's one-byte length (63) was the last byte written.
+            let from = self.at + self.out.len();
+            if let (Some(len), Some(last)) = (offered, self.out.bytes.last_mut())
+                && *last == PAD_PROBE.len() as u8
+            {
+                // The array's first byte lies past the padding and its
+                // own length.
+                let from = from + varint_len(len);
+                let pad = (PIN_ALIGN - from % PIN_ALIGN) % PIN_ALIGN;
+                *last = pad as u8;
+                self.out.bytes.extend_from_slice(&PAD_PROBE[..pad]);
+                return;
+            }
+        } else if data.len() >= PIN_MIN {
+            let pin = OFFERED.with(Cell::take);
+            match pin {
+                Some(pin) if std::ptr::eq(pin.bytes(), data) => {
+                    self.out.pinned += pin.len;
+                    self.out.pins.push((self.out.bytes.len(), pin));
+                    return;
+                }
+                other => OFFERED.with(|o| o.set(other)),
+            }
+        }
+        crate::copy::extend(&mut self.out.bytes, data);
+    }
+}
+
+impl Flavor for Gather {
+    type Output = (Encoding, usize);
+
+    #[inline]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.writes += 1;
+        if data.len() >= PIN_MIN || data.len() == PAD_PROBE.len() {
+            self.large_or_probe(data);
+        } else {
+            self.out.bytes.extend_from_slice(data);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.writes += 1;
+        self.out.bytes.push(data);
+        Ok(())
+    }
+
+    fn finalize(self) -> postcard::Result<(Encoding, usize)> {
+        Ok((self.out, self.writes))
+    }
+}
+
+/// The length of `n` as postcard's varint.
+fn varint_len(n: usize) -> usize {
+    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
+}
+
+/// Encodes `value` with postcard at the end of `out`, pinning large
+/// `Bulk`s; `at` is where `out` starts in its frame (on an error, `out`
+/// is left empty).
+pub(crate) fn encode_into<T: Serialize + ?Sized>(
+    value: &T,
+    out: &mut Encoding,
+    at: usize,
+) -> Result<(), postcard::Error> {
+    let start = out.len();
+    /// Ends the gathering (also on a panic in a `Serialize`), putting back
+    /// the state of an encoding this one runs inside (a `Serialize` that
+    /// sends).
+    struct Restore(bool, Option<Pin>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            GATHERING.with(|g| g.set(self.0));
+            OFFERED.with(|o| o.set(self.1.take()));
+        }
+    }
+    let _restore = Restore(
+        GATHERING.with(|g| g.replace(true)),
+        OFFERED.with(Cell::take),
+    );
+    let (encoded, writes) = postcard::serialize_with_flavor(
+        value,
+        Gather {
+            out: std::mem::take(out),
+            at,
+            writes: 0,
+        },
+    )?;
+    *out = encoded;
+    let len = out.len() - start;
+    hint_if_piecemeal::<T>(len, writes);
+    Ok(())
+}
+
+/// An encoding in this thread's reused buffer; the buffer goes back to
+/// its thread when this is dropped.
+pub(crate) struct Encoded(Encoding);
+
+impl std::ops::Deref for Encoded {
+    type Target = Encoding;
+    fn deref(&self) -> &Encoding {
         &self.0
     }
 }
 
 impl Drop for Encoded {
     fn drop(&mut self) {
-        let mut buf = std::mem::take(&mut self.0);
+        self.0.pins.clear();
+        let mut buf = std::mem::take(&mut self.0.bytes);
         if buf.capacity() > KEEP_AT_MOST {
             return;
         }
@@ -55,21 +319,23 @@ impl Drop for Encoded {
     }
 }
 
-/// Encodes `value` with postcard at the end of `out` (a buffer its owner
-/// reuses; on an error, what was written of `value` stays there).
-pub(crate) fn encode_into<T: Serialize + ?Sized>(
+/// Encodes `value` for sending, into this thread's reused buffer, pinning
+/// large `Bulk`s; `at` is where it starts in its frame (after the header).
+pub(crate) fn encode<T: Serialize + ?Sized>(
     value: &T,
-    out: &mut Vec<u8>,
-) -> Result<(), postcard::Error> {
-    let start = out.len();
-    let writes = postcard::serialize_with_flavor(value, Append { out, writes: 0 })?;
-    let len = out.len() - start;
-    hint_if_piecemeal::<T>(len, writes);
-    Ok(())
+    at: usize,
+) -> Result<Encoded, postcard::Error> {
+    let bytes = SPARE.try_with(Cell::take).unwrap_or_default();
+    let mut out = Encoded(Encoding {
+        bytes,
+        ..Encoding::default()
+    });
+    encode_into(value, &mut out.0, at)?;
+    Ok(out)
 }
 
-/// postcard's output appended to a buffer the caller owns; counts the
-/// writes (for the hint).
+/// postcard's output appended to a plain vector; counts the writes (for
+/// the hint).
 struct Append<'a> {
     out: &'a mut Vec<u8>,
     writes: usize,
@@ -95,52 +361,18 @@ impl Flavor for Append<'_> {
     }
 }
 
-/// postcard's output into a `Vec` taken from the thread's spare; counts
-/// the writes (for the hint).
-struct Reused {
-    out: Vec<u8>,
-    writes: usize,
-}
-
-impl Flavor for Reused {
-    type Output = (Vec<u8>, usize);
-
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
-        self.writes += 1;
-        crate::copy::extend(&mut self.out, data);
-        Ok(())
-    }
-
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
-        self.writes += 1;
-        self.out.push(data);
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<(Vec<u8>, usize)> {
-        Ok((self.out, self.writes))
-    }
-}
-
-/// Encodes `value` with postcard into this thread's reused buffer.
-pub(crate) fn encode<T: Serialize + ?Sized>(value: &T) -> Result<Encoded, postcard::Error> {
-    let buf = SPARE.try_with(Cell::take).unwrap_or_default();
-    let (out, writes) = postcard::serialize_with_flavor(
+/// Encodes `value` with postcard into a new vector, whole (what a balanced
+/// piece or result keeps until it is sent).
+pub(crate) fn encode_to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, postcard::Error> {
+    let mut out = Vec::new();
+    let writes = postcard::serialize_with_flavor(
         value,
-        Reused {
-            out: buf,
+        Append {
+            out: &mut out,
             writes: 0,
         },
     )?;
     hint_if_piecemeal::<T>(out.len(), writes);
-    Ok(Encoded(out))
-}
-
-/// Encodes `value` with postcard into a new vector (what a balanced
-/// piece or result keeps until it is sent).
-pub(crate) fn encode_to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, postcard::Error> {
-    let mut out = Vec::new();
-    encode_into(value, &mut out)?;
     Ok(out)
 }
 
@@ -180,23 +412,75 @@ fn hint_if_piecemeal<T: ?Sized>(len: usize, writes: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::remote::Bulk;
+
+    /// The encoding's parts, joined.
+    fn joined(e: &Encoding) -> Vec<u8> {
+        e.with_parts(&[], |parts| parts.concat())
+    }
 
     #[test]
     fn encodes_as_postcard_does_and_reuses_the_buffer() {
         let value = (7u64, "seven", vec![1u32, 2, 3]);
-        let a = encode(&value).unwrap();
-        assert_eq!(&*a, &postcard::to_allocvec(&value).unwrap()[..]);
-        let big = encode(&vec![9u8; 100_000]).unwrap();
-        let at = big.as_ptr();
+        let a = encode(&value, 0).unwrap();
+        assert_eq!(joined(&a), postcard::to_allocvec(&value).unwrap());
+        let big = encode(&vec![9u8; 100_000], 0).unwrap();
+        let at = big.bytes.as_ptr();
         drop(a);
         drop(big);
         // The larger buffer was kept and serves the next encoding.
-        let again = encode(&vec![8u8; 50_000]).unwrap();
-        assert_eq!(again.as_ptr(), at);
+        let again = encode(&vec![8u8; 50_000], 0).unwrap();
+        assert_eq!(again.bytes.as_ptr(), at);
         assert_eq!(
-            again.len(),
-            postcard::to_allocvec(&vec![8u8; 50_000]).unwrap().len()
+            joined(&again),
+            postcard::to_allocvec(&vec![8u8; 50_000]).unwrap()
         );
+    }
+
+    #[test]
+    fn a_large_bulk_is_pinned_aligned_and_a_small_one_copied() {
+        let big: Bulk<f64> = (0..10_000).map(f64::from).collect();
+        let small: Bulk<f64> = (0..10).map(f64::from).collect();
+        for at in [0, 1, 24, 28, 63, 64, 100] {
+            let value = (3u8, small.clone(), "between", big.clone(), 9u16);
+            let e = encode(&value, at).unwrap();
+            assert_eq!(e.pins.len(), 1, "only the large one is pinned");
+            let (pos, pin) = &e.pins[0];
+            assert!(
+                std::ptr::eq(pin.bytes(), big.as_bytes()),
+                "named, not copied"
+            );
+            assert_eq!((at + pos) % PIN_ALIGN, 0, "aligned in its frame (at {at})");
+            assert_eq!(e.len(), e.bytes.len() + big.as_bytes().len());
+            // It decodes as the value it was.
+            let whole = joined(&e);
+            let back: (u8, Bulk<f64>, String, Bulk<f64>, u16) =
+                postcard::from_bytes(&whole).unwrap();
+            assert_eq!(
+                back,
+                (3, small.clone(), "between".to_string(), big.clone(), 9)
+            );
+        }
+        // Outside an encoding for sending, nothing is pinned or padded.
+        assert!(!gathering());
+        let plain = postcard::to_allocvec(&big).unwrap();
+        assert_eq!(plain.len(), 1 + 3 + big.as_bytes().len());
+    }
+
+    #[test]
+    fn a_pinned_bulk_keeps_its_bytes_while_the_encoding_lives() {
+        let mut bulk: Bulk<u32> = (0..4096).collect();
+        let e = encode(&(1u8, bulk.clone()), 24).unwrap();
+        // A change while the encoding names the bytes copies them first.
+        bulk[0] = 77;
+        let back: (u8, Bulk<u32>) = postcard::from_bytes(&joined(&e)).unwrap();
+        assert_eq!(back.1[0], 0, "the encoding still has the bytes it named");
+        assert_eq!(bulk[0], 77);
+        drop(e);
+        // With the encoding gone, a change is in place again.
+        let at = bulk.as_ptr();
+        bulk[1] = 78;
+        assert_eq!(bulk.as_ptr(), at);
     }
 
     #[test]
@@ -223,5 +507,29 @@ mod tests {
         assert!(!piecemeal(len, writes), "{len} bytes in {writes} writes");
         // Small encodings never hint, however they were written.
         assert!(!piecemeal(1000, 1000));
+    }
+
+    #[test]
+    fn varint_lengths() {
+        for (n, len) in [
+            (0, 1),
+            (127, 1),
+            (128, 2),
+            (16_383, 2),
+            (16_384, 3),
+            (1 << 20, 3),
+        ] {
+            assert_eq!(varint_len(n), len, "{n}");
+            let mut buf = Vec::new();
+            postcard::serialize_with_flavor(
+                &n,
+                Append {
+                    out: &mut buf,
+                    writes: 0,
+                },
+            )
+            .unwrap();
+            assert_eq!(buf.len(), len, "{n} as postcard writes it");
+        }
     }
 }

@@ -9,6 +9,7 @@
 //! termination waves and shutdown; `engine/deadlock.rs` the job-wide
 //! deadlock check.
 
+use super::encode::Encoding;
 use super::fragment::{Reassembly, StreamLocks};
 use super::handlers::{Handler, Outcome, Table};
 use super::replies::{Delivered, ReplySlots};
@@ -42,7 +43,7 @@ pub(crate) const MAX_HANDLERS: usize = 4096;
 thread_local! {
     /// The result buffer of inline calls (`Engine::serve_inline`), kept
     /// from call to call on each polling thread.
-    static INLINE_RESULT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    static INLINE_RESULT: Cell<Encoding> = const { Cell::new(Encoding::new()) };
 }
 
 /// The largest inline result buffer kept for the next call.

@@ -10,6 +10,7 @@
 //!
 //! [`remote!`]: crate::remote
 
+use super::encode::Encoding;
 use super::engine::Body;
 use super::wire::Status;
 use crate::error::{Error, ErrorKind};
@@ -262,32 +263,65 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    /// The reply's status and payload: `result` (the encoded result) if
-    /// the run was done, else the message saying why not.
-    pub(crate) fn reply<'a>(&'a self, result: &'a [u8]) -> (Status, &'a [u8]) {
+    /// The reply's status.
+    pub(crate) fn status(&self) -> Status {
         match self {
-            Outcome::Done => (Status::Done, result),
+            Outcome::Done | Outcome::Lent { .. } => Status::Done,
+            Outcome::Panicked(_) => Status::Panicked,
+            Outcome::Rejected(_) => Status::Rejected,
+        }
+    }
+
+    /// The reply's payload: `result` (the encoded result) if the run was
+    /// done, the bytes lent if it lent them, else the message saying why
+    /// not; handed to `f` after `prefix`, as the parts of one frame.
+    pub(crate) fn with_payload<R>(
+        &self,
+        result: &Encoding,
+        prefix: &[&[u8]],
+        f: impl FnOnce(&[&[u8]]) -> R,
+    ) -> R {
+        let bytes: &[u8] = match self {
+            Outcome::Done => return result.with_parts(prefix, f),
             // SAFETY: the handler lends `len` bytes at `at` until the reply
             // is sent, which is what the caller does with this slice (the
             // contract of `Lent`).
-            Outcome::Lent { at, len } => (Status::Done, unsafe {
-                std::slice::from_raw_parts(*at, *len)
-            }),
-            Outcome::Panicked(msg) => (Status::Panicked, msg.as_bytes()),
-            Outcome::Rejected(msg) => (Status::Rejected, msg.as_bytes()),
+            Outcome::Lent { at, len } => unsafe { std::slice::from_raw_parts(*at, *len) },
+            Outcome::Panicked(msg) | Outcome::Rejected(msg) => msg.as_bytes(),
+        };
+        let mut parts: [&[u8]; 4] = [&[]; 4];
+        if prefix.len() < parts.len() {
+            parts[..prefix.len()].copy_from_slice(prefix);
+            parts[prefix.len()] = bytes;
+            return f(&parts[..=prefix.len()]);
+        }
+        let mut parts = prefix.to_vec();
+        parts.push(bytes);
+        f(&parts)
+    }
+
+    /// The length of the reply's payload ([`with_payload`](Self::with_payload)).
+    pub(crate) fn payload_len(&self, result: &Encoding) -> usize {
+        match self {
+            Outcome::Done => result.len(),
+            Outcome::Lent { len, .. } => *len,
+            Outcome::Panicked(msg) | Outcome::Rejected(msg) => msg.len(),
         }
     }
-}
 
-impl Outcome {
     /// The outcome with no bytes lent: a `Lent` result is copied into
     /// `out` (the result buffer) and becomes `Done`; the others as they
     /// are. For a reply that is not sent at once.
-    pub(crate) fn owned(self, out: &mut Vec<u8>) -> Outcome {
+    pub(crate) fn owned(self, out: &mut Encoding) -> Outcome {
         if let Outcome::Lent { .. } = self {
-            let (_, bytes) = self.reply(&[]);
+            let mut bytes = Vec::with_capacity(self.payload_len(out));
+            self.with_payload(out, &[], |parts| {
+                parts
+                    .iter()
+                    .for_each(|p| crate::copy::extend(&mut bytes, p))
+            });
             out.clear();
-            out.extend_from_slice(bytes);
+            out.bytes = bytes;
             return Outcome::Done;
         }
         self
@@ -359,23 +393,24 @@ pub(crate) enum Run {
     /// Decodes the arguments first, and lets them go before the body
     /// runs: they may be a frame the transport lent (`Body::Lent`, a
     /// block of shared memory), and a body may wait for more from the
-    /// same sender, whose blocks this one, kept, would hold up
-    /// (`comm/shm/README.md`, "Rendezvous", rule L).
-    Decoding(fn(Body<'_>, &mut Vec<u8>) -> Outcome),
+    /// same sender, whose large frames this one, kept, would slow down
+    /// (`comm/shm/README.md`, "Rendezvous", rule L). Only the large
+    /// `Bulk`s among them keep the frame, decoded in place (`bulk.rs`).
+    Decoding(fn(Body<'_>, &mut Encoding) -> Outcome),
 }
 
 impl Handler {
     /// Runs the call with `args`, its result into `out`.
-    pub(crate) fn run(&self, args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
+    pub(crate) fn run(&self, args: Body<'_>, out: &mut Encoding) -> Outcome {
         match self.run {
-            Run::Bytes(run) => run(args.as_slice(), out),
+            Run::Bytes(run) => run(args.as_slice(), &mut out.bytes),
             Run::Decoding(run) => run(args, out),
         }
     }
 }
 
 /// Reads `R` from its bytes, runs it, writes its output's bytes to `out`.
-fn run_pod<R: RegisteredPodCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
+fn run_pod<R: RegisteredPodCall>(args: Body<'_>, out: &mut Encoding) -> Outcome {
     let bytes = args.as_slice();
     if bytes.len() != std::mem::size_of::<R>() {
         return Outcome::Rejected(format!(
@@ -391,7 +426,7 @@ fn run_pod<R: RegisteredPodCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
     // (`coforall_locales` runs `Remote` calls), so it skips the hooks.
     match panic::catch_unwind(AssertUnwindSafe(|| call.run())) {
         Ok(result) => {
-            out.extend_from_slice(bytemuck::bytes_of(&result));
+            out.bytes.extend_from_slice(bytemuck::bytes_of(&result));
             Outcome::Done
         }
         Err(p) => Outcome::Panicked(panic_message(&*p)),
@@ -399,8 +434,16 @@ fn run_pod<R: RegisteredPodCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
 }
 
 /// Decodes `R`, runs it, encodes its output into `out`.
-fn run_encoded<R: RegisteredCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome {
-    let call: R = match postcard::from_bytes(args.as_slice()) {
+fn run_encoded<R: RegisteredCall>(args: Body<'_>, out: &mut Encoding) -> Outcome {
+    // In a lent frame, large `Bulk`s are decoded in place (and keep the
+    // frame; the rest of it goes back once decoded).
+    let decoded = match args {
+        Body::Lent(frame, start) => {
+            super::bulk::decode_in_place(frame, start, |b| postcard::from_bytes::<R>(b))
+        }
+        args => postcard::from_bytes(args.as_slice()),
+    };
+    let call: R = match decoded {
         Ok(c) => c,
         Err(e) => {
             return Outcome::Rejected(format!(
@@ -409,10 +452,8 @@ fn run_encoded<R: RegisteredCall>(args: Body<'_>, out: &mut Vec<u8>) -> Outcome 
             ));
         }
     };
-    // Decoded: a lent frame goes back before the body runs.
-    drop(args);
     match super::run_handler(R::ID, || call.run()) {
-        Ok(result) => match super::encode::encode_into(&result, out) {
+        Ok(result) => match super::encode::encode_into(&result, out, super::wire::HEADER_LEN) {
             Ok(()) => Outcome::Done,
             Err(e) => Outcome::Rejected(format!(
                 "the result of {} could not be encoded: {e}",

@@ -419,15 +419,17 @@ fn decode_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Result<T, String> {
 pub fn on<R: RegisteredCall>(locale: usize, call: R) -> RemoteHandle<R::Output> {
     let who = (locale, R::ID, R::NAME);
     match engine_for("on", locale) {
-        Some(e) => {
-            let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err));
-            let parts = args.as_deref().map(|a| [a]);
-            let parts = match &parts {
-                Ok(p) => Ok(&p[..]),
-                Err(err) => Err((*err).clone()),
-            };
-            send_request(e, who, parts, decode_serde::<R::Output>)
-        }
+        Some(e) => match encode::encode(&call, wire::HEADER_LEN) {
+            Ok(args) => args.with_parts(&[], |parts| {
+                send_request(e, who, Ok(parts), decode_serde::<R::Output>)
+            }),
+            Err(err) => send_request(
+                e,
+                who,
+                Err(unencodable(R::NAME, err)),
+                decode_serde::<R::Output>,
+            ),
+        },
         None => run_here(who, move || call.run(), decode_serde::<R::Output>),
     }
 }
@@ -462,8 +464,10 @@ pub fn on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> RemoteHandle<R::O
 pub fn begin_on<R: RegisteredCall>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
         Some(e) => {
-            let args = encode::encode(&call).map_err(|err| unencodable(R::NAME, err))?;
-            e.request(locale, R::ID, &[&args], false).map(|_| ())
+            let args =
+                encode::encode(&call, wire::HEADER_LEN).map_err(|err| unencodable(R::NAME, err))?;
+            args.with_parts(&[], |parts| e.request(locale, R::ID, parts, false))
+                .map(|_| ())
         }
         None => {
             crate::par::begin(move || {

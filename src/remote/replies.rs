@@ -407,9 +407,14 @@ impl ReplySlots {
         );
         // SAFETY: FULL of this generation gives the reply cell to the
         // caller, the only holder of this token, until it frees the slot.
-        let r = slot.reply.with(|r| unsafe {
-            match &(*r).2 {
-                Some((lent, start)) => f((*r).0, &lent[*start..]),
+        // A lent reply is decoded in place: large `Bulk`s in it keep its
+        // frame (`bulk.rs`), the rest goes back once read.
+        let r = slot.reply.with_mut(|r| unsafe {
+            match (*r).2.take() {
+                Some((lent, start)) => {
+                    let status = (*r).0;
+                    super::bulk::decode_in_place(lent, start, |b| f(status, b))
+                }
                 None => f((*r).0, &(*r).1),
             }
         });

@@ -16,6 +16,7 @@
 //! record per stolen call (measured only for one worker per locale,
 //! `tests/remote_call_allocations.rs`).
 
+use super::encode::Encoding;
 use super::engine::Body;
 use super::handlers::Handler;
 use crate::comm::transport::Lent;
@@ -49,7 +50,7 @@ pub(crate) struct Served {
     /// offset on (read in place; let go once decoded).
     pub(crate) lent: Option<(Lent, usize)>,
     /// The encoded result, written by the handler.
-    pub(crate) out: Vec<u8>,
+    pub(crate) out: Encoding,
 }
 
 thread_local! {
@@ -83,7 +84,7 @@ impl Served {
                 handler,
                 args: Vec::new(),
                 lent: None,
-                out: Vec::new(),
+                out: Encoding::new(),
             })
         });
         s.src = src;
@@ -115,7 +116,8 @@ impl Served {
             } else {
                 KEEP_SMALL
             };
-            for buf in [&mut self.args, &mut self.out] {
+            self.out.clear();
+            for buf in [&mut self.args, &mut self.out.bytes] {
                 if buf.capacity() > keep {
                     *buf = Vec::new();
                 } else {
@@ -148,11 +150,11 @@ mod tests {
         let mut b = Served::take(2, 0, &H, Body::Owned(vec![9; 10]));
         assert_eq!(&*b as *const Served, at, "the record was kept");
         assert_eq!((b.src, b.token, &b.args[..]), (2, 0, &[9u8; 10][..]));
-        assert!(b.out.is_empty());
-        b.out = vec![0; KEEP_LARGE + 1];
+        assert!(b.out.bytes.is_empty());
+        b.out.bytes = vec![0; KEEP_LARGE + 1];
         b.give_back();
         let c = Served::take(3, 1, &H, Body::Borrowed(b""));
-        assert!(c.args.is_empty() && c.out.capacity() == 0);
+        assert!(c.args.is_empty() && c.out.bytes.capacity() == 0);
         c.give_back();
     }
 }

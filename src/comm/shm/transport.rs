@@ -405,8 +405,10 @@ impl ShmTransport {
         // SAFETY: the block was checked to lie in `src`'s area for us and
         // to be WRITTEN: its sender wrote it before the note (which the
         // ring's Acquire made visible) and writes it again only after the
-        // Lent's drop stores TAKEN in its state word (`Blocks`); the
-        // region stays mapped while `self.blocks` (held by the Lent) lives.
+        // Lent's drop stores TAKEN in its state word (`Blocks`), reading
+        // nothing of it before; the region is mapped writable, from a raw
+        // pointer (`Region::ptr`), and stays mapped while `self.blocks`
+        // (held by the Lent) lives.
         Ok(unsafe { Lent::new(ptr, taken.len, self.blocks.clone(), taken.state) })
     }
 

@@ -110,16 +110,24 @@ impl Engine {
         };
         self.report(src, token, handler, &outcome);
         if token != 0 {
-            let (status, payload) = outcome.reply(&out);
-            let header = Header::reply(token, status);
-            if payload.len() <= self.eager_payload() {
-                let header = self.stamp(src, header, payload.len());
-                let h = header.encode(payload.len());
-                match self.offer(src, Network::Reply, &[&h, payload]) {
+            let status = outcome.status();
+            let len = outcome.payload_len(&out);
+            if len <= self.eager_payload() {
+                let header = self.stamp(src, Header::reply(token, status), len);
+                let h = header.encode(len);
+                let offered = outcome
+                    .with_payload(&out, &[&h], |parts| self.offer(src, Network::Reply, parts));
+                match offered {
                     Ok(()) => {}
                     // An eager frame never lacks large room.
                     Err(SendError::Full | SendError::NoLargeRoom) => {
-                        self.send_from_poll(src, Network::Reply, header, payload)
+                        let mut payload = Vec::with_capacity(len);
+                        outcome.with_payload(&out, &[], |parts| {
+                            parts
+                                .iter()
+                                .for_each(|p| crate::copy::extend(&mut payload, p))
+                        });
+                        self.send_from_poll(src, Network::Reply, header, &payload)
                     }
                     Err(SendError::Failed(e)) => eprintln!(
                         "cantus: remote call {} from locale {src} ran on locale {}, but its reply \
@@ -131,7 +139,13 @@ impl Engine {
                 // Only a result can be this long (a message is cut by
                 // `send_from_poll`, with a note): hand it to a task (a lent
                 // result copied into `out` first: the task replies later).
-                outcome.owned(&mut out);
+                // (An `Outcome` may name lent bytes, so it is not `Send`:
+                // what it says travels as plain values.)
+                let said = match outcome.owned(&mut out) {
+                    Outcome::Panicked(msg) => Some((true, msg)),
+                    Outcome::Rejected(msg) => Some((false, msg)),
+                    _ => None,
+                };
                 let mut call = Served::take(src, token, handler, Body::Borrowed(&[]));
                 std::mem::swap(&mut call.out, &mut out);
                 let me = self
@@ -139,13 +153,18 @@ impl Engine {
                     .upgrade()
                     .expect("the engine is alive while it polls");
                 cx.spawn(move || {
-                    me.reply(src, token, handler.name, Outcome::Done, &call.out);
+                    let outcome = match said {
+                        None => Outcome::Done,
+                        Some((true, msg)) => Outcome::Panicked(msg),
+                        Some((false, msg)) => Outcome::Rejected(msg),
+                    };
+                    me.reply(src, token, handler.name, outcome, &call.out);
                     call.give_back();
                 });
             }
         }
         out.clear();
-        if out.capacity() <= INLINE_RESULT_KEPT {
+        if out.bytes.capacity() <= INLINE_RESULT_KEPT {
             INLINE_RESULT.set(out);
         }
     }
@@ -162,15 +181,18 @@ impl Engine {
         token: u64,
         name: &str,
         outcome: Outcome,
-        result: &[u8],
+        result: &Encoding,
     ) {
-        let (status, payload) = outcome.reply(result);
-        let Err(e) = self.send(src, Network::Reply, Header::reply(token, status), payload) else {
+        let status = outcome.status();
+        let sent = outcome.with_payload(result, &[], |parts| {
+            self.send_parts(src, Network::Reply, Header::reply(token, status), parts)
+        });
+        let Err(e) = sent else {
             return;
         };
         let why = format!(
             "its {}-byte {} could not be sent back from locale {} to locale {src}: {e}",
-            payload.len(),
+            outcome.payload_len(result),
             if status == Status::Done {
                 "result"
             } else {
