@@ -160,7 +160,9 @@ pub(super) fn await_reply(e: &Engine, token: u64, name: &'static str, locale: us
             return;
         }
         // `ready` first: loads only, where a poll takes the poll token.
-        if !e.ready() || e.poll_now() == 0 {
+        // A reply this poll delivers to us is taken as soon as it returns:
+        // it may stay where the transport lent it (`replies.rs`).
+        if !e.ready() || super::replies::polling_for(token, || e.poll_now()) == 0 {
             e.pause();
         }
     }

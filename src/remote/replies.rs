@@ -75,6 +75,28 @@ fn split(token: u64) -> (u32, u32) {
     ((token >> 32) as u32, token as u32)
 }
 
+thread_local! {
+    /// The reply token whose caller is polling on this thread for it
+    /// (`polling_for`; 0: none, no token is 0).
+    static POLLING_FOR: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `poll` on behalf of the caller waiting for reply `token`, which
+/// takes the reply as soon as the poll returns: a reply the poll delivers
+/// to it may stay lent.
+pub(crate) fn polling_for<R>(token: u64, poll: impl FnOnce() -> R) -> R {
+    /// Puts back the outer caller's token (a poll may run a task that
+    /// waits for a reply of its own), also on a panic.
+    struct Restore(u64);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            POLLING_FOR.set(self.0);
+        }
+    }
+    let _restore = Restore(POLLING_FOR.replace(token));
+    poll()
+}
+
 /// A reply's payload in a frame the transport lent, from the offset on.
 type LentPayload = Option<(Lent, usize)>;
 
@@ -322,12 +344,15 @@ impl ReplySlots {
             match body {
                 Body::Owned(v) => (*r).1 = v,
                 // Kept, to be read in place, only for a caller blocked on
-                // this reply: it takes it as soon as it runs, whatever
-                // else arrives. A caller not yet waiting (a handle kept for
-                // later) gets a copy, and the block goes back now: kept,
-                // it could hold up the blocks of replies the caller waits
-                // for first (`comm/shm/README.md`, "Rendezvous", rule L).
-                Body::Lent(l, start) if was == BLOCKED => (*r).2 = Some((l, start)),
+                // this reply, or polling for it (this very poll is its):
+                // it takes it as soon as it runs, or the poll returns,
+                // whatever else arrives. A caller not yet waiting (a handle
+                // kept for later) gets a copy, and the block goes back now:
+                // kept, it would slow down the replies the caller waits for
+                // first (`comm/shm/README.md`, "Rendezvous", rule L).
+                Body::Lent(l, start) if was == BLOCKED || POLLING_FOR.get() == token => {
+                    (*r).2 = Some((l, start))
+                }
                 body => {
                     (*r).1.clear();
                     crate::copy::extend(&mut (*r).1, body.as_slice());
@@ -539,6 +564,38 @@ mod tests {
             Delivered::Stale
         );
         assert!(!s.is_full(t2));
+    }
+
+    #[test]
+    fn a_lent_reply_stays_lent_only_for_a_caller_polling_for_it_or_blocked() {
+        let s = ReplySlots::new();
+        let frame = || Lent::buffer(vec![7u8; 64], 0..64);
+        // Delivered by the caller's own poll: kept where it was lent.
+        let mine = s.issue();
+        let other = s.issue();
+        polling_for(mine, || {
+            s.deliver(mine, Status::Done, Body::Lent(frame(), 8));
+            // A reply for another call, in the same poll: copied.
+            s.deliver(other, Status::Done, Body::Lent(frame(), 8));
+        });
+        // SAFETY: the slots are FULL and this test is their caller (the
+        // only holder of the tokens): no poll touches their cells.
+        let kept = |t| {
+            s.slot(split(t).1)
+                .unwrap()
+                .reply
+                .with(|r| unsafe { (*r).2.is_some() })
+        };
+        assert!(kept(mine), "the reply its caller polls for stays lent");
+        assert!(!kept(other), "a reply nobody waits for yet is copied");
+        for t in [mine, other] {
+            assert_eq!(s.take(t, |_, b| b.to_vec()), vec![7u8; 56]);
+        }
+        // Outside the poll, the token is forgotten.
+        let later = s.issue();
+        s.deliver(later, Status::Done, Body::Lent(frame(), 0));
+        assert!(!kept(later));
+        s.take(later, |_, _| ());
     }
 
     #[test]
