@@ -574,17 +574,22 @@ mod tests {
         let mine = s.issue();
         let other = s.issue();
         polling_for(mine, || {
-            s.deliver(mine, Status::Done, Body::Lent(frame(), 8));
+            assert_eq!(
+                s.deliver(mine, Status::Done, Body::Lent(frame(), 8)),
+                Delivered::Filled
+            );
             // A reply for another call, in the same poll: copied.
-            s.deliver(other, Status::Done, Body::Lent(frame(), 8));
+            assert_eq!(
+                s.deliver(other, Status::Done, Body::Lent(frame(), 8)),
+                Delivered::Filled
+            );
         });
-        // SAFETY: the slots are FULL and this test is their caller (the
-        // only holder of the tokens): no poll touches their cells.
         let kept = |t| {
-            s.slot(split(t).1)
-                .unwrap()
-                .reply
-                .with(|r| unsafe { (*r).2.is_some() })
+            s.slot(split(t).1).unwrap().reply.with(|r| {
+                // SAFETY: the slot is FULL and this test is its caller
+                // (the only holder of the token): no poll touches it.
+                unsafe { (*r).2.is_some() }
+            })
         };
         assert!(kept(mine), "the reply its caller polls for stays lent");
         assert!(!kept(other), "a reply nobody waits for yet is copied");
@@ -593,7 +598,10 @@ mod tests {
         }
         // Outside the poll, the token is forgotten.
         let later = s.issue();
-        s.deliver(later, Status::Done, Body::Lent(frame(), 0));
+        assert_eq!(
+            s.deliver(later, Status::Done, Body::Lent(frame(), 0)),
+            Delivered::Filled
+        );
         assert!(!kept(later));
         s.take(later, |_, _| ());
     }
