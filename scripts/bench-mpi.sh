@@ -7,7 +7,8 @@
 # Each round runs, per path: `cantus-bench comm` (calls, Chant sizes, quiet
 # rows) under each mode, the putget example under each mode, and UTS T1 on
 # 2 ranks under each mode; then UTS T1 on 1 rank and the raw MPI peer
-# (bench/c/mpi_pingpong.c: ping-pong, pipelined, MPI_Barrier on 2 and 4).
+# (bench/c/mpi_pingpong.c: ping-pong, pipelined, MPI_Barrier on 2 and 4;
+# over vader also without its single-copy mechanism, raw_mpi_no_cma).
 # The paths (CANTUS_MPI_NODES, src/comm/mpi/README.md): "other" = every
 # rank a node of its own, so cantus goes through MPI over the BTL; "same"
 # = this machine as one node, cantus's ranks through shared memory (the
@@ -46,6 +47,11 @@ for btl in ${BTLS:-vader tcp}; do
     unset CANTUS_MPI_PROGRESS
     run -n 1 "$E/uts" T1 | sed -nE "s/.* in ([0-9.]+) s on 1 locale.*/$btl $round one_rank uts_t1_1rank_s \1/p"
     mpirun --mca btl "self,$btl" -np 2 --bind-to core "$PEER" 50000 | awk -v p="$btl $round raw_mpi" '{print p, $1, $2}'
+    # The shared-memory BTL without its single-copy mechanism (CMA), which
+    # some VMs run 2.7x slower for large messages: the peer's best is the
+    # faster of the two (BENCHMARKS.md, issue 28).
+    [ "$btl" = vader ] && mpirun --mca btl "self,$btl" --mca btl_vader_single_copy_mechanism none \
+        -np 2 --bind-to core "$PEER" 50000 | awk -v p="$btl $round raw_mpi_no_cma" '{print p, $1, $2}'
     mpirun --mca btl "self,$btl" --oversubscribe -np 4 --bind-to none "$PEER" 5000 barrier 2>/dev/null | awk -v p="$btl $round raw_mpi_4" '/barrier/ {print p, $1, $2}'
   done
 done

@@ -262,6 +262,25 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Sends the concatenation of `parts` to `dest` on `net` as one frame.
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError>;
 
+    /// Sends the frame made of `parts` as [`try_send`](Self::try_send)
+    /// does, but may read `parts` after it returns instead of copying them
+    /// first (MPI, for a frame sent alone as a message of its own): then it
+    /// returns the flag it sets (Release) once it is done with them, and
+    /// the caller waits for it, polling. `None`: the parts were copied.
+    ///
+    /// # Safety
+    ///
+    /// Where it returns `Some(done)`, every byte of `parts` stays valid,
+    /// unmoved and unwritten until `done` reads true (Acquire).
+    unsafe fn try_send_borrowed(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>, SendError> {
+        self.try_send(dest, net, parts).map(|()| None)
+    }
+
     /// Hands up to `budget` arrived frames, from the networks in `nets`,
     /// to `deliver`, in arrival order per source and network. Returns how
     /// many it handed over. A malformed frame at this level (a corrupt

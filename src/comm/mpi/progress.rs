@@ -15,7 +15,7 @@ use crate::comm::transport::Network;
 use crate::error::Error;
 use std::os::raw::c_int;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Message tags on our communicator: a batch of frames per network, and
@@ -26,7 +26,7 @@ pub(super) const TAG_CREDIT: c_int = 2;
 
 /// A batch is closed and sent once it would grow past this (a frame
 /// larger than it travels alone).
-const BATCH_BYTES: usize = 64 << 10;
+pub(super) const BATCH_BYTES: usize = 64 << 10;
 /// Messages taken per receiving pass, so that sends are not starved.
 const RECEIVE_BUDGET: usize = 64;
 /// Bytes of a credit message: network, frames, bytes.
@@ -56,9 +56,10 @@ pub(super) struct Progress {
     comm: MPI_Comm,
     /// Whether this process initialized MPI (and so finalizes it).
     owns_mpi: bool,
-    /// Sends in flight and the buffers they read (same index).
+    /// Sends in flight and the buffers they read (same index), with the
+    /// flag to set when a send from a frame's borrowed parts completed.
     requests: Vec<MPI_Request>,
-    buffers: Vec<Vec<u8>>,
+    buffers: Vec<(Vec<u8>, Option<Arc<AtomicBool>>)>,
     completed: Vec<c_int>,
     /// Open batches per (destination, network) during a sending pass.
     open: Vec<[Vec<u8>; 2]>,
@@ -226,6 +227,27 @@ impl Progress {
         }
         let mut frames = std::mem::take(&mut self.taken);
         for f in frames.drain(..) {
+            if let Some(borrowed) = f.borrowed {
+                // Alone, after the open batch (order), from where its
+                // sender keeps it: the prefix, then the frame's parts.
+                if !self.open[f.dest][f.net as usize].is_empty() {
+                    self.close(f.dest, f.net)?;
+                }
+                let mut parts = Vec::with_capacity(borrowed.parts.len() + 1);
+                parts.push((f.bytes.as_ptr() as usize, f.bytes.len()));
+                parts.extend_from_slice(&borrowed.parts);
+                // SAFETY: the prefix's heap block is kept in
+                // `self.buffers` until the send completes (moving a Vec
+                // does not move it); the sender keeps the other parts
+                // valid and unchanged until `done` is set, which
+                // `complete_sends` does only once MPI reports the send
+                // complete (`Transport::try_send_borrowed`'s contract).
+                let req = unsafe { sys::isend_parts(&parts, f.dest, tag_of(f.net), self.comm)? };
+                self.requests.push(req);
+                self.buffers.push((f.bytes, Some(borrowed.done)));
+                self.sent_to[f.dest] += 1;
+                continue;
+            }
             // A frame comes with its length prefix: alone in its batch it
             // is sent as it is (no copy); others are appended to it.
             let batch = &mut self.open[f.dest][f.net as usize];
@@ -263,7 +285,7 @@ impl Progress {
         // request complete (moving a Vec does not move its block).
         let req = unsafe { sys::isend(&buf, dest, tag, self.comm)? };
         self.requests.push(req);
-        self.buffers.push(buf);
+        self.buffers.push((buf, None));
         self.sent_to[dest] += 1;
         Ok(())
     }
@@ -305,7 +327,11 @@ impl Progress {
         for &i in &self.completed {
             let i = i as usize;
             self.requests.swap_remove(i);
-            self.buffers.swap_remove(i);
+            if let (_, Some(done)) = self.buffers.swap_remove(i) {
+                // Release: MPI read the borrowed parts before this; the
+                // sender's Acquire load that sees it may reuse them.
+                done.store(true, Ordering::Release);
+            }
         }
         Ok(true)
     }

@@ -152,6 +152,21 @@ impl Transport for RoutingTransport {
         }
     }
 
+    unsafe fn try_send_borrowed(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<Option<Arc<std::sync::atomic::AtomicBool>>, SendError> {
+        match self.member.get(dest) {
+            Some(&i) if i != ELSEWHERE && dest != self.here() => {
+                self.shm.try_send(i, net, parts).map(|()| None)
+            }
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.mpi.try_send_borrowed(dest, net, parts) },
+        }
+    }
+
     fn poll(
         &self,
         nets: Nets,

@@ -283,6 +283,68 @@ pub(super) unsafe fn isend(
     }
 }
 
+/// Starts sending the concatenation of `parts` (each a start address and
+/// a length, in order) to `dest` with `tag`, as one message read where the
+/// parts lie (an MPI datatype of their places, relative to the first): the
+/// receiver sees the same bytes as from [`isend`] of their concatenation.
+///
+/// # Safety
+///
+/// Every part must stay valid, unmoved and unwritten until [`test_some`]
+/// reports the returned request complete; `parts` is not empty and its
+/// lengths add up to less than 2 GiB.
+pub(super) unsafe fn isend_parts(
+    parts: &[(usize, usize)],
+    dest: usize,
+    tag: c_int,
+    comm: MPI_Comm,
+) -> Result<MPI_Request, Error> {
+    let base = parts[0].0;
+    let lengths: Vec<c_int> = parts.iter().map(|&(_, len)| len as c_int).collect();
+    let places: Vec<ffi::MPI_Aint> = parts
+        .iter()
+        .map(|&(at, _)| at.wrapping_sub(base) as ffi::MPI_Aint)
+        .collect();
+    let mut datatype = std::mem::MaybeUninit::<MPI_Datatype>::uninit();
+    let mut req = std::mem::MaybeUninit::<MPI_Request>::uninit();
+    // SAFETY: the lengths and places are arrays of `parts.len()` entries
+    // (an int's worth: frames are far below 2 GiB), the base type a
+    // constant of rsmpi's shim, `datatype` written on success before it is
+    // committed, used and freed (freeing a datatype a pending send uses is
+    // allowed: MPI frees it once the send is done). The parts, at `base`
+    // plus their places, stay valid until the request completes (the
+    // caller's contract); `req` is written on success before we read it.
+    unsafe {
+        check(
+            ffi::MPI_Type_create_hindexed(
+                parts.len() as c_int,
+                lengths.as_ptr(),
+                places.as_ptr(),
+                ffi::RSMPI_UINT8_T,
+                datatype.as_mut_ptr(),
+            ),
+            "MPI_Type_create_hindexed",
+        )?;
+        let mut datatype = datatype.assume_init();
+        check(ffi::MPI_Type_commit(&mut datatype), "MPI_Type_commit")?;
+        let sent = check(
+            ffi::MPI_Isend(
+                base as *const c_void,
+                1,
+                datatype,
+                dest as c_int,
+                tag,
+                comm,
+                req.as_mut_ptr(),
+            ),
+            "MPI_Isend",
+        );
+        check(ffi::MPI_Type_free(&mut datatype), "MPI_Type_free")?;
+        sent?;
+        Ok(req.assume_init())
+    }
+}
+
 /// Starts an all-gather of `send` into `recv` (`send.len()` bytes from
 /// each process of `comm`, in rank order).
 ///

@@ -13,7 +13,7 @@ use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// Bytes in front of each frame in a batch: its length (u32, LE).
@@ -23,9 +23,25 @@ pub(super) const FRAME_PREFIX: usize = 4;
 pub(super) struct Outgoing {
     pub(super) dest: usize,
     pub(super) net: Network,
-    /// The frame as a batch carries it: its length prefix, then its bytes.
+    /// The frame as a batch carries it: its length prefix, then its bytes
+    /// (only the prefix, where the bytes are `borrowed`).
     pub(super) bytes: Vec<u8>,
+    /// The frame's bytes where its sender keeps them, sent from there as
+    /// a message of its own after `bytes` (`Transport::try_send_borrowed`).
+    pub(super) borrowed: Option<Borrowed>,
 }
+
+/// A frame's parts that its sender keeps valid and unchanged until `done`
+/// is set (after the send that reads them completed).
+pub(super) struct Borrowed {
+    /// (address, length) of each part, in order.
+    pub(super) parts: Vec<(usize, usize)>,
+    pub(super) done: Arc<AtomicBool>,
+}
+
+/// The least frame sent from its sender's parts rather than copied into
+/// the queue: one that travels alone anyway (larger than a batch).
+const BORROW_FROM: usize = super::progress::BATCH_BYTES;
 
 /// Frames received in one MPI message (a batch), handed on one by one.
 pub(super) struct Batch {
@@ -285,6 +301,28 @@ pub(crate) struct MpiTransport {
 }
 
 impl MpiTransport {
+    /// Queues a frame whose credit was taken, and sends it now (inline, if
+    /// no other thread is making a pass) or wakes the MPI thread.
+    fn queue(&self, frame: Outgoing) {
+        let s = &*self.shared;
+        {
+            let mut out = s.outgoing.lock().unwrap();
+            out.0.push(frame);
+            out.1 += 1;
+            // Release (under the lock as well): the MPI thread's Acquire
+            // load that sees it finds the frame when it takes the lock.
+            s.outgoing_len.store(out.0.len(), Ordering::Release);
+        }
+        match &self.inline {
+            // Send it now, unless another thread is making a pass (then
+            // that thread sends it before it lets go: `Inline::progress`).
+            Some(inline) => {
+                inline.progress();
+            }
+            None => s.mpi_bell.ring_if_sleeping(),
+        }
+    }
+
     /// Counts `len` bytes of a frame from `src` on `net` as handed on;
     /// asks the MPI thread to return the credit once a quarter window is
     /// owed. Only the poller calls it.
@@ -346,23 +384,45 @@ impl Transport for MpiTransport {
         for p in parts {
             bytes.extend_from_slice(p);
         }
-        {
-            let mut out = s.outgoing.lock().unwrap();
-            out.0.push(Outgoing { dest, net, bytes });
-            out.1 += 1;
-            // Release (under the lock as well): the MPI thread's Acquire
-            // load that sees it finds the frame when it takes the lock.
-            s.outgoing_len.store(out.0.len(), Ordering::Release);
-        }
-        match &self.inline {
-            // Send it now, unless another thread is making a pass (then
-            // that thread sends it before it lets go: `Inline::progress`).
-            Some(inline) => {
-                inline.progress();
-            }
-            None => s.mpi_bell.ring_if_sleeping(),
-        }
+        self.queue(Outgoing {
+            dest,
+            net,
+            bytes,
+            borrowed: None,
+        });
         Ok(())
+    }
+
+    unsafe fn try_send_borrowed(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+    ) -> Result<Option<Arc<AtomicBool>>, SendError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let s = &*self.shared;
+        if len <= BORROW_FROM || len > s.max_frame || dest >= s.locales || dest == s.here {
+            // Copied (or refused, as `try_send` says why).
+            return self.try_send(dest, net, parts).map(|()| None);
+        }
+        if !s.credit[dest][net as usize].take(len as u64) {
+            return Err(SendError::Full);
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        self.queue(Outgoing {
+            dest,
+            net,
+            bytes: (len as u32).to_le_bytes().to_vec(),
+            borrowed: Some(Borrowed {
+                parts: parts
+                    .iter()
+                    .filter(|p| !p.is_empty())
+                    .map(|p| (p.as_ptr() as usize, p.len()))
+                    .collect(),
+                done: done.clone(),
+            }),
+        });
+        Ok(Some(done))
     }
 
     fn poll(

@@ -134,8 +134,21 @@ impl Engine {
         let mut tries = 0u32;
         let mut no_large_room = 0u32;
         loop {
-            match self.offer(dest, net, parts) {
-                Ok(()) => return Ok(Offered::Taken),
+            // SAFETY: `parts` are borrowed for this call, which returns
+            // (or unwinds) only after the transport is done with them:
+            // `UntilSent`'s drop waits for its flag.
+            match unsafe { self.transport.try_send_borrowed(dest, net, parts) } {
+                Ok(done) => {
+                    self.offered(parts);
+                    if let Some(done) = done {
+                        drop(UntilSent {
+                            engine: self,
+                            net,
+                            done,
+                        });
+                    }
+                    return Ok(Offered::Taken);
+                }
                 Err(SendError::Failed(e)) => return Err(e),
                 Err(SendError::Full) => {}
                 Err(SendError::NoLargeRoom) => {
@@ -217,11 +230,16 @@ impl Engine {
         parts: &[&[u8]],
     ) -> Result<(), SendError> {
         self.transport.try_send(dest, net, parts)?;
+        self.offered(parts);
+        Ok(())
+    }
+
+    /// Counts a frame the transport took: a control frame as such.
+    fn offered(&self, parts: &[&[u8]]) {
         if !counted(parts) {
             // Release: pairs with the Acquire load in `sent`.
             self.control_sent.fetch_add(1, Ordering::Release);
         }
-        Ok(())
     }
 
     /// Program messages sent (termination detection's counter): every
@@ -383,6 +401,26 @@ impl Engine {
 /// of their receiver; a block its receiver keeps (a Chant message in a
 /// mailbox) may stay for as long as the program likes.
 const LARGE_ROOM_TRIES: u32 = 64;
+
+/// A frame the transport sends from its sender's parts: dropped, it waits
+/// (polling, as a sender with no room does) until the transport is done
+/// with them, so that they outlive the send even where the sender unwinds.
+struct UntilSent<'a> {
+    engine: &'a Engine,
+    net: Network,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for UntilSent<'_> {
+    fn drop(&mut self) {
+        let mut tries = 0u32;
+        // Acquire: pairs with the transport's Release store once its send
+        // completed: it read the parts before.
+        while !self.done.load(Ordering::Acquire) {
+            self.engine.wait_for_room(self.net, &mut tries);
+        }
+    }
+}
 
 /// What became of a frame offered until the transport took it.
 enum Offered {
