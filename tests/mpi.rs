@@ -75,6 +75,20 @@ impl Remote for Digest {
     }
 }
 
+/// Says whether its array arrived in place (in the frame the transport
+/// lent: a rendezvous block, or the buffer MPI received into, aligned for
+/// `f64`), and sends it back negated.
+#[derive(Serialize, Deserialize)]
+struct InPlaceF64(cantus::Bulk<f64>);
+impl Remote for InPlaceF64 {
+    type Output = (bool, cantus::Bulk<f64>);
+    fn run(mut self) -> (bool, cantus::Bulk<f64>) {
+        let in_place = self.0.is_in_place();
+        self.0.iter_mut().for_each(|x| *x = -*x);
+        (in_place, self.0)
+    }
+}
+
 /// [`Digest`] with its bytes as a `Bulk` (one copy to encode, one to
 /// decode, where a `Vec<u8>` goes byte by byte).
 #[derive(Serialize, Deserialize)]
@@ -205,7 +219,7 @@ impl Remote for GlobalWork {
 }
 
 cantus::remote!(
-    AddInline, Bump, Bumps, Digest, DigestBulk, Explode, Echo, Die, GlobalWork
+    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, Explode, Echo, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -408,6 +422,17 @@ fn large_messages_everywhere() {
                 assert_eq!(h, fnv(&arg), "{size}-byte argument to locale {l}");
                 assert!(*back == pattern(size), "{size}-byte result from locale {l}");
             }
+        }
+        // A 1 MiB array of f64 is read where it arrived, aligned, on
+        // every path (through MPI: placed in MPI's receive buffer).
+        let v: Vec<f64> = (0..1 << 17).map(|i| i as f64 * 0.5).collect();
+        for l in 1..n {
+            let (in_place, back) = cantus::on(l, InPlaceF64(v.clone().into())).join().unwrap();
+            assert!(in_place, "1 MiB of f64 received in place on locale {l}");
+            assert!(
+                back.iter().zip(&v).all(|(b, a)| *b == -*a),
+                "from locale {l}"
+            );
         }
         let calls: Vec<_> = (0..12u64)
             .map(|k| {

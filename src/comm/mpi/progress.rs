@@ -10,7 +10,7 @@
 
 use super::collective::Active;
 use super::sys::{self, MPI_Comm, MPI_Request};
-use super::transport::{Batch, Outgoing, Shared, count_frames};
+use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
 use crate::error::Error;
 use std::os::raw::c_int;
@@ -343,7 +343,9 @@ impl Progress {
         let s = self.shared.clone();
         let mut any = false;
         for _ in 0..RECEIVE_BUDGET {
-            let Some(m) = sys::receive_any(self.comm)? else {
+            // A large frame's first byte (after its length prefix) is
+            // placed at a multiple of 64 bytes.
+            let Some(m) = sys::receive_any(self.comm, FRAME_PREFIX)? else {
                 break;
             };
             any = true;
@@ -365,7 +367,7 @@ impl Progress {
                     } else {
                         Network::Reply
                     };
-                    match count_frames(&m.bytes) {
+                    match count_frames(&m.bytes[m.start..]) {
                         Ok(0) => {}
                         Ok(n) => {
                             self.delivered = true;
@@ -375,7 +377,8 @@ impl Progress {
                                 Batch {
                                     src: m.src,
                                     bytes: m.bytes,
-                                    at: 0,
+                                    start: m.start,
+                                    at: m.start,
                                 },
                             )
                         }
@@ -385,7 +388,7 @@ impl Progress {
                         ),
                     }
                 }
-                TAG_CREDIT => match parse_credit(&m.bytes) {
+                TAG_CREDIT => match parse_credit(&m.bytes[m.start..]) {
                     Some((net, frames, bytes)) => s.credit[m.src][net as usize].give(frames, bytes),
                     None => eprintln!(
                         "cantus: locale {}: a malformed credit message from locale {} was dropped",

@@ -617,13 +617,24 @@ pub(super) fn test_some(reqs: &mut [MPI_Request], done: &mut Vec<c_int>) -> Resu
 pub(super) struct Received {
     pub(super) src: usize,
     pub(super) tag: c_int,
+    /// The message is `bytes[start..]` (a large one is received past a
+    /// few bytes, to place it: [`receive_any`]).
     pub(super) bytes: Vec<u8>,
+    pub(super) start: usize,
 }
+
+/// Messages longer than this are received placed ([`receive_any`]).
+const PLACED_FROM: usize = 64 << 10;
 
 /// Takes one message that arrived on `comm`, if any, from any source with
 /// any tag: a matched probe and a receive of that very message
-/// (`MPI_Improbe`, `MPI_Mrecv`), so no other receive can take it.
-pub(super) fn receive_any(comm: MPI_Comm) -> Result<Option<Received>, Error> {
+/// (`MPI_Improbe`, `MPI_Mrecv`), so no other receive can take it. A
+/// message longer than 64 KiB (a frame alone) is received so that its
+/// byte `align_at` lies at a multiple of 64 bytes: an array in the frame,
+/// padded to 64 bytes from its start, can then be read in place, aligned
+/// (`remote/bulk.rs`). The buffer is not filled with zeros first: MPI
+/// writes every byte of it.
+pub(super) fn receive_any(comm: MPI_Comm, align_at: usize) -> Result<Option<Received>, Error> {
     let mut flag: c_int = 0;
     let mut msg = std::mem::MaybeUninit::<MPI_Message>::uninit();
     let mut status = std::mem::MaybeUninit::<MPI_Status>::zeroed();
@@ -656,13 +667,24 @@ pub(super) fn receive_any(comm: MPI_Comm) -> Result<Option<Received>, Error> {
             "MPI_Get_count",
         )?;
     }
-    let mut bytes = vec![0u8; count.max(0) as usize];
+    let len = count.max(0) as usize;
+    let room = if len > PLACED_FROM { 64 } else { 0 };
+    let mut bytes: Vec<u8> = Vec::with_capacity(room + len);
+    let start = if room > 0 {
+        (64 - (bytes.as_ptr() as usize).wrapping_add(align_at) % 64) % 64
+    } else {
+        0
+    };
     // SAFETY: `msg` is the matched message, received exactly once here;
-    // `bytes` has room for its `count` bytes.
+    // `bytes` has room for `start` bytes, zeroed here, and the message's
+    // `count` bytes after them, which MPI writes on success (all of them:
+    // the count is the probed message's own), before the length covers
+    // them.
     unsafe {
+        bytes.as_mut_ptr().write_bytes(0, start);
         check(
             ffi::MPI_Mrecv(
-                bytes.as_mut_ptr().cast::<c_void>(),
+                bytes.as_mut_ptr().add(start).cast::<c_void>(),
                 count,
                 ffi::RSMPI_UINT8_T,
                 &mut msg,
@@ -670,10 +692,12 @@ pub(super) fn receive_any(comm: MPI_Comm) -> Result<Option<Received>, Error> {
             ),
             "MPI_Mrecv",
         )?;
+        bytes.set_len(start + len);
     }
     Ok(Some(Received {
         src: status.MPI_SOURCE as usize,
         tag: status.MPI_TAG,
+        start,
         bytes,
     }))
 }

@@ -46,7 +46,9 @@ const BORROW_FROM: usize = super::progress::BATCH_BYTES;
 /// Frames received in one MPI message (a batch), handed on one by one.
 pub(super) struct Batch {
     pub(super) src: usize,
+    /// The message is `bytes[start..]`.
     pub(super) bytes: Vec<u8>,
+    pub(super) start: usize,
     /// Where the next frame's length prefix starts.
     pub(super) at: usize,
 }
@@ -465,8 +467,9 @@ impl Transport for MpiTransport {
                     // Alone in its batch (a large frame travels so): lent
                     // whole, so that whoever keeps it reads it where MPI
                     // received it, without a copy.
-                    let lent = (frame.start == FRAME_PREFIX && frame.end == batch.bytes.len())
-                        .then(|| Lent::buffer(std::mem::take(&mut batch.bytes), frame.clone()));
+                    let lent = (frame.start == batch.start + FRAME_PREFIX
+                        && frame.end == batch.bytes.len())
+                    .then(|| Lent::buffer(std::mem::take(&mut batch.bytes), frame.clone()));
                     deliver(Arrival {
                         src,
                         net,
@@ -624,6 +627,7 @@ mod tests {
         let mut b = Batch {
             src: 2,
             bytes,
+            start: 0,
             at: 0,
         };
         let mut got = Vec::new();
