@@ -458,6 +458,52 @@ fn bulk_chant_messages_arrive_whole() {
     });
 }
 
+/// Receives one message, decodes it consuming it, and answers whether
+/// its array was in place and what it summed to.
+#[derive(Serialize, Deserialize)]
+struct TakeInPlace {
+    boss: TaskId,
+}
+
+impl Remote for TakeInPlace {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, 1, &[]).unwrap();
+        let m = chant::recv(Source::Task(self.boss), Tag::Is(2));
+        let (n, block): (u64, Bulk<f64>) = m.into_decoded().unwrap();
+        let sum: f64 = block.iter().sum();
+        chant::send_value(self.boss, 3, &(n, block.is_in_place(), sum)).unwrap();
+    }
+}
+
+cantus::remote!(TakeInPlace);
+
+#[test]
+fn bulk_chant_messages_decoded_whole_are_read_in_place() {
+    let _ = in_job(
+        "bulk_chant_messages_decoded_whole_are_read_in_place",
+        2,
+        || {
+            // 1 MiB: a rendezvous block, kept in the mailbox, then read
+            // where it arrived; 100 values: a ring frame, copied.
+            for (n, in_place) in [(1usize << 17, true), (100, false)] {
+                cantus::begin_on(1, TakeInPlace { boss: chant::me() }).unwrap();
+                let taker = chant::recv(Source::Any, Tag::Is(1)).source();
+                let v = values(n, 5);
+                chant::send_value(taker, 2, &(n as u64, Bulk::from(v.clone()))).unwrap();
+                let said: (u64, bool, f64) = chant::recv(Source::Task(taker), Tag::Is(3))
+                    .decode()
+                    .unwrap();
+                assert_eq!(
+                    said,
+                    (n as u64, in_place, v.iter().sum::<f64>()),
+                    "{n} values"
+                );
+            }
+        },
+    );
+}
+
 #[test]
 fn balanced_pieces_carry_bulk_arrays_between_locales() {
     let _ = in_job(

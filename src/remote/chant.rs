@@ -192,19 +192,38 @@ impl Message {
 
     /// Decodes a value sent with [`send_value`].
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
-        postcard::from_bytes(&self.bytes).map_err(|e| {
-            Error::new(
-                ErrorKind::Message,
-                format!(
-                    "cantus::chant: the message from {} (tag {}, {} bytes) does not decode as {}: {e}",
-                    self.from,
-                    self.tag,
-                    self.bytes.len(),
-                    std::any::type_name::<T>()
-                ),
-            )
-        })
+        postcard::from_bytes(&self.bytes)
+            .map_err(|e| undecodable::<T>(self.from, self.tag, self.bytes.len(), e))
     }
+
+    /// Decodes a value sent with [`send_value`], as [`decode`](Self::decode)
+    /// does, consuming the message: a large [`Bulk`](crate::Bulk) in it is
+    /// read where the message arrived (a rendezvous block, or the buffer
+    /// MPI received it into), without a copy
+    /// ([`Bulk::is_in_place`](crate::Bulk::is_in_place)), and holds that
+    /// memory until it is dropped.
+    pub fn into_decoded<T: serde::de::DeserializeOwned>(self) -> Result<T, Error> {
+        let (from, tag, len) = (self.from, self.tag, self.bytes.len());
+        let decoded = match self.bytes {
+            Bytes::Lent(frame, start) => {
+                super::bulk::decode_in_place(frame, start, |b| postcard::from_bytes(b))
+            }
+            Bytes::Own(v) => postcard::from_bytes(&v),
+        };
+        decoded.map_err(|e| undecodable::<T>(from, tag, len, e))
+    }
+}
+
+/// The error of a message that does not decode as a `T`.
+fn undecodable<T>(from: TaskId, tag: u32, len: usize, e: postcard::Error) -> Error {
+    Error::new(
+        ErrorKind::Message,
+        format!(
+            "cantus::chant: the message from {from} (tag {tag}, {len} bytes) does not decode as \
+             {}: {e}",
+            std::any::type_name::<T>()
+        ),
+    )
 }
 
 /// Who polls for a receive that must wait (Chant, section 4.2). Set per
