@@ -107,6 +107,16 @@ pub(crate) fn extend(out: &mut Vec<u8>, data: &[u8]) {
     }
 }
 
+/// The concatenation of `parts` in a new vector, each copied as
+/// [`copy`].
+pub(crate) fn concat(parts: &[&[u8]]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        extend(&mut out, p);
+    }
+    out
+}
+
 /// `data` in a new vector, copied as [`copy`].
 #[inline]
 pub(crate) fn to_vec(data: &[u8]) -> Vec<u8> {

@@ -190,14 +190,23 @@ unsafe impl<T> Sync for Keep<T> {}
 
 /// `items` copied into a new vector (one copy, no fill with zeros first).
 fn copy_to_vec<T: bytemuck::Pod>(items: &[T]) -> Vec<T> {
-    let mut v: Vec<T> = Vec::with_capacity(items.len());
-    let bytes: &[u8] = bytemuck::cast_slice(items);
-    // SAFETY: the vector has room for `items.len()` elements, which the
-    // copy fills byte for byte (its spare room cannot overlap `items`, a
-    // shared borrow); any bytes are a valid `T` (`Pod`).
+    vec_from_bytes(bytemuck::cast_slice(items))
+}
+
+/// The `T`s whose bytes are `bytes` (any alignment; a whole number of
+/// non-zero-sized `T`s), copied once into a new, aligned vector (no fill
+/// with zeros first).
+fn vec_from_bytes<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    debug_assert_eq!(n * std::mem::size_of::<T>(), bytes.len());
+    let mut v: Vec<T> = Vec::with_capacity(n);
+    // SAFETY: the vector has room for `n` elements, `n * size_of::<T>()
+    // == bytes.len()` bytes, which the copy fills (its spare room cannot
+    // overlap `bytes`, a shared borrow); any bytes are a valid `T` (`Pod`),
+    // so the new length covers written elements only.
     unsafe {
         crate::copy::copy_raw(bytes.as_ptr(), v.as_mut_ptr().cast::<u8>(), bytes.len());
-        v.set_len(items.len());
+        v.set_len(n);
     }
     v
 }
@@ -389,17 +398,7 @@ impl<'de, T: bytemuck::Pod> Visitor<'de> for BulkVisitor<T> {
                 data: Arc::new(data),
             });
         }
-        // One copy into a new, aligned vector.
-        let items: &[u8] = bytes.as_slice();
-        let mut v: Vec<T> = Vec::with_capacity(len / size);
-        // SAFETY: room for `len / size` elements, `len` bytes, which the
-        // copy fills (its spare room cannot overlap `items`); any bytes are
-        // a valid `T` (`Pod`), so the new length covers written elements.
-        unsafe {
-            crate::copy::copy_raw(items.as_ptr(), v.as_mut_ptr().cast::<u8>(), len);
-            v.set_len(len / size);
-        }
-        Ok(Bulk::from_vec(v))
+        Ok(Bulk::from_vec(vec_from_bytes(bytes.as_slice())))
     }
 }
 

@@ -362,22 +362,14 @@ fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
                     ),
                 ));
             }
-            let tag = tag.to_le_bytes();
-            let mut frame: Vec<&[u8]> = Vec::new();
-            let frame: &[&[u8]] = match parts {
-                [bytes] => &[&tag, bytes],
-                _ => {
-                    frame.push(&tag);
-                    frame.extend_from_slice(parts);
-                    &frame
-                }
-            };
-            e.send_parts(
-                to.locale,
-                Network::Reply,
-                Header::message(to.task, from.task),
-                frame,
-            )
+            super::encode::with_head(&[&tag.to_le_bytes()], parts, |frame| {
+                e.send_parts(
+                    to.locale,
+                    Network::Reply,
+                    Header::message(to.task, from.task),
+                    frame,
+                )
+            })
         }
         _ => {
             if !issued(to.task) {
@@ -386,16 +378,12 @@ fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
                     format!("cantus::chant::send: {to} never existed (sent by {from}, tag {tag})"),
                 ));
             }
-            let mut bytes = Vec::with_capacity(len);
-            for p in parts {
-                crate::copy::extend(&mut bytes, p);
-            }
             deliver(
                 to.task,
                 Message {
                     from,
                     tag,
-                    bytes: bytes.into(),
+                    bytes: crate::copy::concat(parts).into(),
                 },
             );
             Ok(())

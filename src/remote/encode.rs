@@ -137,13 +137,8 @@ impl Encoding {
     /// empty ones): a frame to send, copied nowhere else first.
     pub(crate) fn with_parts<R>(&self, prefix: &[&[u8]], f: impl FnOnce(&[&[u8]]) -> R) -> R {
         if self.pins.is_empty() {
-            // The usual case: one part after the prefix, on the stack.
-            let mut parts: [&[u8]; 4] = [&[]; 4];
-            if prefix.len() < parts.len() {
-                parts[..prefix.len()].copy_from_slice(prefix);
-                parts[prefix.len()] = &self.bytes;
-                return f(&parts[..=prefix.len()]);
-            }
+            // The usual case: one part after the prefix.
+            return with_head(prefix, &[&self.bytes], f);
         }
         let mut parts: Vec<&[u8]> = Vec::with_capacity(prefix.len() + 2 * self.pins.len() + 1);
         parts.extend_from_slice(prefix);
@@ -160,6 +155,24 @@ impl Encoding {
         }
         f(&parts)
     }
+}
+
+/// Calls `f` with the parts of `head` and then those of `rest`, as one
+/// frame's list: on the stack for a few parts (no allocation per
+/// message), else in a vector.
+pub(crate) fn with_head<R>(head: &[&[u8]], rest: &[&[u8]], f: impl FnOnce(&[&[u8]]) -> R) -> R {
+    const ON_STACK: usize = 6;
+    let n = head.len() + rest.len();
+    if n <= ON_STACK {
+        let mut parts: [&[u8]; ON_STACK] = [&[]; ON_STACK];
+        parts[..head.len()].copy_from_slice(head);
+        parts[head.len()..n].copy_from_slice(rest);
+        return f(&parts[..n]);
+    }
+    let mut parts = Vec::with_capacity(n);
+    parts.extend_from_slice(head);
+    parts.extend_from_slice(rest);
+    f(&parts)
 }
 
 impl Default for Encoding {

@@ -289,15 +289,7 @@ impl Outcome {
             Outcome::Lent { at, len } => unsafe { std::slice::from_raw_parts(*at, *len) },
             Outcome::Panicked(msg) | Outcome::Rejected(msg) => msg.as_bytes(),
         };
-        let mut parts: [&[u8]; 4] = [&[]; 4];
-        if prefix.len() < parts.len() {
-            parts[..prefix.len()].copy_from_slice(prefix);
-            parts[prefix.len()] = bytes;
-            return f(&parts[..=prefix.len()]);
-        }
-        let mut parts = prefix.to_vec();
-        parts.push(bytes);
-        f(&parts)
+        super::encode::with_head(prefix, &[bytes], f)
     }
 
     /// The length of the reply's payload ([`with_payload`](Self::with_payload)).
@@ -314,12 +306,7 @@ impl Outcome {
     /// are. For a reply that is not sent at once.
     pub(crate) fn owned(self, out: &mut Encoding) -> Outcome {
         if let Outcome::Lent { .. } = self {
-            let mut bytes = Vec::with_capacity(self.payload_len(out));
-            self.with_payload(out, &[], |parts| {
-                parts
-                    .iter()
-                    .for_each(|p| crate::copy::extend(&mut bytes, p))
-            });
+            let bytes = self.with_payload(out, &[], crate::copy::concat);
             out.clear();
             out.bytes = bytes;
             return Outcome::Done;

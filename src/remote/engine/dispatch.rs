@@ -121,12 +121,7 @@ impl Engine {
                     Ok(()) => {}
                     // An eager frame never lacks large room.
                     Err(SendError::Full | SendError::NoLargeRoom) => {
-                        let mut payload = Vec::with_capacity(len);
-                        outcome.with_payload(&out, &[], |parts| {
-                            parts
-                                .iter()
-                                .for_each(|p| crate::copy::extend(&mut payload, p))
-                        });
+                        let payload = outcome.with_payload(&out, &[], crate::copy::concat);
                         self.send_from_poll(src, Network::Reply, header, &payload)
                     }
                     Err(SendError::Failed(e)) => eprintln!(

@@ -46,19 +46,7 @@ impl Engine {
             ));
         }
         let h = self.stamp(dest, header, len).encode(len);
-        // The frame's parts: on the stack for the usual one or two pieces
-        // of payload (no allocation per message), else in a vector.
-        const ON_STACK: usize = 4;
-        if payload.len() < ON_STACK {
-            let mut parts: [&[u8]; ON_STACK] = [&[]; ON_STACK];
-            parts[0] = &h;
-            parts[1..=payload.len()].copy_from_slice(payload);
-            return self.send_frame(dest, net, &parts[..=payload.len()]);
-        }
-        let mut parts = Vec::with_capacity(payload.len() + 1);
-        parts.push(&h[..]);
-        parts.extend_from_slice(payload);
-        self.send_frame(dest, net, &parts)
+        crate::remote::encode::with_head(&[&h], payload, |parts| self.send_frame(dest, net, parts))
     }
 
     /// Counts a program message (not a control frame) about to be sent to
@@ -94,12 +82,7 @@ impl Engine {
         if len > self.transport.max_frame() {
             return self.send_fragments(dest, net, parts, len);
         }
-        match self.offer_until_taken(dest, net, parts)? {
-            Offered::Taken => Ok(()),
-            // Its receiver keeps the memory of large frames (rule L of
-            // `comm/shm/README.md`): the frame goes in eager pieces.
-            Offered::NoLargeRoom => self.send_fragments(dest, net, parts, len),
-        }
+        self.send_until_taken(dest, net, parts)
     }
 
     /// Offers a frame until the transport takes it, polling (and, after a
@@ -114,6 +97,8 @@ impl Engine {
     ) -> Result<(), Error> {
         match self.offer_until_taken(dest, net, parts)? {
             Offered::Taken => Ok(()),
+            // Its receiver keeps the memory of large frames (rule L of
+            // `comm/shm/README.md`): the frame goes in eager pieces.
             Offered::NoLargeRoom => {
                 let len = parts.iter().map(|p| p.len()).sum();
                 self.send_fragments(dest, net, parts, len)
