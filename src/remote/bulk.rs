@@ -485,15 +485,8 @@ pub(crate) fn decode_in_place<R>(frame: Lent, offset: usize, decode: impl FnOnce
         end: bytes.as_ptr() as usize + bytes.len(),
         next: Cell::new(0),
     };
-    /// Puts back the decoding this one runs inside, also on a panic.
-    struct Restore(*const InPlace);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            IN_PLACE.with(|c| c.set(self.0));
-        }
-    }
-    let _restore = Restore(IN_PLACE.with(|c| c.replace(&cx)));
-    decode(bytes)
+    // The decoding this one runs inside is put back after.
+    super::with_local(&IN_PLACE, &cx, || decode(bytes))
 }
 
 /// `bytes` as a range of the frame being decoded in place, if they lie in

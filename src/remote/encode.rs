@@ -271,28 +271,20 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
     at: usize,
 ) -> Result<(), postcard::Error> {
     let start = out.len();
-    /// Ends the gathering (also on a panic in a `Serialize`), putting back
-    /// the state of an encoding this one runs inside (a `Serialize` that
-    /// sends).
-    struct Restore(bool, Option<Pin>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            GATHERING.with(|g| g.set(self.0));
-            OFFERED.with(|o| o.set(self.1.take()));
-        }
-    }
-    let _restore = Restore(
-        GATHERING.with(|g| g.replace(true)),
-        OFFERED.with(Cell::take),
-    );
-    let (encoded, writes) = postcard::serialize_with_flavor(
-        value,
-        Gather {
-            out: std::mem::take(out),
-            at,
-            writes: 0,
-        },
-    )?;
+    // Gathering, with no pin offered yet; the state of an encoding this
+    // one runs inside (a `Serialize` that sends) is put back after.
+    let (encoded, writes) = super::with_local(&GATHERING, true, || {
+        super::with_local(&OFFERED, None, || {
+            postcard::serialize_with_flavor(
+                value,
+                Gather {
+                    out: std::mem::take(out),
+                    at,
+                    writes: 0,
+                },
+            )
+        })
+    })?;
     *out = encoded;
     let len = out.len() - start;
     hint_if_piecemeal::<T>(len, writes);

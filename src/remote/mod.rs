@@ -168,6 +168,31 @@ fn with_engine<R>(f: impl FnOnce(Option<&Arc<Engine>>) -> R) -> R {
     }
 }
 
+/// Runs `f` with the thread-local `key` set to `value`, and puts the value
+/// it had back after, also on a panic: for the state of a run that a run
+/// of the same code nested inside it must not see (an encoding, a decoding
+/// in place, a caller's poll).
+pub(crate) fn with_local<T: 'static, R>(
+    key: &'static std::thread::LocalKey<std::cell::Cell<T>>,
+    value: T,
+    f: impl FnOnce() -> R,
+) -> R {
+    struct Restore<T: 'static>(
+        &'static std::thread::LocalKey<std::cell::Cell<T>>,
+        Option<T>,
+    );
+    impl<T: 'static> Drop for Restore<T> {
+        fn drop(&mut self) {
+            if let Some(before) = self.1.take() {
+                // `try_with`: at thread exit the local may be gone.
+                let _ = self.0.try_with(|c| c.set(before));
+            }
+        }
+    }
+    let _restore = Restore(key, Some(key.with(|c| c.replace(value))));
+    f()
+}
+
 fn engine() -> Option<Arc<Engine>> {
     with_engine(|e| e.cloned())
 }

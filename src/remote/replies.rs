@@ -85,16 +85,9 @@ thread_local! {
 /// takes the reply as soon as the poll returns: a reply the poll delivers
 /// to it may stay lent.
 pub(crate) fn polling_for<R>(token: u64, poll: impl FnOnce() -> R) -> R {
-    /// Puts back the outer caller's token (a poll may run a task that
-    /// waits for a reply of its own), also on a panic.
-    struct Restore(u64);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            POLLING_FOR.set(self.0);
-        }
-    }
-    let _restore = Restore(POLLING_FOR.replace(token));
-    poll()
+    // The outer caller's token is put back after (a poll may run a task
+    // that waits for a reply of its own).
+    super::with_local(&POLLING_FOR, token, poll)
 }
 
 /// A reply's payload in a frame the transport lent, from the offset on.
