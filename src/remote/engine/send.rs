@@ -119,18 +119,14 @@ impl Engine {
         let mut tries = 0u32;
         let mut no_large_room = 0u32;
         loop {
-            // SAFETY: `parts` are borrowed for this call, which returns
-            // (or unwinds) only after the transport is done with them:
-            // `UntilSent`'s drop waits for its flag.
+            // SAFETY: `parts` are borrowed for this call, which returns only
+            // after the transport is done with them (`wait_until_sent`),
+            // and never unwinds before (it aborts instead).
             match unsafe { self.transport.try_send_borrowed(dest, net, parts) } {
                 Ok(done) => {
                     self.offered(parts);
                     if let Some(done) = done {
-                        drop(UntilSent {
-                            engine: self,
-                            net,
-                            done,
-                        });
+                        self.wait_until_sent(net, &done);
                     }
                     return Ok(Offered::Taken);
                 }
@@ -145,6 +141,32 @@ impl Engine {
             }
             self.wait_for_room(net, &mut tries);
         }
+    }
+
+    /// Waits, polling as a sender with no room does, until the transport
+    /// is done with a frame it sends from its sender's parts
+    /// (`Transport::try_send_borrowed`). A panic in the wait aborts the
+    /// process: unwinding would free the parts while the transport may
+    /// still read them.
+    fn wait_until_sent(&self, net: Network, done: &std::sync::atomic::AtomicBool) {
+        struct AbortOnUnwind;
+        impl Drop for AbortOnUnwind {
+            fn drop(&mut self) {
+                eprintln!(
+                    "cantus: a panic while a frame was being sent from its sender's memory, \
+                     which the transport may still read; aborting"
+                );
+                std::process::abort();
+            }
+        }
+        let unwinding = AbortOnUnwind;
+        let mut tries = 0u32;
+        // Acquire: pairs with the transport's Release store once its send
+        // completed: it read the parts before.
+        while !done.load(Ordering::Acquire) {
+            self.wait_for_room(net, &mut tries);
+        }
+        std::mem::forget(unwinding);
     }
 
     /// One step of waiting to send on `net`: polls (seed 003), and after
@@ -386,26 +408,6 @@ impl Engine {
 /// of their receiver; a block its receiver keeps (a Chant message in a
 /// mailbox) may stay for as long as the program likes.
 const LARGE_ROOM_TRIES: u32 = 64;
-
-/// A frame the transport sends from its sender's parts: dropped, it waits
-/// (polling, as a sender with no room does) until the transport is done
-/// with them, so that they outlive the send even where the sender unwinds.
-struct UntilSent<'a> {
-    engine: &'a Engine,
-    net: Network,
-    done: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl Drop for UntilSent<'_> {
-    fn drop(&mut self) {
-        let mut tries = 0u32;
-        // Acquire: pairs with the transport's Release store once its send
-        // completed: it read the parts before.
-        while !self.done.load(Ordering::Acquire) {
-            self.engine.wait_for_room(self.net, &mut tries);
-        }
-    }
-}
 
 /// What became of a frame offered until the transport took it.
 enum Offered {
