@@ -303,6 +303,36 @@ pub(crate) struct MpiTransport {
 }
 
 impl MpiTransport {
+    /// Checks a frame of `len` bytes for `dest` (a locale of the job, not
+    /// this one; at most `max_frame`) and takes its credit (C1): `Failed`
+    /// saying why it can never go, `Full` if the window has no room now.
+    fn admit(&self, dest: usize, net: Network, len: usize) -> Result<(), SendError> {
+        let s = &*self.shared;
+        if dest >= s.locales || dest == s.here {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: locale {} cannot send to locale {dest} (the job has {})",
+                    s.here,
+                    Locales(s.locales)
+                ),
+            )));
+        }
+        if len > s.max_frame {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "cantus: a {len}-byte frame is larger than the MPI transport's {} bytes",
+                    s.max_frame
+                ),
+            )));
+        }
+        if !s.credit[dest][net as usize].take(len as u64) {
+            return Err(SendError::Full);
+        }
+        Ok(())
+    }
+
     /// Queues a frame whose credit was taken, and sends it now (inline, if
     /// no other thread is making a pass) or wakes the MPI thread.
     fn queue(&self, frame: Outgoing) {
@@ -357,30 +387,8 @@ impl Transport for MpiTransport {
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
-        let s = &*self.shared;
-        if dest >= s.locales || dest == s.here {
-            return Err(SendError::Failed(Error::new(
-                ErrorKind::Locale,
-                format!(
-                    "cantus: locale {} cannot send to locale {dest} (the job has {})",
-                    s.here,
-                    Locales(s.locales)
-                ),
-            )));
-        }
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > s.max_frame {
-            return Err(SendError::Failed(Error::new(
-                ErrorKind::InvalidConfig,
-                format!(
-                    "cantus: a {len}-byte frame is larger than the MPI transport's {} bytes",
-                    s.max_frame
-                ),
-            )));
-        }
-        if !s.credit[dest][net as usize].take(len as u64) {
-            return Err(SendError::Full);
-        }
+        self.admit(dest, net, len)?;
         let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
         bytes.extend_from_slice(&(len as u32).to_le_bytes());
         for p in parts {
@@ -402,14 +410,10 @@ impl Transport for MpiTransport {
         parts: &[&[u8]],
     ) -> Result<Option<Arc<AtomicBool>>, SendError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let s = &*self.shared;
-        if len <= BORROW_FROM || len > s.max_frame || dest >= s.locales || dest == s.here {
-            // Copied (or refused, as `try_send` says why).
+        if len <= BORROW_FROM {
             return self.try_send(dest, net, parts).map(|()| None);
         }
-        if !s.credit[dest][net as usize].take(len as u64) {
-            return Err(SendError::Full);
-        }
+        self.admit(dest, net, len)?;
         let done = Arc::new(AtomicBool::new(false));
         self.queue(Outgoing {
             dest,
