@@ -477,6 +477,12 @@ thread_local! {
 /// [`Bulk`]s it decodes keep their elements in the frame (each holds it;
 /// the frame goes back to the transport when the last is dropped).
 pub(crate) fn decode_in_place<R>(frame: Lent, offset: usize, decode: impl FnOnce(&[u8]) -> R) -> R {
+    if frame.len() - offset < PIN_MIN {
+        // No array in it is large enough to keep its bytes in place
+        // (`adopt`): read it, and the frame goes back, with no shared
+        // handle made (small calls' hot path).
+        return decode(&frame[offset..]);
+    }
     let frame = Arc::new(frame);
     let bytes = &frame[offset..];
     let cx = InPlace {

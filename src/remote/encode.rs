@@ -184,15 +184,18 @@ impl Default for Encoding {
 /// postcard's output appended to an [`Encoding`], pinning what `Bulk`s
 /// offer; counts the writes (for the hint). `at` is where the encoding
 /// starts in its frame (after the header), for the padding.
-struct Gather {
-    /// Owned while encoding (a field of the flavor, not behind a
-    /// reference: the per-element writes of a long sequence stay fast).
-    out: Encoding,
+struct Gather<'a> {
+    /// The bytes, owned while encoding (a field of the flavor, not behind
+    /// a reference: the per-element writes of a long sequence stay fast).
+    bytes: Vec<u8>,
+    /// The encoding's pins and their length in all (written rarely).
+    pins: &'a mut Vec<(usize, Pin)>,
+    pinned: &'a mut usize,
     at: usize,
     writes: usize,
 }
 
-impl Gather {
+impl Gather<'_> {
     /// A write that may be a pinned array's padding or its bytes.
     #[cold]
     fn large_or_probe(&mut self, data: &[u8]) {
@@ -204,8 +207,8 @@ impl Gather {
                 len
             });
             // The probe's one-byte length (63) was the last byte written.
-            let from = self.at + self.out.len();
-            if let (Some(len), Some(last)) = (offered, self.out.bytes.last_mut())
+            let from = self.at + self.bytes.len() + *self.pinned;
+            if let (Some(len), Some(last)) = (offered, self.bytes.last_mut())
                 && *last == PAD_PROBE.len() as u8
             {
                 // The array's first byte lies past the padding and its
@@ -213,26 +216,26 @@ impl Gather {
                 let from = from + varint_len(len);
                 let pad = (PIN_ALIGN - from % PIN_ALIGN) % PIN_ALIGN;
                 *last = pad as u8;
-                self.out.bytes.extend_from_slice(&PAD_PROBE[..pad]);
+                self.bytes.extend_from_slice(&PAD_PROBE[..pad]);
                 return;
             }
         } else if data.len() >= PIN_MIN {
             let pin = OFFERED.with(Cell::take);
             match pin {
                 Some(pin) if std::ptr::eq(pin.bytes(), data) => {
-                    self.out.pinned += pin.len;
-                    self.out.pins.push((self.out.bytes.len(), pin));
+                    *self.pinned += pin.len;
+                    self.pins.push((self.bytes.len(), pin));
                     return;
                 }
                 other => OFFERED.with(|o| o.set(other)),
             }
         }
-        crate::copy::extend(&mut self.out.bytes, data);
+        crate::copy::extend(&mut self.bytes, data);
     }
 }
 
-impl Flavor for Gather {
-    type Output = (Encoding, usize);
+impl Flavor for Gather<'_> {
+    type Output = (Vec<u8>, usize);
 
     #[inline]
     fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
@@ -240,7 +243,7 @@ impl Flavor for Gather {
         if data.len() >= PIN_MIN || data.len() == PAD_PROBE.len() {
             self.large_or_probe(data);
         } else {
-            self.out.bytes.extend_from_slice(data);
+            self.bytes.extend_from_slice(data);
         }
         Ok(())
     }
@@ -248,12 +251,12 @@ impl Flavor for Gather {
     #[inline]
     fn try_push(&mut self, data: u8) -> postcard::Result<()> {
         self.writes += 1;
-        self.out.bytes.push(data);
+        self.bytes.push(data);
         Ok(())
     }
 
-    fn finalize(self) -> postcard::Result<(Encoding, usize)> {
-        Ok((self.out, self.writes))
+    fn finalize(self) -> postcard::Result<(Vec<u8>, usize)> {
+        Ok((self.bytes, self.writes))
     }
 }
 
@@ -271,21 +274,32 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
     at: usize,
 ) -> Result<(), postcard::Error> {
     let start = out.len();
-    // Gathering, with no pin offered yet; the state of an encoding this
-    // one runs inside (a `Serialize` that sends) is put back after.
-    let (encoded, writes) = super::with_local(&GATHERING, true, || {
-        super::with_local(&OFFERED, None, || {
-            postcard::serialize_with_flavor(
-                value,
-                Gather {
-                    out: std::mem::take(out),
-                    at,
-                    writes: 0,
-                },
-            )
-        })
-    })?;
-    *out = encoded;
+    // Gathering; the state of an encoding this one runs inside (a
+    // `Serialize` that sends) is put back after. No pin is offered now,
+    // nor when this one ends: a `Bulk` offers one only for the bytes it
+    // hands to the serializer next, which takes it or (`Offered`'s drop)
+    // withdraws it, with no other code between, so no encoding's offer is
+    // ever left for another to find.
+    let encoded = super::with_local(&GATHERING, true, || {
+        postcard::serialize_with_flavor(
+            value,
+            Gather {
+                bytes: std::mem::take(&mut out.bytes),
+                pins: &mut out.pins,
+                pinned: &mut out.pinned,
+                at,
+                writes: 0,
+            },
+        )
+    });
+    let (bytes, writes) = match encoded {
+        Ok(e) => e,
+        Err(e) => {
+            out.clear();
+            return Err(e);
+        }
+    };
+    out.bytes = bytes;
     let len = out.len() - start;
     hint_if_piecemeal::<T>(len, writes);
     Ok(())
