@@ -186,8 +186,10 @@ impl Remote for GlobalWork {
         }
         pgas::barrier();
         assert_eq!(counter.ptr(0).load().unwrap(), 10 * n as u64);
-        // A large put and get (several frames), checked.
-        let len = 300 << 10;
+        // A large put and get (several frames: over MPI, a get's pieces
+        // are sent from the owner's segment, a put's from the caller's
+        // slice), checked.
+        let len = (2 << 20) + (300 << 10);
         let big = pgas::alloc::<u8>(len).unwrap();
         let to = (me + 1) % n;
         let mine = pattern(len + me);

@@ -281,6 +281,13 @@ pub(crate) trait Transport: Send + Sync + 'static {
         self.try_send(dest, net, parts).map(|()| None)
     }
 
+    /// Whether [`try_send_borrowed`](Self::try_send_borrowed) sends a
+    /// `len`-byte frame to `dest` from its parts (its sender then waits
+    /// until the transport is done with them) rather than copying it.
+    fn sends_borrowed(&self, _dest: usize, _len: usize) -> bool {
+        false
+    }
+
     /// Hands up to `budget` arrived frames, from the networks in `nets`,
     /// to `deliver`, in arrival order per source and network. Returns how
     /// many it handed over. A malformed frame at this level (a corrupt

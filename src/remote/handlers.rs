@@ -252,9 +252,10 @@ pub(crate) enum Outcome {
     Done,
     /// Done: the result is the `len` bytes at `at`, which the handler lends
     /// (a raw handler's, such as a get's bytes in the global memory's
-    /// segment) until its reply was sent: whoever ran it sends the reply
-    /// before it does anything else, or copies the bytes first
-    /// ([`Outcome::owned`]). Saves the copy into the result buffer.
+    /// segment) until its reply was sent, for as long as the runtime runs:
+    /// whoever ran it sends the reply from them, at once or (a result
+    /// longer than a poll sends) from a task. Saves the copy into the
+    /// result buffer, and for a long one the copy a task would need.
     Lent { at: *const u8, len: usize },
     /// The handler panicked: its message.
     Panicked(String),
@@ -301,17 +302,40 @@ impl Outcome {
         }
     }
 
-    /// The outcome with no bytes lent: a `Lent` result is copied into
-    /// `out` (the result buffer) and becomes `Done`; the others as they
-    /// are. For a reply that is not sent at once.
-    pub(crate) fn owned(self, out: &mut Encoding) -> Outcome {
-        if let Outcome::Lent { .. } = self {
-            let bytes = self.with_payload(out, &[], crate::copy::concat);
-            out.clear();
-            out.bytes = bytes;
-            return Outcome::Done;
+    /// What the outcome says, as plain values that may go to another
+    /// thread (an `Outcome` may name lent bytes, so it is not `Send`);
+    /// [`Said::outcome`] makes it again.
+    pub(crate) fn said(self) -> Said {
+        match self {
+            Outcome::Done => Said::Done,
+            Outcome::Lent { at, len } => Said::Lent(at as usize, len),
+            Outcome::Panicked(msg) => Said::Panicked(msg),
+            Outcome::Rejected(msg) => Said::Rejected(msg),
         }
-        self
+    }
+}
+
+/// An [`Outcome`] as plain values ([`Outcome::said`]), to reply from
+/// another thread: lent bytes stay lent for as long as the runtime runs
+/// (the contract of `Outcome::Lent`).
+pub(crate) enum Said {
+    Done,
+    Lent(usize, usize),
+    Panicked(String),
+    Rejected(String),
+}
+
+impl Said {
+    pub(crate) fn outcome(self) -> Outcome {
+        match self {
+            Said::Done => Outcome::Done,
+            Said::Lent(at, len) => Outcome::Lent {
+                at: at as *const u8,
+                len,
+            },
+            Said::Panicked(msg) => Outcome::Panicked(msg),
+            Said::Rejected(msg) => Outcome::Rejected(msg),
+        }
     }
 }
 

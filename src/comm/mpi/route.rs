@@ -152,6 +152,13 @@ impl Transport for RoutingTransport {
         }
     }
 
+    fn sends_borrowed(&self, dest: usize, len: usize) -> bool {
+        match self.member.get(dest) {
+            Some(&i) if i != ELSEWHERE && dest != self.here() => false,
+            _ => self.mpi.sends_borrowed(dest, len),
+        }
+    }
+
     unsafe fn try_send_borrowed(
         &self,
         dest: usize,

@@ -403,6 +403,10 @@ impl Transport for MpiTransport {
         Ok(())
     }
 
+    fn sends_borrowed(&self, _dest: usize, len: usize) -> bool {
+        len > BORROW_FROM
+    }
+
     unsafe fn try_send_borrowed(
         &self,
         dest: usize,
@@ -410,7 +414,7 @@ impl Transport for MpiTransport {
         parts: &[&[u8]],
     ) -> Result<Option<Arc<AtomicBool>>, SendError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len <= BORROW_FROM {
+        if !self.sends_borrowed(dest, len) {
             return self.try_send(dest, net, parts).map(|()| None);
         }
         self.admit(dest, net, len)?;

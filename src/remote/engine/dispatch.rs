@@ -94,7 +94,10 @@ impl Engine {
     /// outbox (a poll never waits, serving rule 1 in `README.md`). A
     /// result longer than an eager frame goes from a task, which may wait
     /// for room (also for the large room a receiver may keep,
-    /// `SendError::NoLargeRoom`) or stream it.
+    /// `SendError::NoLargeRoom`) or stream it; so does one the transport
+    /// would send from where it lies (`Transport::sends_borrowed`: a
+    /// large one over MPI, a get's bytes sent from the segment), which
+    /// the poll would copy.
     pub(super) fn serve_inline(
         &self,
         src: usize,
@@ -112,7 +115,11 @@ impl Engine {
         if token != 0 {
             let status = outcome.status();
             let len = outcome.payload_len(&out);
-            if len <= self.eager_payload() {
+            // A result its transport would send from where it lies (over
+            // MPI, a large one: `Transport::sends_borrowed`) goes from a
+            // task, which may wait for that send; a poll would copy it.
+            if len <= self.eager_payload() && !self.transport.sends_borrowed(src, HEADER_LEN + len)
+            {
                 let header = self.stamp(src, Header::reply(token, status), len);
                 let h = header.encode(len);
                 let offered = outcome
@@ -132,15 +139,10 @@ impl Engine {
                 }
             } else {
                 // Only a result can be this long (a message is cut by
-                // `send_from_poll`, with a note): hand it to a task (a lent
-                // result copied into `out` first: the task replies later).
-                // (An `Outcome` may name lent bytes, so it is not `Send`:
-                // what it says travels as plain values.)
-                let said = match outcome.owned(&mut out) {
-                    Outcome::Panicked(msg) => Some((true, msg)),
-                    Outcome::Rejected(msg) => Some((false, msg)),
-                    _ => None,
-                };
+                // `send_from_poll`, with a note): hand it to a task, which
+                // sends it from `out` or from where the handler lent it
+                // (lent for as long as the runtime runs: `Outcome::Lent`).
+                let said = outcome.said();
                 let mut call = Served::take(src, token, handler, Body::Borrowed(&[]));
                 std::mem::swap(&mut call.out, &mut out);
                 let me = self
@@ -148,12 +150,7 @@ impl Engine {
                     .upgrade()
                     .expect("the engine is alive while it polls");
                 cx.spawn(move || {
-                    let outcome = match said {
-                        None => Outcome::Done,
-                        Some((true, msg)) => Outcome::Panicked(msg),
-                        Some((false, msg)) => Outcome::Rejected(msg),
-                    };
-                    me.reply(src, token, handler.name, outcome, &call.out);
+                    me.reply(src, token, handler.name, said.outcome(), &call.out);
                     call.give_back();
                 });
             }
