@@ -203,6 +203,25 @@ impl Remote for GlobalWork {
         let mut back = vec![0u8; len];
         big.ptr(to).get(&mut back).unwrap();
         assert!(back == mine[..len], "what locale {me} put, read back");
+        // Gets about the least that lands straight in the caller's slice
+        // across nodes (64 KiB), at an odd offset, and several at once.
+        for (i, n) in [(64 << 10) - 1, 64 << 10, (64 << 10) + 1, (1 << 20) + 7]
+            .into_iter()
+            .enumerate()
+        {
+            let mut part = vec![0u8; n];
+            big.ptr(to).add(i + 1).get(&mut part).unwrap();
+            assert!(part == mine[i + 1..i + 1 + n], "{n} bytes at {}", i + 1);
+        }
+        let ptr = big.ptr(to);
+        cantus::coforall(4, |k| {
+            let mut part = vec![0u8; 300_000];
+            ptr.add(k * 100_000).get(&mut part).unwrap();
+            assert!(
+                part == mine[k * 100_000..k * 100_000 + 300_000],
+                "get {k} of 4 at once"
+            );
+        });
         // Collectives.
         let mut root_says = [0u64; 3];
         if me == n - 1 {

@@ -26,7 +26,9 @@
 //! reply network: handling new requests then would only create more
 //! replies to send.
 
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 /// One of the two networks.
@@ -229,6 +231,40 @@ impl std::fmt::Debug for Lent {
     }
 }
 
+/// A message its receiver expects straight into a place of its choosing
+/// ([`Transport::expect_landing`]): not a frame, not counted, not in the
+/// order of any network; its sender learned `key` from the receiver (in a
+/// request) and sends it with [`Transport::try_send_landing`].
+pub(crate) struct Landing {
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) src: usize,
+    pub(crate) key: u32,
+    state: Arc<AtomicU8>,
+}
+
+/// A [`Landing`]'s state: waiting for its message.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) const LANDING_WAITING: u8 = 0;
+/// Its message was received into its place, whole.
+pub(crate) const LANDED: u8 = 1;
+/// A message came for it with another length: dropped, its place
+/// untouched.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) const LANDING_REFUSED: u8 = 2;
+
+impl Landing {
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn new(src: usize, key: u32, state: Arc<AtomicU8>) -> Landing {
+        Landing { src, key, state }
+    }
+
+    /// [`LANDING_WAITING`], [`LANDED`] or [`LANDING_REFUSED`] (Acquire:
+    /// once it reads `LANDED`, the place holds the message).
+    pub(crate) fn state(&self) -> u8 {
+        self.state.load(Ordering::Acquire)
+    }
+}
+
 /// Moves frames between the locales of one job.
 ///
 /// Contract:
@@ -286,6 +322,49 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// until the transport is done with them) rather than copying it.
     fn sends_borrowed(&self, _dest: usize, _len: usize) -> bool {
         false
+    }
+
+    /// Expects one message of `len` bytes from `src`, to be received
+    /// straight into `place` (no buffer of the transport's, no copy out of
+    /// one): its key goes to `src` in a request, whose handler sends the
+    /// bytes with [`try_send_landing`](Self::try_send_landing). `None`
+    /// where the transport has no such path to `src` (then frames carry
+    /// the bytes), or no key is free.
+    ///
+    /// # Safety
+    ///
+    /// `place` stays valid for writes of `len` bytes, which nothing else
+    /// reads or writes, until the landing's state leaves
+    /// `LANDING_WAITING` or [`withdraw_landing`](Self::withdraw_landing)
+    /// returned.
+    unsafe fn expect_landing(&self, _src: usize, _place: *mut u8, _len: usize) -> Option<Landing> {
+        None
+    }
+
+    /// Withdraws `landing`: on return nothing writes its place any more
+    /// (its message may have landed meanwhile: its state says so). A
+    /// message that comes for it later is dropped, with a note.
+    fn withdraw_landing(&self, _landing: &Landing) {}
+
+    /// Sends the concatenation of `parts` to `dest` as the message it
+    /// expects for landing `key`, from where the parts lie, as
+    /// [`try_send_borrowed`](Self::try_send_borrowed) does: the caller
+    /// waits for the flag it returns. Outside the networks' order and
+    /// credit (its receiver has the place ready).
+    ///
+    /// # Safety
+    ///
+    /// As `try_send_borrowed`'s, for the flag returned.
+    unsafe fn try_send_landing(
+        &self,
+        dest: usize,
+        _key: u32,
+        _parts: &[&[u8]],
+    ) -> Result<Arc<std::sync::atomic::AtomicBool>, SendError> {
+        Err(SendError::Failed(Error::new(
+            ErrorKind::Locale,
+            format!("cantus: no landing path to locale {dest} (only MPI has one)"),
+        )))
     }
 
     /// Hands up to `budget` arrived frames, from the networks in `nets`,

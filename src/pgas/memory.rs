@@ -186,6 +186,14 @@ pub(crate) trait Memory: Send + Sync + 'static {
     /// ([`Gets::finish`] copies them out).
     fn get_nb(&self, locale: usize, offset: usize, len: usize) -> Result<Gets, Error>;
 
+    /// Copies `dst.len()` bytes from `offset` of `locale`'s segment, which
+    /// this process does not map, into `dst`, and returns once they are
+    /// there: [`get_nb`](Self::get_nb)'s calls, their answers copied out,
+    /// unless the memory has a way to receive them straight into `dst`.
+    fn get_into(&self, locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
+        self.get_nb(locale, offset, dst.len())?.finish(dst)
+    }
+
     /// Applies `op` to the 8-byte-aligned word at `offset` of `locale`'s
     /// segment, which this process does not map, as [`AtomicOp::apply`]
     /// would there.

@@ -199,9 +199,9 @@ impl<T: Pod> GlobalPtr<T> {
                 unsafe { copy_out(src, dst) };
                 Ok(())
             }
-            Target::Remote(memory, locale, offset) => memory
-                .get_nb(locale, offset, size_of_val(dst))?
-                .finish(bytemuck::cast_slice_mut(dst)),
+            Target::Remote(memory, locale, offset) => {
+                memory.get_into(locale, offset, bytemuck::cast_slice_mut(dst))
+            }
         })
     }
 

@@ -280,6 +280,41 @@ pub(crate) fn begin_on_raw(locale: usize, id: u64, args: &[&[u8]]) -> Result<(),
     }
 }
 
+/// Expects `len` bytes from `locale` straight into `place`: a landing
+/// (`Transport::expect_landing`, over MPI only), whose key goes to
+/// `locale` in a request whose handler answers with [`send_to_landing`].
+/// `None` where there is no such path (or no job of several locales):
+/// frames carry the bytes.
+///
+/// # Safety
+///
+/// As `Transport::expect_landing`: `place` stays valid for writes of
+/// `len` bytes that nothing else touches until the landing is no longer
+/// waiting or [`withdraw_landing`] returned.
+pub(crate) unsafe fn expect_landing(
+    locale: usize,
+    place: *mut u8,
+    len: usize,
+) -> Option<crate::comm::transport::Landing> {
+    // SAFETY: the caller's contract, passed on.
+    engine().and_then(|e| unsafe { e.expect_landing(locale, place, len) })
+}
+
+/// Withdraws a landing: on return, nothing writes its place any more.
+pub(crate) fn withdraw_landing(landing: &crate::comm::transport::Landing) {
+    if let Some(e) = engine() {
+        e.withdraw_landing(landing);
+    }
+}
+
+/// Sends `bytes` to landing `key` of `locale` from where they lie, and
+/// returns once they were sent (a task: it polls while it waits).
+pub(crate) fn send_to_landing(locale: usize, key: u32, bytes: &[u8]) -> Result<(), Error> {
+    let e = engine()
+        .ok_or_else(|| Error::new(ErrorKind::Locale, "cantus: no job of several locales runs"))?;
+    e.send_to_landing(locale, key, &[bytes])
+}
+
 /// Polls this locale's transport once, if a frame waits (under the
 /// driver's poll token; nothing if another thread holds it). For a task
 /// that waits for frames that are no reply of its own (pgas's

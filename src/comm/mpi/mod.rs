@@ -27,6 +27,7 @@
 
 mod collective;
 mod inline;
+mod landing;
 mod node;
 mod progress;
 mod route;

@@ -9,6 +9,7 @@
 //! with nothing to do. `README.md` beside this file states the protocol.
 
 use super::collective::Active;
+use super::landing::TAG_LANDING;
 use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
@@ -228,21 +229,30 @@ impl Progress {
         let mut frames = std::mem::take(&mut self.taken);
         for f in frames.drain(..) {
             if let Some(borrowed) = f.borrowed {
-                // Alone, after the open batch (order), from where its
-                // sender keeps it: the prefix, then the frame's parts.
-                if !self.open[f.dest][f.net as usize].is_empty() {
-                    self.close(f.dest, f.net)?;
-                }
-                let mut parts = Vec::with_capacity(borrowed.parts.len() + 1);
-                parts.push((f.bytes.as_ptr() as usize, f.bytes.len()));
-                parts.extend_from_slice(&borrowed.parts);
+                let (parts, tag) = match f.landing_tag {
+                    // A landing's message: its parts alone, in no network's
+                    // order (`landing.rs`).
+                    Some(tag) => (borrowed.parts, tag),
+                    None => {
+                        // Alone, after the open batch (order), from where
+                        // its sender keeps it: the prefix, then the frame's
+                        // parts.
+                        if !self.open[f.dest][f.net as usize].is_empty() {
+                            self.close(f.dest, f.net)?;
+                        }
+                        let mut parts = Vec::with_capacity(borrowed.parts.len() + 1);
+                        parts.push((f.bytes.as_ptr() as usize, f.bytes.len()));
+                        parts.extend_from_slice(&borrowed.parts);
+                        (parts, tag_of(f.net))
+                    }
+                };
                 // SAFETY: the prefix's heap block is kept in
                 // `self.buffers` until the send completes (moving a Vec
                 // does not move it); the sender keeps the other parts
                 // valid and unchanged until `done` is set, which
                 // `complete_sends` does only once MPI reports the send
                 // complete (`Transport::try_send_borrowed`'s contract).
-                let req = unsafe { sys::isend_parts(&parts, f.dest, tag_of(f.net), self.comm)? };
+                let req = unsafe { sys::isend_parts(&parts, f.dest, tag, self.comm)? };
                 self.requests.push(req);
                 self.buffers.push((f.bytes, Some(borrowed.done)));
                 self.sent_to[f.dest] += 1;
@@ -343,12 +353,18 @@ impl Progress {
         let s = self.shared.clone();
         let mut any = false;
         for _ in 0..RECEIVE_BUDGET {
-            // A large frame's first byte (after its length prefix) is
-            // placed at a multiple of 64 bytes.
-            let Some(m) = sys::receive_any(self.comm, FRAME_PREFIX)? else {
+            let Some(p) = sys::probe_any(self.comm)? else {
                 break;
             };
             any = true;
+            if p.tag >= TAG_LANDING && p.src < s.locales {
+                self.received_from[p.src] += 1;
+                self.land(p)?;
+                continue;
+            }
+            // A large frame's first byte (after its length prefix) is
+            // placed at a multiple of 64 bytes.
+            let m = sys::receive_probed(p, FRAME_PREFIX)?;
             if m.src >= s.locales {
                 eprintln!(
                     "cantus: locale {}: a message from rank {}, outside the job; dropped",
@@ -402,6 +418,38 @@ impl Progress {
             }
         }
         Ok(any)
+    }
+
+    /// Receives a landing's message (`landing.rs`) into its place, or, if
+    /// none expects it (withdrawn) or its length differs, into a buffer
+    /// dropped with a note.
+    fn land(&mut self, p: sys::Probed) -> Result<(), Error> {
+        let s = &*self.shared;
+        let (src, tag, len) = (p.src, p.tag, p.len);
+        let why = match s.landings.take(src, tag) {
+            Some(t) if t.len == len => {
+                // SAFETY: the place is valid for `len` bytes that nothing
+                // else touches until the landing's state leaves WAITING
+                // (`Transport::expect_landing`'s contract), which `landed`
+                // sets only after the receive returned.
+                unsafe { sys::receive_probed_into(p, t.at)? };
+                t.landed();
+                return Ok(());
+            }
+            Some(t) => {
+                let why = format!("{len} bytes where {} were expected", t.len);
+                t.refused();
+                why
+            }
+            None => "a landing nobody expects (withdrawn)".to_string(),
+        };
+        drop(sys::receive_probed(p, 0)?);
+        eprintln!(
+            "cantus: locale {}: a message for landing {} from locale {src} was dropped: {why}",
+            s.here,
+            tag - TAG_LANDING
+        );
+        Ok(())
     }
 
     /// The end, once the locale stopped (nothing more will be queued):

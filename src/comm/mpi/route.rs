@@ -20,7 +20,7 @@
 
 use super::transport::{MpiTransport, NodeHooks};
 use crate::comm::shm::transport::ShmTransport;
-use crate::comm::transport::{Arrival, Nets, Network, SendError, Transport};
+use crate::comm::transport::{Arrival, Landing, Nets, Network, SendError, Transport};
 use crate::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -157,6 +157,30 @@ impl Transport for RoutingTransport {
             Some(&i) if i != ELSEWHERE && dest != self.here() => false,
             _ => self.mpi.sends_borrowed(dest, len),
         }
+    }
+
+    unsafe fn expect_landing(&self, src: usize, place: *mut u8, len: usize) -> Option<Landing> {
+        match self.member.get(src) {
+            // The node's ranks map each other's segments: no landing.
+            Some(&i) if i != ELSEWHERE => None,
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.mpi.expect_landing(src, place, len) },
+        }
+    }
+
+    fn withdraw_landing(&self, landing: &Landing) {
+        self.mpi.withdraw_landing(landing);
+    }
+
+    unsafe fn try_send_landing(
+        &self,
+        dest: usize,
+        key: u32,
+        parts: &[&[u8]],
+    ) -> Result<Arc<std::sync::atomic::AtomicBool>, SendError> {
+        // SAFETY: the caller's contract, passed on (a landing is expected
+        // only from another node: `expect_landing`).
+        unsafe { self.mpi.try_send_landing(dest, key, parts) }
     }
 
     unsafe fn try_send_borrowed(

@@ -618,23 +618,28 @@ pub(super) struct Received {
     pub(super) src: usize,
     pub(super) tag: c_int,
     /// The message is `bytes[start..]` (a large one is received past a
-    /// few bytes, to place it: [`receive_any`]).
+    /// few bytes, to place it: [`receive_probed`]).
     pub(super) bytes: Vec<u8>,
     pub(super) start: usize,
 }
 
-/// Messages longer than this are received placed ([`receive_any`]).
+/// Messages longer than this are received placed ([`receive_probed`]).
 const PLACED_FROM: usize = 64 << 10;
 
-/// Takes one message that arrived on `comm`, if any, from any source with
-/// any tag: a matched probe and a receive of that very message
-/// (`MPI_Improbe`, `MPI_Mrecv`), so no other receive can take it. A
-/// message longer than 64 KiB (a frame alone) is received so that its
-/// byte `align_at` lies at a multiple of 64 bytes: an array in the frame,
-/// padded to 64 bytes from its start, can then be read in place, aligned
-/// (`remote/bulk.rs`). The buffer is not filled with zeros first: MPI
-/// writes every byte of it.
-pub(super) fn receive_any(comm: MPI_Comm, align_at: usize) -> Result<Option<Received>, Error> {
+/// A message matched by a probe ([`probe_any`]): received exactly once,
+/// by [`receive_probed`] or [`receive_probed_into`].
+pub(super) struct Probed {
+    msg: MPI_Message,
+    pub(super) src: usize,
+    pub(super) tag: c_int,
+    /// Its length in bytes.
+    pub(super) len: usize,
+}
+
+/// Matches one message that arrived on `comm`, if any, from any source
+/// with any tag (`MPI_Improbe`): no other receive can take it, and its
+/// receiver chooses where it goes knowing its source, tag and length.
+pub(super) fn probe_any(comm: MPI_Comm) -> Result<Option<Probed>, Error> {
     let mut flag: c_int = 0;
     let mut msg = std::mem::MaybeUninit::<MPI_Message>::uninit();
     let mut status = std::mem::MaybeUninit::<MPI_Status>::zeroed();
@@ -658,7 +663,7 @@ pub(super) fn receive_any(comm: MPI_Comm, align_at: usize) -> Result<Option<Rece
         return Ok(None);
     }
     // SAFETY: written by the matching probe.
-    let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+    let (msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
     let mut count: c_int = 0;
     // SAFETY: a status from a matched probe; valid out-parameter.
     unsafe {
@@ -667,7 +672,22 @@ pub(super) fn receive_any(comm: MPI_Comm, align_at: usize) -> Result<Option<Rece
             "MPI_Get_count",
         )?;
     }
-    let len = count.max(0) as usize;
+    Ok(Some(Probed {
+        msg,
+        src: status.MPI_SOURCE as usize,
+        tag: status.MPI_TAG,
+        len: count.max(0) as usize,
+    }))
+}
+
+/// Receives the probed message into a new buffer. A message longer than
+/// 64 KiB (a frame alone) is received so that its byte `align_at` lies
+/// at a multiple of 64 bytes: an array in the frame, padded to 64 bytes
+/// from its start, can then be read in place, aligned
+/// (`remote/bulk.rs`). The buffer is not filled with zeros first: MPI
+/// writes every byte of it.
+pub(super) fn receive_probed(probed: Probed, align_at: usize) -> Result<Received, Error> {
+    let len = probed.len;
     let room = if len > PLACED_FROM { 64 } else { 0 };
     let mut bytes: Vec<u8> = Vec::with_capacity(room + len);
     let start = if room > 0 {
@@ -675,31 +695,48 @@ pub(super) fn receive_any(comm: MPI_Comm, align_at: usize) -> Result<Option<Rece
     } else {
         0
     };
-    // SAFETY: `msg` is the matched message, received exactly once here;
-    // `bytes` has room for `start` bytes, zeroed here, and the message's
-    // `count` bytes after them, which MPI writes on success (all of them:
-    // the count is the probed message's own), before the length covers
-    // them.
+    let (src, tag) = (probed.src, probed.tag);
+    // SAFETY: `bytes` has room for `start` bytes, zeroed here, and the
+    // message's `len` bytes after them, which MPI writes on success (all
+    // of them: the length is the probed message's own), before the
+    // vector's length covers them.
     unsafe {
         bytes.as_mut_ptr().write_bytes(0, start);
+        receive_probed_into(probed, bytes.as_mut_ptr().add(start))?;
+        bytes.set_len(start + len);
+    }
+    Ok(Received {
+        src,
+        tag,
+        start,
+        bytes,
+    })
+}
+
+/// Receives the probed message at `place` (`MPI_Mrecv`), its
+/// `probed.len` bytes; returns once they are there.
+///
+/// # Safety
+///
+/// `place` is valid for writes of `probed.len` bytes, which nothing else
+/// reads or writes meanwhile.
+pub(super) unsafe fn receive_probed_into(probed: Probed, place: *mut u8) -> Result<(), Error> {
+    let mut msg = probed.msg;
+    // SAFETY: `msg` is the matched message, received exactly once here
+    // (`Probed` is consumed); `place` holds its `len` bytes (the caller's
+    // contract), the count its probed length.
+    unsafe {
         check(
             ffi::MPI_Mrecv(
-                bytes.as_mut_ptr().add(start).cast::<c_void>(),
-                count,
+                place.cast::<c_void>(),
+                probed.len as c_int,
                 ffi::RSMPI_UINT8_T,
                 &mut msg,
                 ffi::RSMPI_STATUS_IGNORE,
             ),
             "MPI_Mrecv",
-        )?;
-        bytes.set_len(start + len);
+        )
     }
-    Ok(Some(Received {
-        src: status.MPI_SOURCE as usize,
-        tag: status.MPI_TAG,
-        start,
-        bytes,
-    }))
 }
 
 /// Every process of `comm` sends each one `counts[dest]` and receives

@@ -8,7 +8,10 @@
 //! can deadlock.
 
 use super::inline::Inline;
-use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, Transport};
+use super::landing;
+use crate::comm::transport::{
+    Arrival, LANDING_WAITING, Landing, Lent, Nets, Network, SendError, Transport,
+};
 use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
 use std::collections::VecDeque;
@@ -29,6 +32,9 @@ pub(super) struct Outgoing {
     /// The frame's bytes where its sender keeps them, sent from there as
     /// a message of its own after `bytes` (`Transport::try_send_borrowed`).
     pub(super) borrowed: Option<Borrowed>,
+    /// A landing's message (`landing.rs`): the borrowed parts alone, with
+    /// this tag, outside the networks' batches (`bytes` is empty).
+    pub(super) landing_tag: Option<std::os::raw::c_int>,
 }
 
 /// A frame's parts that its sender keeps valid and unchanged until `done`
@@ -164,6 +170,8 @@ pub(super) struct Shared {
     pub(super) collectives: super::collective::Queue,
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
+    /// The landings this locale expects (`landing.rs`).
+    pub(super) landings: super::landing::Landings,
     /// Callers that expect arrivals at any moment
     /// (`Transport::expect_arrivals`): while above zero, the MPI thread
     /// yields instead of sleeping when idle.
@@ -230,6 +238,7 @@ impl Shared {
             node: OnceLock::new(),
             node_polls: AtomicU64::new(0),
             collectives: Default::default(),
+            landings: Default::default(),
             finishing: AtomicBool::new(false),
             expecting: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),
@@ -339,8 +348,9 @@ impl MpiTransport {
         let s = &*self.shared;
         {
             let mut out = s.outgoing.lock().unwrap();
+            // A landing's message is not a frame (`landing.rs`).
+            out.1 += u64::from(frame.landing_tag.is_none());
             out.0.push(frame);
-            out.1 += 1;
             // Release (under the lock as well): the MPI thread's Acquire
             // load that sees it finds the frame when it takes the lock.
             s.outgoing_len.store(out.0.len(), Ordering::Release);
@@ -399,6 +409,7 @@ impl Transport for MpiTransport {
             net,
             bytes,
             borrowed: None,
+            landing_tag: None,
         });
         Ok(())
     }
@@ -431,8 +442,67 @@ impl Transport for MpiTransport {
                     .collect(),
                 done: done.clone(),
             }),
+            landing_tag: None,
         });
         Ok(Some(done))
+    }
+
+    unsafe fn expect_landing(&self, src: usize, place: *mut u8, len: usize) -> Option<Landing> {
+        let s = &*self.shared;
+        if src >= s.locales || src == s.here || len == 0 {
+            return None;
+        }
+        s.landings.expect(src, place, len)
+    }
+
+    fn withdraw_landing(&self, landing: &Landing) {
+        if self.shared.landings.withdraw(landing) {
+            return;
+        }
+        // A pass took it: it receives the message into the place, then
+        // says so, within that pass (never waiting on anything but MPI).
+        while landing.state() == LANDING_WAITING {
+            std::thread::yield_now();
+        }
+    }
+
+    unsafe fn try_send_landing(
+        &self,
+        dest: usize,
+        key: u32,
+        parts: &[&[u8]],
+    ) -> Result<Arc<AtomicBool>, SendError> {
+        let s = &*self.shared;
+        let parts: Vec<(usize, usize)> = parts
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| (p.as_ptr() as usize, p.len()))
+            .collect();
+        if dest >= s.locales || dest == s.here || parts.is_empty() || key >= landing::KEYS {
+            return Err(SendError::Failed(Error::new(
+                ErrorKind::Locale,
+                format!(
+                    "cantus: locale {} cannot send a landing's {} bytes to locale {dest} with key \
+                     {key} (the job has {}; keys are below {})",
+                    s.here,
+                    parts.iter().map(|p| p.1).sum::<usize>(),
+                    Locales(s.locales),
+                    landing::KEYS
+                ),
+            )));
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        self.queue(Outgoing {
+            dest,
+            net: Network::Reply,
+            bytes: Vec::new(),
+            borrowed: Some(Borrowed {
+                parts,
+                done: done.clone(),
+            }),
+            landing_tag: Some(landing::TAG_LANDING + key as std::os::raw::c_int),
+        });
+        Ok(done)
     }
 
     fn poll(

@@ -10,6 +10,7 @@
 //! | `Put` (raw) | offset (u64), bytes | copies the bytes into its segment | nothing (the reply is the acknowledgement) |
 //! | `PutSignal` (raw) | offset, signal offset, operation, operand (u64), bytes | copies the bytes, then applies the operation to the signal word | nothing |
 //! | `Get` (raw) | offset, length (u64) | | the bytes |
+//! | `GetTo` (raw, a task) | offset, length, landing key, caller (u64) | sends the bytes to the caller's landing | nothing, after the bytes |
 //! | `AtomicCall` (pod) | offset, operation, two operands | the atomic on its segment's word | value, and whether a CAS failed |
 //! | `Parcel` (raw, detached) | epoch, collective (u64), phase, sender (u32), bytes | posts them (`post.rs`) | (no reply) |
 //! | `GroupClaim` (pod, to 0) | | claims the group word | the new epoch, or that a group runs |
@@ -36,11 +37,14 @@ use std::sync::atomic::AtomicU64;
 const PUT: &str = "cantus::pgas::messages::Put";
 const PUT_SIGNAL: &str = "cantus::pgas::messages::PutSignal";
 const GET: &str = "cantus::pgas::messages::Get";
+const GET_TO: &str = "cantus::pgas::messages::GetTo";
 const PARCEL: &str = "cantus::pgas::messages::Parcel";
 
 inventory::submit! { Handler::raw(PUT, serve_put, true) }
 inventory::submit! { Handler::raw(PUT_SIGNAL, serve_put_signal, true) }
 inventory::submit! { Handler::raw(GET, serve_get, true) }
+// A task: it waits until its bytes were sent from the segment.
+inventory::submit! { Handler::raw(GET_TO, serve_get_to, false) }
 inventory::submit! { Handler::raw(PARCEL, serve_parcel, true) }
 
 /// Bytes before a put's data: the offset.
@@ -152,6 +156,28 @@ fn serve_get(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         }
         other => other,
     }
+}
+
+/// Sends the bytes, from where they lie in the segment, as the message
+/// the caller expects for its landing (`Transport::expect_landing`:
+/// received straight into the caller's slice), and answers once they were
+/// sent; the answer itself is empty, and comes after the bytes (over MPI,
+/// one sender's messages are matched in the order sent, and the caller's
+/// progress receives the landing's message whole before it looks at the
+/// next).
+fn serve_get_to(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    guarded(|| {
+        let (offset, len) = (word(args, 0)?, word(args, 8)? as usize);
+        let key = u32::try_from(word(args, 16)?).map_err(|_| "a landing key above 32 bits")?;
+        let caller = word(args, 24)? as usize;
+        let at = in_segment(offset, len, |src| src.cast_const())?;
+        // SAFETY: `len` bytes at `at` lie in this locale's segment
+        // (checked), which stays mapped while the memory is installed,
+        // past every task of the runtime (this is one); a concurrent put
+        // to them is `GlobalPtr`'s documented race.
+        let bytes = unsafe { std::slice::from_raw_parts(at, len) };
+        crate::remote::send_to_landing(caller, key, bytes).map_err(|e| e.to_string())
+    })
 }
 
 fn serve_parcel(args: &[u8], _: &mut Vec<u8>) -> Outcome {
@@ -405,6 +431,79 @@ pub(crate) fn get_nb(locale: usize, offset: usize, len: usize) -> Result<Gets, E
         })
         .collect();
     Ok(Gets { locale, pieces })
+}
+
+/// The least get whose bytes are received straight into the caller's
+/// slice where the transport can (a landing, over MPI): below it, a reply
+/// copied out costs less than the landing's extra step.
+const LAND_FROM: usize = 64 << 10;
+/// The most bytes one landing receives (an MPI count is an `int`).
+const LANDING_PIECE: usize = 1 << 30;
+
+/// Fetches `dst.len()` bytes from `offset` of `locale`'s segment into
+/// `dst`. A large get lands straight in `dst` where the transport can
+/// (over MPI, from a locale of another node: `Transport::expect_landing`),
+/// in pieces whose calls are all sent before the first is awaited; else
+/// it is [`get_nb`]'s calls, their replies copied out.
+pub(crate) fn get_into(locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
+    if dst.len() < LAND_FROM {
+        return get_nb(locale, offset, dst.len())?.finish(dst);
+    }
+    let here = crate::remote::here() as u64;
+    // Withdrawn on every way out, so nothing writes `dst` once this
+    // returns (a landing that already came is withdrawn at no cost).
+    type Call = Option<crate::remote::RemoteHandle<()>>;
+    struct Expected(Vec<(crate::comm::transport::Landing, Call)>);
+    impl Drop for Expected {
+        fn drop(&mut self) {
+            for (landing, _) in &self.0 {
+                crate::remote::withdraw_landing(landing);
+            }
+        }
+    }
+    let mut expected = Expected(Vec::new());
+    let mut copied = None;
+    let base = dst.as_mut_ptr();
+    for at in (0..dst.len()).step_by(LANDING_PIECE) {
+        let n = LANDING_PIECE.min(dst.len() - at);
+        // SAFETY: `at + n <= dst.len()`: the pieces are disjoint ranges
+        // of `dst`, which this call borrows mutably and does not touch
+        // while they may land; every landing is withdrawn (`Expected`)
+        // before the borrow ends.
+        let landing = unsafe { crate::remote::expect_landing(locale, base.add(at), n) };
+        let Some(landing) = landing else {
+            // No landing (another path, or no key free): the rest in
+            // replies.
+            copied = Some((at, get_nb(locale, offset + at, dst.len() - at)?));
+            break;
+        };
+        let args =
+            [(offset + at) as u64, n as u64, u64::from(landing.key), here].map(u64::to_le_bytes);
+        let call = crate::remote::on_raw(locale, id_of(GET_TO), GET_TO, &[args.as_flattened()]);
+        expected.0.push((landing, Some(call)));
+    }
+    let mut result = Ok(());
+    for (landing, call) in &mut expected.0 {
+        let call = call.take().expect("each call is awaited once");
+        let answered = call.join().and_then(|()| {
+            // The answer comes after the bytes landed, or were refused.
+            if landing.state() == crate::comm::transport::LANDED {
+                Ok(())
+            } else {
+                Err(Error::new(
+                    ErrorKind::Locale,
+                    format!("cantus::pgas: locale {locale} answered a get without its bytes"),
+                ))
+            }
+        });
+        result = result.and(answered);
+    }
+    // Every landing ended: nothing writes `dst` any more.
+    drop(expected);
+    if let Some((at, gets)) = copied {
+        result = result.and(gets.finish(&mut dst[at..]));
+    }
+    result
 }
 
 /// Applies `op` to the word at `offset` of `locale`'s segment, there.

@@ -478,6 +478,11 @@ impl Memory for MessageMemory {
         calls::get_nb(locale, offset, len)
     }
 
+    /// A large get lands straight in `dst` over MPI (`calls::get_into`).
+    fn get_into(&self, locale: usize, offset: usize, dst: &mut [u8]) -> Result<(), Error> {
+        calls::get_into(locale, offset, dst)
+    }
+
     fn atomic(
         &self,
         locale: usize,

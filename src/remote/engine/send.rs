@@ -143,6 +143,48 @@ impl Engine {
         }
     }
 
+    /// Expects `len` bytes from `src` straight into `place`
+    /// (`Transport::expect_landing`, whose contract the caller keeps).
+    pub(crate) unsafe fn expect_landing(
+        &self,
+        src: usize,
+        place: *mut u8,
+        len: usize,
+    ) -> Option<crate::comm::transport::Landing> {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.transport.expect_landing(src, place, len) }
+    }
+
+    /// Withdraws a landing (`Transport::withdraw_landing`).
+    pub(crate) fn withdraw_landing(&self, landing: &crate::comm::transport::Landing) {
+        self.transport.withdraw_landing(landing);
+    }
+
+    /// Sends `parts` to landing `key` of `dest` from where they lie, and
+    /// returns once the transport is done with them.
+    pub(crate) fn send_to_landing(
+        &self,
+        dest: usize,
+        key: u32,
+        parts: &[&[u8]],
+    ) -> Result<(), Error> {
+        // SAFETY: `parts` are borrowed for this call, which returns only
+        // after the transport is done with them (`wait_until_sent`), and
+        // never unwinds before (it aborts instead).
+        match unsafe { self.transport.try_send_landing(dest, key, parts) } {
+            Ok(done) => {
+                self.wait_until_sent(Network::Reply, &done);
+                Ok(())
+            }
+            Err(SendError::Failed(e)) => Err(e),
+            // Outside credit: never said; as a failure if it were.
+            Err(e) => Err(Error::new(
+                ErrorKind::Locale,
+                format!("cantus: a landing's message to locale {dest} was refused: {e:?}"),
+            )),
+        }
+    }
+
     /// Waits, polling as a sender with no room does, until the transport
     /// is done with a frame it sends from its sender's parts
     /// (`Transport::try_send_borrowed`). A panic in the wait aborts the
