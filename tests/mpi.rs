@@ -222,6 +222,41 @@ impl Remote for GlobalWork {
                 "get {k} of 4 at once"
             );
         });
+        // Puts about the least that lands straight in the owner's segment
+        // across nodes (64 KiB), at odd offsets, every locale putting to
+        // the next at once; then a large signalling put, whose owner waits
+        // for the signal and finds the bytes there.
+        let sizes = [(64 << 10) - 1, 64 << 10, (64 << 10) + 1, (1 << 20) + 7];
+        let land = pgas::alloc::<u8>(2 << 20).unwrap();
+        let mut at = 1;
+        for (i, &size) in sizes.iter().enumerate() {
+            land.ptr(to).add(at).put(&mine[i..i + size]).unwrap();
+            at += size + 1;
+        }
+        pgas::barrier();
+        let theirs = pattern(len + from);
+        let mut at = 1;
+        for (i, &size) in sizes.iter().enumerate() {
+            assert!(
+                land.local()[at..at + size] == theirs[i..i + size],
+                "{size} bytes at {at} put by locale {from}"
+            );
+            at += size + 1;
+        }
+        let flag = pgas::alloc::<u64>(1).unwrap();
+        let signalled = pgas::alloc::<u8>(1 << 20).unwrap();
+        signalled
+            .ptr(to)
+            .put_signal(&mine[3..3 + (1 << 20)], flag.ptr(to), pgas::Signal::Add(1))
+            .unwrap()
+            .wait()
+            .unwrap();
+        flag.ptr(me).wait_until(|v| v == 1).unwrap();
+        assert!(
+            signalled.local() == &theirs[3..3 + (1 << 20)],
+            "signalled by locale {from}: its bytes came first"
+        );
+        pgas::barrier();
         // Collectives.
         let mut root_says = [0u64; 3];
         if me == n - 1 {

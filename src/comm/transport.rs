@@ -238,8 +238,26 @@ impl std::fmt::Debug for Lent {
 pub(crate) struct Landing {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) src: usize,
+    /// What its sender names it by.
     pub(crate) key: u32,
+    /// What the transport names it by.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) id: u32,
     state: Arc<AtomicU8>,
+}
+
+/// How the receiver of a landing's message knows it
+/// ([`Transport::try_send_landing`]).
+#[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) enum LandingKey {
+    /// It expects it under this key, which it picked
+    /// ([`Transport::expect_landing`]).
+    Expected(u32),
+    /// Its sender picked this key ([`Transport::claim_key`]); the
+    /// receiver claims the message once a request names it
+    /// ([`Transport::claim_landing`]).
+    Claimed(u32),
 }
 
 /// A [`Landing`]'s state: waiting for its message.
@@ -254,8 +272,13 @@ pub(crate) const LANDING_REFUSED: u8 = 2;
 
 impl Landing {
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn new(src: usize, key: u32, state: Arc<AtomicU8>) -> Landing {
-        Landing { src, key, state }
+    pub(crate) fn new(src: usize, key: u32, id: u32, state: Arc<AtomicU8>) -> Landing {
+        Landing {
+            src,
+            key,
+            id,
+            state,
+        }
     }
 
     /// [`LANDING_WAITING`], [`LANDED`] or [`LANDING_REFUSED`] (Acquire:
@@ -346,11 +369,47 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// message that comes for it later is dropped, with a note.
     fn withdraw_landing(&self, _landing: &Landing) {}
 
-    /// Sends the concatenation of `parts` to `dest` as the message it
-    /// expects for landing `key`, from where the parts lie, as
+    /// A key to send a landing's message to `dest` under, before the
+    /// request that names it ([`LandingKey::Claimed`]); `None` where the
+    /// transport has no landings to `dest` or no key is free. Held until
+    /// [`release_claim_key`](Self::release_claim_key).
+    fn claim_key(&self, _dest: usize) -> Option<u32> {
+        None
+    }
+
+    /// Frees a key of [`claim_key`](Self::claim_key) once the request that
+    /// named it was answered (its message was claimed or refused).
+    fn release_claim_key(&self, _dest: usize, _key: u32) {}
+
+    /// Claims the message `src` sent (or sends) under claimed `key`, into
+    /// `len` bytes at `place`: it lands there, whether it came before or
+    /// comes after; the landing's state says when. `None` where the
+    /// transport has no landings from `src`.
+    ///
+    /// # Safety
+    ///
+    /// As [`expect_landing`](Self::expect_landing)'s, until the state
+    /// leaves `LANDING_WAITING` (a claim is not withdrawn).
+    unsafe fn claim_landing(
+        &self,
+        _src: usize,
+        _key: u32,
+        _place: *mut u8,
+        _len: usize,
+    ) -> Option<Landing> {
+        None
+    }
+
+    /// Refuses the message `src` sent (or sends) under claimed `key`: it
+    /// is dropped (its request failed).
+    fn refuse_landing(&self, _src: usize, _key: u32) {}
+
+    /// Sends the concatenation of `parts` to `dest` as the message of
+    /// landing `key`, from where the parts lie, as
     /// [`try_send_borrowed`](Self::try_send_borrowed) does: the caller
     /// waits for the flag it returns. Outside the networks' order and
-    /// credit (its receiver has the place ready).
+    /// credit (its receiver has the place ready, or parks the message
+    /// until its request claims it).
     ///
     /// # Safety
     ///
@@ -358,7 +417,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
     unsafe fn try_send_landing(
         &self,
         dest: usize,
-        _key: u32,
+        _key: LandingKey,
         _parts: &[&[u8]],
     ) -> Result<Arc<std::sync::atomic::AtomicBool>, SendError> {
         Err(SendError::Failed(Error::new(

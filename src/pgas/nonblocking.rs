@@ -19,15 +19,34 @@ use std::sync::{Arc, Mutex};
 /// The remote calls of one put (its pieces), each acknowledged once the
 /// owner copied its bytes (and, for the last piece of a signalling put,
 /// applied the signal).
-pub(crate) struct InFlight(pub(crate) Vec<RemoteHandle<()>>);
+pub(crate) struct InFlight {
+    pub(crate) calls: Vec<RemoteHandle<()>>,
+    /// The keys of the landings the put's bytes went to (`(locale, key)`,
+    /// `remote::send_claimed`), freed once every call answered (a put
+    /// dropped unanswered keeps its keys: reused early, one could name
+    /// bytes still waiting for their claim).
+    pub(crate) claimed: Vec<(usize, u32)>,
+}
 
 impl InFlight {
+    pub(crate) fn new(calls: Vec<RemoteHandle<()>>) -> InFlight {
+        InFlight {
+            calls,
+            claimed: Vec::new(),
+        }
+    }
+
     /// Waits for every piece; the first failure, once all answered.
     pub(crate) fn finish(self) -> Result<(), Error> {
-        self.0
+        let r = self
+            .calls
             .into_iter()
             .map(|c| c.join_with(|_| ()))
-            .fold(Ok(()), Result::and)
+            .fold(Ok(()), Result::and);
+        for (locale, key) in self.claimed {
+            crate::remote::release_claim_key(locale, key);
+        }
+        r
     }
 }
 
@@ -127,7 +146,7 @@ impl Op {
     /// every call already answered (so that this never waits).
     fn settled_ok(&self) -> bool {
         let answered = match &*self.state.lock().unwrap() {
-            State::Sent(calls) => calls.0.iter().all(RemoteHandle::is_answered),
+            State::Sent(put) => put.calls.iter().all(RemoteHandle::is_answered),
             State::Finishing => false,
             State::Done(r) => return r.is_ok(),
         };

@@ -307,12 +307,83 @@ pub(crate) fn withdraw_landing(landing: &crate::comm::transport::Landing) {
     }
 }
 
-/// Sends `bytes` to landing `key` of `locale` from where they lie, and
-/// returns once they were sent (a task: it polls while it waits).
+/// Sends `bytes` to expected landing `key` of `locale` from where they
+/// lie, and returns once they were sent (a task: it polls while it waits).
 pub(crate) fn send_to_landing(locale: usize, key: u32, bytes: &[u8]) -> Result<(), Error> {
     let e = engine()
         .ok_or_else(|| Error::new(ErrorKind::Locale, "cantus: no job of several locales runs"))?;
-    e.send_to_landing(locale, key, &[bytes])
+    e.send_to_landing(
+        locale,
+        crate::comm::transport::LandingKey::Expected(key),
+        &[bytes],
+        || (),
+    )
+}
+
+/// Sends `bytes` to `locale` as a claimed landing's message, from where
+/// they lie, then runs `request(key)` (which sends the request that names
+/// the key, so that `locale` claims them: `claim_landing`), and returns
+/// its result once the bytes were sent. `None` where there is no such
+/// path to `locale` (or no key is free): frames carry the bytes. The key
+/// is the caller's until [`release_claim_key`].
+pub(crate) fn send_claimed<R>(
+    locale: usize,
+    bytes: &[u8],
+    request: impl FnOnce(u32) -> R,
+) -> Option<Result<(u32, R), Error>> {
+    let e = engine()?;
+    let key = e.landing_transport().claim_key(locale)?;
+    let sent = e.send_to_landing(
+        locale,
+        crate::comm::transport::LandingKey::Claimed(key),
+        &[bytes],
+        || request(key),
+    );
+    if sent.is_err() {
+        e.landing_transport().release_claim_key(locale, key);
+    }
+    Some(sent.map(|r| (key, r)))
+}
+
+/// Frees a key of [`send_claimed`] once the request that named it was
+/// answered (its bytes were claimed or refused).
+pub(crate) fn release_claim_key(locale: usize, key: u32) {
+    if let Some(e) = engine() {
+        e.landing_transport().release_claim_key(locale, key);
+    }
+}
+
+/// Claims the bytes `src` sent under claimed `key` into `len` bytes at
+/// `place` (`Transport::claim_landing`); `None` where there are no
+/// landings from `src`.
+///
+/// # Safety
+///
+/// As `Transport::claim_landing`: `place` stays valid for writes of
+/// `len` bytes that nothing else touches until the landing is no longer
+/// waiting.
+pub(crate) unsafe fn claim_landing(
+    src: usize,
+    key: u32,
+    place: *mut u8,
+    len: usize,
+) -> Option<crate::comm::transport::Landing> {
+    // SAFETY: the caller's contract, passed on.
+    engine().and_then(|e| unsafe { e.landing_transport().claim_landing(src, key, place, len) })
+}
+
+/// Refuses the bytes `src` sent under claimed `key`: they are dropped.
+pub(crate) fn refuse_landing(src: usize, key: u32) {
+    if let Some(e) = engine() {
+        e.landing_transport().refuse_landing(src, key);
+    }
+}
+
+/// Waits, polling, until `landing` is no longer waiting (a task: its
+/// worker's other tasks and the transport's passes go on meanwhile).
+pub(crate) fn wait_for_landing(landing: &crate::comm::transport::Landing) {
+    let Some(e) = engine() else { return };
+    e.wait_for_landing(landing);
 }
 
 /// Polls this locale's transport once, if a frame waits (under the

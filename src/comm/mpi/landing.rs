@@ -1,47 +1,75 @@
 //! Landings: messages received straight into a place their receiver
-//! chose (`Transport::expect_landing`), such as a get's bytes into the
-//! caller's slice, with no buffer of the transport's and no copy out of
-//! one. `README.md` beside this file, "Landings", states the protocol.
+//! chose, with no buffer of the transport's and no copy out of one.
+//! `README.md` beside this file, "Messages", 6, states the protocol.
 //!
-//! The receiver names a landing by a key it picks, free among its own
-//! landings from that source; the sender sends the bytes as one MPI
-//! message with tag [`TAG_LANDING`] + key. Whoever passes first, after
-//! the message's matched probe, takes the landing out of the table
-//! (under its lock) and receives the message into its place; a
-//! withdrawal takes it out the same way, so exactly one of the two has
-//! it.
+//! Two kinds, told apart by their tag:
+//!
+//! - **Expected** (`Transport::expect_landing`): the receiver enters the
+//!   place first, under a key it picks, and sends the key in a request
+//!   (a large get's bytes into the caller's slice). Tag
+//!   [`TAG_EXPECTED`] + key.
+//! - **Claimed** (`Transport::claim_landing`): the sender picks the key
+//!   and sends the bytes before the request that names them (a large
+//!   put); the pass that probes them *parks* the matched message until
+//!   the request's handler claims it with a place (or refuses it). Tag
+//!   [`TAG_CLAIMED`] + key.
+//!
+//! Every entry is taken out of the table under its lock, by exactly one
+//! of: the pass that probes the message (an expected place, or a claim
+//! that came first), the claim (a parked message, handed to the next
+//! pass in `ready`), or a withdrawal. Only a pass calls MPI.
 
 use crate::comm::transport::{LANDED, LANDING_REFUSED, LANDING_WAITING, Landing};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// The first tag of landing messages (below: the networks' and credit's).
-pub(super) const TAG_LANDING: c_int = 16;
-/// Keys per source: tags stay below 32767, the least `MPI_TAG_UB` the
-/// standard allows. A key is reused only once its landing ended (and the
-/// counter went round: 16 Ki landings later).
-pub(super) const KEYS: u32 = 1 << 14;
+/// Keys per kind and source: tags stay below 32767, the least
+/// `MPI_TAG_UB` the standard allows.
+pub(super) const KEYS: u32 = 1 << 13;
+/// The first tag of expected landings' messages (below: the networks'
+/// and credit's), and of claimed ones'.
+pub(super) const TAG_EXPECTED: c_int = 16;
+pub(super) const TAG_CLAIMED: c_int = TAG_EXPECTED + KEYS as c_int;
 /// Keys tried before giving up (every key busy: frames carry the bytes).
 const TRIES: u32 = 64;
 
+/// A matched message as the table sees it (`sys::Probed`; a stand-in in
+/// tests).
+pub(super) trait Probe {
+    /// (source, tag, length in bytes).
+    fn header(&self) -> (usize, c_int, usize);
+}
+
+/// Whether `tag` is a landing's.
+pub(super) fn is_landing(tag: c_int) -> bool {
+    (TAG_EXPECTED..TAG_CLAIMED + KEYS as c_int).contains(&tag)
+}
+
 /// Where a landing's message goes.
-struct Place {
+pub(super) struct Place {
     at: usize,
     len: usize,
     state: Arc<AtomicU8>,
 }
 
-/// A taken landing: where its message goes, for the pass that receives
-/// it.
-pub(super) struct Taken {
-    pub(super) at: *mut u8,
-    pub(super) len: usize,
-    state: Arc<AtomicU8>,
-}
+impl Place {
+    fn new(at: *mut u8, len: usize) -> (Place, Arc<AtomicU8>) {
+        let state = Arc::new(AtomicU8::new(LANDING_WAITING));
+        let p = Place {
+            at: at as usize,
+            len,
+            state: state.clone(),
+        };
+        (p, state)
+    }
 
-impl Taken {
+    /// The place's address and length.
+    pub(super) fn at(&self) -> (*mut u8, usize) {
+        (self.at as *mut u8, self.len)
+    }
+
     /// Its message is in its place (Release: the bytes were written
     /// before).
     pub(super) fn landed(self) {
@@ -54,92 +82,206 @@ impl Taken {
     }
 }
 
-/// The landings a locale expects, by (source, key).
-#[derive(Default)]
-pub(super) struct Landings {
-    next: AtomicU32,
-    expected: Mutex<HashMap<(usize, u32), Place>>,
+/// A table entry.
+enum Entry<M> {
+    /// A place waiting for its message.
+    Place(Place),
+    /// A claimed landing's message that came before its claim.
+    Parked(M),
+    /// A claimed landing refused before its message came: drop it.
+    Refused,
 }
 
-impl Landings {
+/// What a pass does with a landing's message it probed.
+pub(super) enum Arrived<M> {
+    /// Receives it into this place.
+    Land(M, Place),
+    /// Receives it into a buffer and drops it, saying why.
+    Drop(M, String),
+    /// Nothing now: it is parked for its claim.
+    Parked,
+}
+
+/// The landings of a locale.
+pub(super) struct Landings<M> {
+    next: AtomicU32,
+    /// By (source, tag).
+    table: Mutex<HashMap<(usize, c_int), Entry<M>>>,
+    /// Parked messages claimed (with a place) or refused (`None`), for the
+    /// next pass to receive, and how many.
+    ready: Mutex<Vec<(M, Option<Place>)>>,
+    ready_len: AtomicUsize,
+    /// Claimed landings' keys this locale sends under, per destination.
+    sending: Mutex<HashSet<(usize, u32)>>,
+    next_send: AtomicU32,
+}
+
+impl<M> Default for Landings<M> {
+    fn default() -> Landings<M> {
+        Landings {
+            next: AtomicU32::new(0),
+            table: Mutex::new(HashMap::new()),
+            ready: Mutex::new(Vec::new()),
+            ready_len: AtomicUsize::new(0),
+            sending: Mutex::new(HashSet::new()),
+            next_send: AtomicU32::new(0),
+        }
+    }
+}
+
+impl<M: Probe> Landings<M> {
     /// Expects a message from `src` into `len` bytes at `at`; `None` if
     /// no key is free.
     pub(super) fn expect(&self, src: usize, at: *mut u8, len: usize) -> Option<Landing> {
-        let mut expected = self.expected.lock().unwrap();
+        let mut table = self.table.lock().unwrap();
         for _ in 0..TRIES {
             let key = self.next.fetch_add(1, Ordering::Relaxed) % KEYS;
-            if let std::collections::hash_map::Entry::Vacant(v) = expected.entry((src, key)) {
-                let state = Arc::new(AtomicU8::new(LANDING_WAITING));
-                v.insert(Place {
-                    at: at as usize,
-                    len,
-                    state: state.clone(),
-                });
-                return Some(Landing::new(src, key, state));
+            if let std::collections::hash_map::Entry::Vacant(v) =
+                table.entry((src, TAG_EXPECTED + key as c_int))
+            {
+                let (place, state) = Place::new(at, len);
+                v.insert(Entry::Place(place));
+                return Some(Landing::new(src, key, TAG_EXPECTED as u32 + key, state));
             }
         }
         None
     }
 
-    /// Takes the landing a message from `src` with `tag` is for, if it is
-    /// expected (for the pass that receives it).
-    pub(super) fn take(&self, src: usize, tag: c_int) -> Option<Taken> {
-        let key = u32::try_from(tag - TAG_LANDING).ok()?;
-        let p = self.expected.lock().unwrap().remove(&(src, key))?;
-        Some(Taken {
-            at: p.at as *mut u8,
-            len: p.len,
-            state: p.state,
-        })
+    /// Claims the message `src` sends under `key` (a claimed landing) for
+    /// `len` bytes at `at`: if it came, it goes to the next pass (`true`:
+    /// ask for one); if not, its pass lands it.
+    pub(super) fn claim(&self, src: usize, key: u32, at: *mut u8, len: usize) -> (Landing, bool) {
+        let tag = TAG_CLAIMED + key as c_int;
+        let (place, state) = Place::new(at, len);
+        let landing = Landing::new(src, key, tag as u32, state);
+        let mut table = self.table.lock().unwrap();
+        match table.remove(&(src, tag)) {
+            Some(Entry::Parked(p)) => {
+                drop(table);
+                self.make_ready(p, Some(place));
+                (landing, true)
+            }
+            // A second claim of one key (a forged or repeated request):
+            // the first keeps it; this one fails at once.
+            Some(other) => {
+                table.insert((src, tag), other);
+                place.refused();
+                (landing, false)
+            }
+            None => {
+                table.insert((src, tag), Entry::Place(place));
+                (landing, false)
+            }
+        }
     }
 
-    /// Takes `landing` out of the table; `false` if a pass took it first
-    /// (its message is being received, or was).
+    /// Refuses the message `src` sends under `key`: dropped when it comes,
+    /// or by the next pass if it came (`true`: ask for one).
+    pub(super) fn refuse(&self, src: usize, key: u32) -> bool {
+        let tag = TAG_CLAIMED + key as c_int;
+        let mut table = self.table.lock().unwrap();
+        match table.remove(&(src, tag)) {
+            Some(Entry::Parked(p)) => {
+                drop(table);
+                self.make_ready(p, None);
+                true
+            }
+            Some(other) => {
+                table.insert((src, tag), other);
+                false
+            }
+            None => {
+                table.insert((src, tag), Entry::Refused);
+                false
+            }
+        }
+    }
+
+    fn make_ready(&self, p: M, place: Option<Place>) {
+        let mut ready = self.ready.lock().unwrap();
+        ready.push((p, place));
+        // Release: a pass that sees the count finds the entry under the
+        // lock.
+        self.ready_len.store(ready.len(), Ordering::Release);
+    }
+
+    /// Whether claimed messages wait for a pass to receive them.
+    pub(super) fn has_ready(&self) -> bool {
+        self.ready_len.load(Ordering::Acquire) > 0
+    }
+
+    /// The claimed messages waiting for a pass (for that pass).
+    pub(super) fn take_ready(&self) -> Vec<(M, Option<Place>)> {
+        if !self.has_ready() {
+            return Vec::new();
+        }
+        let mut ready = self.ready.lock().unwrap();
+        self.ready_len.store(0, Ordering::Release);
+        std::mem::take(&mut *ready)
+    }
+
+    /// What the pass that probed landing message `p` does with it.
+    pub(super) fn arrived(&self, p: M) -> Arrived<M> {
+        let (src, tag, len) = p.header();
+        let key = (src, tag);
+        let mut table = self.table.lock().unwrap();
+        match table.remove(&key) {
+            Some(Entry::Place(place)) if place.len == len => Arrived::Land(p, place),
+            Some(Entry::Place(place)) => {
+                let why = format!("{len} bytes where {} were expected", place.len);
+                place.refused();
+                Arrived::Drop(p, why)
+            }
+            Some(Entry::Refused) => Arrived::Drop(p, "its request was refused".into()),
+            Some(Entry::Parked(earlier)) => {
+                // The sender reused a key whose message waits unclaimed:
+                // the earlier one stays, this one goes.
+                table.insert(key, Entry::Parked(earlier));
+                Arrived::Drop(p, "a key already in use".into())
+            }
+            None if tag >= TAG_CLAIMED => {
+                table.insert(key, Entry::Parked(p));
+                Arrived::Parked
+            }
+            None => Arrived::Drop(p, "a landing nobody expects (withdrawn)".into()),
+        }
+    }
+
+    /// Takes `landing` out of the table; `false` if a pass or its claim
+    /// took it first (its message is being received, or was).
     pub(super) fn withdraw(&self, landing: &Landing) -> bool {
-        self.expected
-            .lock()
-            .unwrap()
-            .remove(&(landing.src, landing.key))
-            .is_some()
+        let mut table = self.table.lock().unwrap();
+        let at = (landing.src, landing.id as c_int);
+        match table.remove(&at) {
+            Some(Entry::Place(_)) => true,
+            // Not this landing's place: left as it was.
+            Some(other) => {
+                table.insert(at, other);
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A key to send a claimed landing's message to `dest` under, free
+    /// among this locale's (until [`release`](Self::release)).
+    pub(super) fn send_key(&self, dest: usize) -> Option<u32> {
+        let mut sending = self.sending.lock().unwrap();
+        for _ in 0..TRIES {
+            let key = self.next_send.fetch_add(1, Ordering::Relaxed) % KEYS;
+            if sending.insert((dest, key)) {
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// Frees a key [`send_key`](Self::send_key) gave, once its landing
+    /// ended.
+    pub(super) fn release(&self, dest: usize, key: u32) {
+        self.sending.lock().unwrap().remove(&(dest, key));
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_landing_is_taken_once_by_its_source_and_key() {
-        let l = Landings::default();
-        let mut place = [0u8; 4];
-        let a = l.expect(1, place.as_mut_ptr(), 4).unwrap();
-        let b = l.expect(1, place.as_mut_ptr(), 4).unwrap();
-        assert_ne!(a.key, b.key, "two landings from one source");
-        let tag = TAG_LANDING + a.key as c_int;
-        assert!(l.take(2, tag).is_none(), "another source's message");
-        assert!(l.take(1, TAG_LANDING - 1).is_none(), "not a landing tag");
-        let t = l.take(1, tag).expect("expected");
-        assert_eq!((t.at, t.len), (place.as_mut_ptr(), 4));
-        assert!(l.take(1, tag).is_none(), "taken once");
-        assert!(!l.withdraw(&a), "a pass took it first");
-        assert_eq!(a.state(), LANDING_WAITING);
-        t.landed();
-        assert_eq!(a.state(), LANDED);
-        assert!(l.withdraw(&b), "withdrawn before its message came");
-        assert!(l.take(1, TAG_LANDING + b.key as c_int).is_none());
-    }
-
-    #[test]
-    fn keys_stay_below_the_least_tag_bound_and_busy_ones_are_skipped() {
-        let l = Landings::default();
-        let mut place = [0u8; 1];
-        let first = l.expect(0, place.as_mut_ptr(), 1).unwrap();
-        l.next.store(first.key, Ordering::Relaxed);
-        let next = l.expect(0, place.as_mut_ptr(), 1).unwrap();
-        assert_ne!(next.key, first.key, "the busy key is skipped");
-        l.next.store(u32::MAX, Ordering::Relaxed);
-        let wrapped = l.expect(0, place.as_mut_ptr(), 1).unwrap();
-        assert!(wrapped.key < KEYS);
-        assert!(TAG_LANDING + KEYS as c_int - 1 <= 32767);
-    }
-}
+mod tests;

@@ -9,7 +9,7 @@
 //! with nothing to do. `README.md` beside this file states the protocol.
 
 use super::collective::Active;
-use super::landing::TAG_LANDING;
+use super::landing::{self, Arrived};
 use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
@@ -166,6 +166,7 @@ impl Progress {
                 s.mpi_bell.sleep(Some(nap), || {
                     s.outgoing_len.load(Ordering::Acquire) > 0
                         || s.owing.load(Ordering::Acquire)
+                        || s.landings.has_ready()
                         || s.collectives.has_queued()
                         || s.finishing.load(Ordering::Acquire)
                         || s.abort_request().is_some()
@@ -352,14 +353,32 @@ impl Progress {
     fn receive(&mut self, deliver: bool) -> Result<bool, Error> {
         let s = self.shared.clone();
         let mut any = false;
+        // Parked landing messages claimed (or refused) since the last pass.
+        for (p, place) in s.landings.take_ready() {
+            any = true;
+            match place {
+                Some(place) if place.at().1 == p.len => self.land(p, place)?,
+                Some(place) => {
+                    let why = format!("{} bytes where {} were claimed", p.len, place.at().1);
+                    place.refused();
+                    self.drop_landing(p, &why)?;
+                }
+                // Refused by its request's handler, which said why there.
+                None => drop(sys::receive_probed(p, 0)?),
+            }
+        }
         for _ in 0..RECEIVE_BUDGET {
             let Some(p) = sys::probe_any(self.comm)? else {
                 break;
             };
             any = true;
-            if p.tag >= TAG_LANDING && p.src < s.locales {
+            if landing::is_landing(p.tag) && p.src < s.locales {
                 self.received_from[p.src] += 1;
-                self.land(p)?;
+                match s.landings.arrived(p) {
+                    Arrived::Land(p, place) => self.land(p, place)?,
+                    Arrived::Drop(p, why) => self.drop_landing(p, &why)?,
+                    Arrived::Parked => {}
+                }
                 continue;
             }
             // A large frame's first byte (after its length prefix) is
@@ -420,34 +439,29 @@ impl Progress {
         Ok(any)
     }
 
-    /// Receives a landing's message (`landing.rs`) into its place, or, if
-    /// none expects it (withdrawn) or its length differs, into a buffer
-    /// dropped with a note.
-    fn land(&mut self, p: sys::Probed) -> Result<(), Error> {
-        let s = &*self.shared;
-        let (src, tag, len) = (p.src, p.tag, p.len);
-        let why = match s.landings.take(src, tag) {
-            Some(t) if t.len == len => {
-                // SAFETY: the place is valid for `len` bytes that nothing
-                // else touches until the landing's state leaves WAITING
-                // (`Transport::expect_landing`'s contract), which `landed`
-                // sets only after the receive returned.
-                unsafe { sys::receive_probed_into(p, t.at)? };
-                t.landed();
-                return Ok(());
-            }
-            Some(t) => {
-                let why = format!("{len} bytes where {} were expected", t.len);
-                t.refused();
-                why
-            }
-            None => "a landing nobody expects (withdrawn)".to_string(),
-        };
+    /// Receives a landing's message (`landing.rs`) into its place, and
+    /// says it landed.
+    fn land(&mut self, p: sys::Probed, place: landing::Place) -> Result<(), Error> {
+        let (at, len) = place.at();
+        debug_assert_eq!(len, p.len);
+        // SAFETY: the place is valid for `len` bytes (the message's own
+        // length, checked) that nothing else touches until the landing's
+        // state leaves WAITING (`Transport::expect_landing`'s and
+        // `claim_landing`'s contracts), which `landed` sets only after
+        // the receive returned.
+        unsafe { sys::receive_probed_into(p, at)? };
+        place.landed();
+        Ok(())
+    }
+
+    /// Receives a landing's message nobody can take into a buffer, drops
+    /// it and says why.
+    fn drop_landing(&mut self, p: sys::Probed, why: &str) -> Result<(), Error> {
+        let (src, tag) = (p.src, p.tag);
         drop(sys::receive_probed(p, 0)?);
         eprintln!(
-            "cantus: locale {}: a message for landing {} from locale {src} was dropped: {why}",
-            s.here,
-            tag - TAG_LANDING
+            "cantus: locale {}: a message for landing tag {tag} from locale {src} was dropped: {why}",
+            self.shared.here
         );
         Ok(())
     }

@@ -20,7 +20,7 @@
 
 use super::transport::{MpiTransport, NodeHooks};
 use crate::comm::shm::transport::ShmTransport;
-use crate::comm::transport::{Arrival, Landing, Nets, Network, SendError, Transport};
+use crate::comm::transport::{Arrival, Landing, LandingKey, Nets, Network, SendError, Transport};
 use crate::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -172,10 +172,39 @@ impl Transport for RoutingTransport {
         self.mpi.withdraw_landing(landing);
     }
 
+    fn claim_key(&self, dest: usize) -> Option<u32> {
+        match self.member.get(dest) {
+            Some(&i) if i != ELSEWHERE => None,
+            _ => self.mpi.claim_key(dest),
+        }
+    }
+
+    fn release_claim_key(&self, dest: usize, key: u32) {
+        self.mpi.release_claim_key(dest, key);
+    }
+
+    unsafe fn claim_landing(
+        &self,
+        src: usize,
+        key: u32,
+        place: *mut u8,
+        len: usize,
+    ) -> Option<Landing> {
+        match self.member.get(src) {
+            Some(&i) if i != ELSEWHERE => None,
+            // SAFETY: the caller's contract, passed on.
+            _ => unsafe { self.mpi.claim_landing(src, key, place, len) },
+        }
+    }
+
+    fn refuse_landing(&self, src: usize, key: u32) {
+        self.mpi.refuse_landing(src, key);
+    }
+
     unsafe fn try_send_landing(
         &self,
         dest: usize,
-        key: u32,
+        key: LandingKey,
         parts: &[&[u8]],
     ) -> Result<Arc<std::sync::atomic::AtomicBool>, SendError> {
         // SAFETY: the caller's contract, passed on (a landing is expected

@@ -636,6 +636,18 @@ pub(super) struct Probed {
     pub(super) len: usize,
 }
 
+// SAFETY: a matched message's handle (a pointer in Open MPI) is only
+// passed to MPI by whoever makes the locale's MPI calls (the MPI thread,
+// or the holder of the inline pass lock), one at a time; between those
+// calls it is plain data, which may move to another thread.
+unsafe impl Send for Probed {}
+
+impl super::landing::Probe for Probed {
+    fn header(&self) -> (usize, c_int, usize) {
+        (self.src, self.tag, self.len)
+    }
+}
+
 /// Matches one message that arrived on `comm`, if any, from any source
 /// with any tag (`MPI_Improbe`): no other receive can take it, and its
 /// receiver chooses where it goes knowing its source, tag and length.

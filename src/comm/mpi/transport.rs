@@ -10,7 +10,7 @@
 use super::inline::Inline;
 use super::landing;
 use crate::comm::transport::{
-    Arrival, LANDING_WAITING, Landing, Lent, Nets, Network, SendError, Transport,
+    Arrival, LANDING_WAITING, Landing, LandingKey, Lent, Nets, Network, SendError, Transport,
 };
 use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
@@ -171,7 +171,7 @@ pub(super) struct Shared {
     /// Set to make the MPI thread finish (`finish`).
     pub(super) finishing: AtomicBool,
     /// The landings this locale expects (`landing.rs`).
-    pub(super) landings: super::landing::Landings,
+    pub(super) landings: super::landing::Landings<super::sys::Probed>,
     /// Callers that expect arrivals at any moment
     /// (`Transport::expect_arrivals`): while above zero, the MPI thread
     /// yields instead of sleeping when idle.
@@ -291,7 +291,9 @@ impl Shared {
     pub(super) fn sends_waiting(&self) -> bool {
         // Relaxed: a hint for whoever holds the pass lock (the lock's
         // second look, `comm/pass.rs`, orders what it then takes).
-        self.outgoing_len.load(Ordering::Relaxed) > 0 || self.owing.load(Ordering::Relaxed)
+        self.outgoing_len.load(Ordering::Relaxed) > 0
+            || self.owing.load(Ordering::Relaxed)
+            || self.landings.has_ready()
     }
 
     /// Whether frames wait to be handed on.
@@ -355,13 +357,18 @@ impl MpiTransport {
             // load that sees it finds the frame when it takes the lock.
             s.outgoing_len.store(out.0.len(), Ordering::Release);
         }
+        self.ask_for_pass();
+    }
+
+    /// Has what was queued for a pass done: now (inline, unless another
+    /// thread is making a pass, which then does it before it lets go:
+    /// `Inline::progress`), or by the MPI thread, woken.
+    fn ask_for_pass(&self) {
         match &self.inline {
-            // Send it now, unless another thread is making a pass (then
-            // that thread sends it before it lets go: `Inline::progress`).
             Some(inline) => {
                 inline.progress();
             }
-            None => s.mpi_bell.ring_if_sleeping(),
+            None => self.shared.mpi_bell.ring_if_sleeping(),
         }
     }
 
@@ -466,12 +473,53 @@ impl Transport for MpiTransport {
         }
     }
 
+    fn claim_key(&self, dest: usize) -> Option<u32> {
+        let s = &*self.shared;
+        if dest >= s.locales || dest == s.here {
+            return None;
+        }
+        s.landings.send_key(dest)
+    }
+
+    fn release_claim_key(&self, dest: usize, key: u32) {
+        self.shared.landings.release(dest, key);
+    }
+
+    unsafe fn claim_landing(
+        &self,
+        src: usize,
+        key: u32,
+        place: *mut u8,
+        len: usize,
+    ) -> Option<Landing> {
+        let s = &*self.shared;
+        if src >= s.locales || src == s.here || key >= landing::KEYS {
+            return None;
+        }
+        let (landing, ask) = s.landings.claim(src, key, place, len);
+        if ask {
+            self.ask_for_pass();
+        }
+        Some(landing)
+    }
+
+    fn refuse_landing(&self, src: usize, key: u32) {
+        let s = &*self.shared;
+        if src < s.locales && key < landing::KEYS && s.landings.refuse(src, key) {
+            self.ask_for_pass();
+        }
+    }
+
     unsafe fn try_send_landing(
         &self,
         dest: usize,
-        key: u32,
+        key: LandingKey,
         parts: &[&[u8]],
     ) -> Result<Arc<AtomicBool>, SendError> {
+        let (key, first) = match key {
+            LandingKey::Expected(k) => (k, landing::TAG_EXPECTED),
+            LandingKey::Claimed(k) => (k, landing::TAG_CLAIMED),
+        };
         let s = &*self.shared;
         let parts: Vec<(usize, usize)> = parts
             .iter()
@@ -500,7 +548,7 @@ impl Transport for MpiTransport {
                 parts,
                 done: done.clone(),
             }),
-            landing_tag: Some(landing::TAG_LANDING + key as std::os::raw::c_int),
+            landing_tag: Some(first + key as std::os::raw::c_int),
         });
         Ok(done)
     }

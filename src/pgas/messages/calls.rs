@@ -10,6 +10,7 @@
 //! | `Put` (raw) | offset (u64), bytes | copies the bytes into its segment | nothing (the reply is the acknowledgement) |
 //! | `PutSignal` (raw) | offset, signal offset, operation, operand (u64), bytes | copies the bytes, then applies the operation to the signal word | nothing |
 //! | `Get` (raw) | offset, length (u64) | | the bytes |
+//! | `PutAt` (raw, a task) | offset, length, landing key, caller, signal offset, operation (0 none), operand (u64) | claims the bytes the caller sent before it (a landing) into its segment, waits until they landed, applies the signal | nothing |
 //! | `GetTo` (raw, a task) | offset, length, landing key, caller (u64) | sends the bytes to the caller's landing | nothing, after the bytes |
 //! | `AtomicCall` (pod) | offset, operation, two operands | the atomic on its segment's word | value, and whether a CAS failed |
 //! | `Parcel` (raw, detached) | epoch, collective (u64), phase, sender (u32), bytes | posts them (`post.rs`) | (no reply) |
@@ -38,13 +39,16 @@ const PUT: &str = "cantus::pgas::messages::Put";
 const PUT_SIGNAL: &str = "cantus::pgas::messages::PutSignal";
 const GET: &str = "cantus::pgas::messages::Get";
 const GET_TO: &str = "cantus::pgas::messages::GetTo";
+const PUT_AT: &str = "cantus::pgas::messages::PutAt";
 const PARCEL: &str = "cantus::pgas::messages::Parcel";
 
 inventory::submit! { Handler::raw(PUT, serve_put, true) }
 inventory::submit! { Handler::raw(PUT_SIGNAL, serve_put_signal, true) }
 inventory::submit! { Handler::raw(GET, serve_get, true) }
-// A task: it waits until its bytes were sent from the segment.
+// Tasks: one waits until its bytes were sent from the segment, the other
+// until they landed in it.
 inventory::submit! { Handler::raw(GET_TO, serve_get_to, false) }
+inventory::submit! { Handler::raw(PUT_AT, serve_put_at, false) }
 inventory::submit! { Handler::raw(PARCEL, serve_parcel, true) }
 
 /// Bytes before a put's data: the offset.
@@ -178,6 +182,68 @@ fn serve_get_to(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         let bytes = unsafe { std::slice::from_raw_parts(at, len) };
         crate::remote::send_to_landing(caller, key, bytes).map_err(|e| e.to_string())
     })
+}
+
+/// Claims the bytes the caller sent before this call (a claimed
+/// landing's message) straight into the segment, waits until they landed,
+/// applies the signal if there is one, and answers; refuses them (they
+/// are dropped) if the place or the signal word lies outside the segment.
+fn serve_put_at(args: &[u8], _: &mut Vec<u8>) -> Outcome {
+    let claim = (word(args, 16), word(args, 24));
+    let claimed = std::cell::Cell::new(false);
+    let outcome = guarded(|| {
+        let (offset, len) = (word(args, 0)?, word(args, 8)? as usize);
+        let (key, caller) = (word(args, 16)?, word(args, 24)? as usize);
+        let key = u32::try_from(key).map_err(|_| "a landing key above 32 bits")?;
+        let op = match (word(args, 32)?, word(args, 40)?, word(args, 48)?) {
+            (_, 0, _) => None,
+            (signal, 1, v) => Some((signal, AtomicOp::Store(v))),
+            (signal, 2, v) => Some((signal, AtomicOp::FetchAdd(v))),
+            (_, op, _) => return Err(format!("no signal operation {op}")),
+        };
+        if let Some((signal, _)) = op {
+            if signal % 8 != 0 {
+                return Err(format!("a signal word at the unaligned offset {signal}"));
+            }
+            in_segment(signal, 8, drop)?;
+        }
+        let place = in_segment(offset, len, |dst| dst)?;
+        // SAFETY: `len` bytes at `place` lie in this locale's segment
+        // (checked), mapped while the memory is installed, past every
+        // task (this one waits for the landing below). Only the landing
+        // writes them meanwhile; a concurrent access by others is
+        // `GlobalPtr`'s documented race.
+        let landing = unsafe { crate::remote::claim_landing(caller, key, place, len) }
+            .ok_or_else(|| format!("no landings from locale {caller}"))?;
+        claimed.set(true);
+        crate::remote::wait_for_landing(&landing);
+        if landing.state() != crate::comm::transport::LANDED {
+            return Err(format!(
+                "the {len} bytes sent for landing {key} did not land (see this locale's error)"
+            ));
+        }
+        // The bytes landed before (the landing's Acquire); the operation
+        // releases them, as in `serve_put_signal`.
+        if let Some((signal, op)) = op {
+            // (A compare-exchange's failure is no error: a signal is a
+            // store or an add.)
+            in_segment(signal, 8, |p| {
+                // SAFETY: as in `serve_put_signal`.
+                op.apply(unsafe { &*p.cast::<AtomicU64>() })
+            })
+            .map(drop)?;
+        }
+        Ok(())
+    });
+    if !matches!(outcome, Outcome::Done)
+        && !claimed.get()
+        && let (Ok(key), Ok(caller)) = claim
+        && let Ok(key) = u32::try_from(key)
+    {
+        // Refused before its claim: its bytes are dropped.
+        crate::remote::refuse_landing(caller as usize, key);
+    }
+    outcome
 }
 
 fn serve_parcel(args: &[u8], _: &mut Vec<u8>) -> Outcome {
@@ -360,12 +426,54 @@ pub(crate) fn put_nb(
         })?
         .into_iter()
         .collect::<Result<(), Error>>()?;
-        return Ok(InFlight(Vec::new()));
+        return Ok(InFlight::new(Vec::new()));
+    }
+    if (LAND_FROM..=LANDING_PIECE).contains(&src.len())
+        && let Some(put) = put_landing(locale, offset, src, signal)
+    {
+        return put;
     }
     let calls = put_pieces(offset, src, signal, |id, name, args| {
         crate::remote::on_raw(locale, id, name, args)
     })?;
-    Ok(InFlight(calls))
+    Ok(InFlight::new(calls))
+}
+
+/// A put whose bytes go as a claimed landing's message (over MPI, to
+/// another node: `remote::send_claimed`), sent from `src` itself, and a
+/// `PutAt` call after them that names them, whose handler claims them
+/// into the segment: no frame, no copy but MPI's. Returns once `src` may
+/// be reused (its bytes were sent). `None` where there is no such path.
+fn put_landing(
+    locale: usize,
+    offset: usize,
+    src: &[u8],
+    signal: Option<(usize, AtomicOp)>,
+) -> Option<Result<InFlight, Error>> {
+    let (word, code, v) = match signal {
+        None => (0, 0, 0),
+        Some((word, AtomicOp::Store(v))) => (word as u64, 1, v),
+        Some((word, AtomicOp::FetchAdd(v))) => (word as u64, 2, v),
+        Some((_, op)) => unreachable!("a signal is a store or an add, not {op:?}"),
+    };
+    let here = crate::remote::here() as u64;
+    let sent = crate::remote::send_claimed(locale, src, |key| {
+        let args = [
+            offset as u64,
+            src.len() as u64,
+            u64::from(key),
+            here,
+            word,
+            code,
+            v,
+        ]
+        .map(u64::to_le_bytes);
+        crate::remote::on_raw(locale, id_of(PUT_AT), PUT_AT, &[args.as_flattened()])
+    })?;
+    Some(sent.map(|(key, call)| InFlight {
+        calls: vec![call],
+        claimed: vec![(locale, key)],
+    }))
 }
 
 /// Cuts a put of `src` at `offset` into calls that each fit a frame, the

@@ -160,21 +160,34 @@ impl Engine {
         self.transport.withdraw_landing(landing);
     }
 
-    /// Sends `parts` to landing `key` of `dest` from where they lie, and
-    /// returns once the transport is done with them.
-    pub(crate) fn send_to_landing(
+    /// Sends `parts` to landing `key` of `dest` from where they lie, runs
+    /// `meanwhile` once the send is queued (a request naming a claimed
+    /// landing, sent after its bytes), and returns once the transport is
+    /// done with the parts.
+    pub(crate) fn send_to_landing<R>(
         &self,
         dest: usize,
-        key: u32,
+        key: crate::comm::transport::LandingKey,
         parts: &[&[u8]],
-    ) -> Result<(), Error> {
+        meanwhile: impl FnOnce() -> R,
+    ) -> Result<R, Error> {
         // SAFETY: `parts` are borrowed for this call, which returns only
-        // after the transport is done with them (`wait_until_sent`), and
-        // never unwinds before (it aborts instead).
+        // after the transport is done with them (`wait_until_sent`, also
+        // after `meanwhile`: a panic there aborts rather than unwinds
+        // past the wait).
         match unsafe { self.transport.try_send_landing(dest, key, parts) } {
             Ok(done) => {
-                self.wait_until_sent(Network::Reply, &done);
-                Ok(())
+                let r = abort_on_unwind(meanwhile);
+                // A claimed landing's bytes are taken once its receiver ran
+                // the request that names them: a sender that waits runs
+                // requests too (both sides may put to each other at once).
+                // An expected one's need only the receiver's passes.
+                let net = match key {
+                    crate::comm::transport::LandingKey::Claimed(_) => Network::Request,
+                    crate::comm::transport::LandingKey::Expected(_) => Network::Reply,
+                };
+                self.wait_until_sent(net, &done);
+                Ok(r)
             }
             Err(SendError::Failed(e)) => Err(e),
             // Outside credit: never said; as a failure if it were.
@@ -185,30 +198,34 @@ impl Engine {
         }
     }
 
+    /// Waits, polling, until `landing` is no longer waiting.
+    pub(crate) fn wait_for_landing(&self, landing: &crate::comm::transport::Landing) {
+        let mut tries = 0u32;
+        while landing.state() == crate::comm::transport::LANDING_WAITING {
+            self.wait_for_room(Network::Request, &mut tries);
+        }
+    }
+
+    /// The transport's landings by claim (`Transport::claim_key` and the
+    /// rest), for the global memory's puts.
+    pub(crate) fn landing_transport(&self) -> &dyn Transport {
+        &*self.transport
+    }
+
     /// Waits, polling as a sender with no room does, until the transport
     /// is done with a frame it sends from its sender's parts
     /// (`Transport::try_send_borrowed`). A panic in the wait aborts the
     /// process: unwinding would free the parts while the transport may
     /// still read them.
     fn wait_until_sent(&self, net: Network, done: &std::sync::atomic::AtomicBool) {
-        struct AbortOnUnwind;
-        impl Drop for AbortOnUnwind {
-            fn drop(&mut self) {
-                eprintln!(
-                    "cantus: a panic while a frame was being sent from its sender's memory, \
-                     which the transport may still read; aborting"
-                );
-                std::process::abort();
+        abort_on_unwind(|| {
+            let mut tries = 0u32;
+            // Acquire: pairs with the transport's Release store once its
+            // send completed: it read the parts before.
+            while !done.load(Ordering::Acquire) {
+                self.wait_for_room(net, &mut tries);
             }
-        }
-        let unwinding = AbortOnUnwind;
-        let mut tries = 0u32;
-        // Acquire: pairs with the transport's Release store once its send
-        // completed: it read the parts before.
-        while !done.load(Ordering::Acquire) {
-            self.wait_for_room(net, &mut tries);
-        }
-        std::mem::forget(unwinding);
+        })
     }
 
     /// One step of waiting to send on `net`: polls (seed 003), and after
@@ -442,6 +459,26 @@ impl Engine {
             self.outbox_len.store(outbox.len(), Ordering::Release);
         }
     }
+}
+
+/// Runs `f` while a frame is sent from its sender's memory: a panic in it
+/// aborts the process, since unwinding would free the parts while the
+/// transport may still read them.
+fn abort_on_unwind<R>(f: impl FnOnce() -> R) -> R {
+    struct AbortOnUnwind;
+    impl Drop for AbortOnUnwind {
+        fn drop(&mut self) {
+            eprintln!(
+                "cantus: a panic while a frame was being sent from its sender's memory, which \
+                 the transport may still read; aborting"
+            );
+            std::process::abort();
+        }
+    }
+    let unwinding = AbortOnUnwind;
+    let r = f();
+    std::mem::forget(unwinding);
+    r
 }
 
 /// How many times a sender offers a frame that finds no large room
