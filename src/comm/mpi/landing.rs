@@ -11,13 +11,14 @@
 //! - **Claimed** (`Transport::claim_landing`): the sender picks the key
 //!   and sends the bytes before the request that names them (a large
 //!   put); the pass that probes them *parks* the matched message until
-//!   the request's handler claims it with a place (or refuses it). Tag
-//!   [`TAG_CLAIMED`] + key.
+//!   the request's handler claims it with a place (or refuses it). A
+//!   claim that finds nothing parked fails at once. Tag [`TAG_CLAIMED`]
+//!   + key.
 //!
 //! Every entry is taken out of the table under its lock, by exactly one
-//! of: the pass that probes the message (an expected place, or a claim
-//! that came first), the claim (a parked message, handed to the next
-//! pass in `ready`), or a withdrawal. Only a pass calls MPI.
+//! of: the pass that probes the message (an expected place), the claim
+//! (a parked message, handed to the next pass in `ready`), or a
+//! withdrawal. Only a pass calls MPI.
 
 use crate::comm::transport::{LANDED, LANDING_REFUSED, LANDING_WAITING, Landing};
 use std::collections::{HashMap, HashSet};
@@ -147,9 +148,12 @@ impl<M: Probe> Landings<M> {
         None
     }
 
-    /// Claims the message `src` sends under `key` (a claimed landing) for
-    /// `len` bytes at `at`: if it came, it goes to the next pass (`true`:
-    /// ask for one); if not, its pass lands it.
+    /// Claims the message `src` sent under `key` (a claimed landing) for
+    /// `len` bytes at `at`: it goes to the next pass (`true`: ask for
+    /// one). Its sender sends it before the request that names it, and a
+    /// pass probes one sender's messages in order, so a claim always finds
+    /// it parked; one that does not (a forged or stale request, or bytes
+    /// whose send failed) is refused at once rather than left waiting.
     pub(super) fn claim(&self, src: usize, key: u32, at: *mut u8, len: usize) -> (Landing, bool) {
         let tag = TAG_CLAIMED + key as c_int;
         let (place, state) = Place::new(at, len);
@@ -169,7 +173,7 @@ impl<M: Probe> Landings<M> {
                 (landing, false)
             }
             None => {
-                table.insert((src, tag), Entry::Place(place));
+                place.refused();
                 (landing, false)
             }
         }

@@ -219,7 +219,8 @@ fn serve_put_at(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         crate::remote::wait_for_landing(&landing);
         if landing.state() != crate::comm::transport::LANDED {
             return Err(format!(
-                "the {len} bytes sent for landing {key} did not land (see this locale's error)"
+                "no {len} bytes from locale {caller} under landing key {key} came before this \
+                 request, or they did not fit (see this locale's error, if any)"
             ));
         }
         // The bytes landed before (the landing's Acquire); the operation
