@@ -243,6 +243,17 @@ impl Remote for GlobalWork {
             );
             at += size + 1;
         }
+        // A forged `PutAt` (bytes that never came, under a key never
+        // sent), detached: its owner refuses it at once rather than wait
+        // for them; the job goes on (and ends: a task left waiting would
+        // hold it up), and the next put lands.
+        let args = [0u64, 64 << 10, 4095, me as u64, 0, 0, 0].map(u64::to_le_bytes);
+        let mut forged = vec![1u8, 0, 0, 0];
+        forged.extend_from_slice(&(args.as_flattened().len() as u32).to_le_bytes());
+        forged.extend_from_slice(&fnv(b"cantus::pgas::messages::PutAt").to_le_bytes());
+        forged.extend_from_slice(&0u64.to_le_bytes());
+        forged.extend_from_slice(args.as_flattened());
+        cantus::__test::send_raw_frame(to, false, &forged).unwrap();
         let flag = pgas::alloc::<u64>(1).unwrap();
         let signalled = pgas::alloc::<u8>(1 << 20).unwrap();
         signalled
