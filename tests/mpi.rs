@@ -254,6 +254,29 @@ impl Remote for GlobalWork {
         forged.extend_from_slice(&0u64.to_le_bytes());
         forged.extend_from_slice(args.as_flattened());
         cantus::__test::send_raw_frame(to, false, &forged).unwrap();
+        // Puts of one task to one locale land in the order made, a large
+        // one (which lands straight in the segment across nodes) too: a
+        // small put after it, over its first bytes, is what stays there.
+        // (Over Open MPI's shared-memory BTL a landing's send completes
+        // only once its owner received it, so this passes even if the
+        // large put did not wait for its answer; over a network whose
+        // eager limit reaches 64 KiB it would not.)
+        let first = pgas::alloc::<u8>(1 << 20).unwrap();
+        let large = first.ptr(to).put_nb(&mine[5..5 + (1 << 20)]).unwrap();
+        let small = first.ptr(to).put_nb(&[0xa5; 8]).unwrap();
+        large.wait().unwrap();
+        small.wait().unwrap();
+        pgas::barrier();
+        assert_eq!(
+            first.local()[..8],
+            [0xa5; 8],
+            "the later put of locale {from}"
+        );
+        assert!(
+            first.local()[8..] == theirs[5 + 8..5 + (1 << 20)],
+            "the earlier put of locale {from}"
+        );
+        pgas::barrier();
         let flag = pgas::alloc::<u64>(1).unwrap();
         let signalled = pgas::alloc::<u8>(1 << 20).unwrap();
         signalled

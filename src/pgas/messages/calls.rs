@@ -432,7 +432,12 @@ pub(crate) fn put_nb(
     if (LAND_FROM..=LANDING_PIECE).contains(&src.len())
         && let Some(put) = put_landing(locale, offset, src, signal)
     {
-        return put;
+        // Complete before it returns: its owner claims the bytes in a
+        // task, which may run after the owner took this task's later calls
+        // to it (inline, in its poll), and puts of one task to one locale
+        // land in the order made (`pgas/README.md`, "Non-blocking and
+        // signalling operations", rule 3).
+        return put?.finish().map(|()| InFlight::new(Vec::new()));
     }
     let calls = put_pieces(offset, src, signal, |id, name, args| {
         crate::remote::on_raw(locale, id, name, args)
@@ -444,7 +449,8 @@ pub(crate) fn put_nb(
 /// another node: `remote::send_claimed`), sent from `src` itself, and a
 /// `PutAt` call after them that names them, whose handler claims them
 /// into the segment: no frame, no copy but MPI's. Returns once `src` may
-/// be reused (its bytes were sent). `None` where there is no such path.
+/// be reused (its bytes were sent), the call unanswered. `None` where
+/// there is no such path.
 fn put_landing(
     locale: usize,
     offset: usize,
