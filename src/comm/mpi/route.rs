@@ -127,6 +127,19 @@ impl RoutingTransport {
     }
 }
 
+impl RoutingTransport {
+    /// `locale`'s index among this node's members, if it is another rank
+    /// of this node (its frames go through the node's rings, and its
+    /// segment is mapped here); `None` for another node, this locale, or
+    /// no such locale (MPI's side then answers, or names the error).
+    fn on_this_node(&self, locale: usize) -> Option<usize> {
+        match self.member.get(locale) {
+            Some(&i) if i != ELSEWHERE && locale != self.here() => Some(i),
+            _ => None,
+        }
+    }
+}
+
 impl Transport for RoutingTransport {
     fn here(&self) -> usize {
         self.mpi.here()
@@ -145,27 +158,24 @@ impl Transport for RoutingTransport {
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
-        match self.member.get(dest) {
-            Some(&i) if i != ELSEWHERE && dest != self.here() => self.shm.try_send(i, net, parts),
+        match self.on_this_node(dest) {
+            Some(i) => self.shm.try_send(i, net, parts),
             // Another node, or no such locale (MPI's error names it).
-            _ => self.mpi.try_send(dest, net, parts),
+            None => self.mpi.try_send(dest, net, parts),
         }
     }
 
     fn sends_borrowed(&self, dest: usize, len: usize) -> bool {
-        match self.member.get(dest) {
-            Some(&i) if i != ELSEWHERE && dest != self.here() => false,
-            _ => self.mpi.sends_borrowed(dest, len),
-        }
+        self.on_this_node(dest).is_none() && self.mpi.sends_borrowed(dest, len)
     }
 
     unsafe fn expect_landing(&self, src: usize, place: *mut u8, len: usize) -> Option<Landing> {
-        match self.member.get(src) {
+        if self.on_this_node(src).is_some() {
             // The node's ranks map each other's segments: no landing.
-            Some(&i) if i != ELSEWHERE => None,
-            // SAFETY: the caller's contract, passed on.
-            _ => unsafe { self.mpi.expect_landing(src, place, len) },
+            return None;
         }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.mpi.expect_landing(src, place, len) }
     }
 
     fn withdraw_landing(&self, landing: &Landing) {
@@ -173,10 +183,10 @@ impl Transport for RoutingTransport {
     }
 
     fn claim_key(&self, dest: usize) -> Option<u32> {
-        match self.member.get(dest) {
-            Some(&i) if i != ELSEWHERE => None,
-            _ => self.mpi.claim_key(dest),
+        if self.on_this_node(dest).is_some() {
+            return None;
         }
+        self.mpi.claim_key(dest)
     }
 
     fn release_claim_key(&self, dest: usize, key: u32) {
@@ -190,11 +200,11 @@ impl Transport for RoutingTransport {
         place: *mut u8,
         len: usize,
     ) -> Option<Landing> {
-        match self.member.get(src) {
-            Some(&i) if i != ELSEWHERE => None,
-            // SAFETY: the caller's contract, passed on.
-            _ => unsafe { self.mpi.claim_landing(src, key, place, len) },
+        if self.on_this_node(src).is_some() {
+            return None;
         }
+        // SAFETY: the caller's contract, passed on.
+        unsafe { self.mpi.claim_landing(src, key, place, len) }
     }
 
     fn refuse_landing(&self, src: usize, key: u32) {
@@ -218,12 +228,10 @@ impl Transport for RoutingTransport {
         net: Network,
         parts: &[&[u8]],
     ) -> Result<Option<Arc<std::sync::atomic::AtomicBool>>, SendError> {
-        match self.member.get(dest) {
-            Some(&i) if i != ELSEWHERE && dest != self.here() => {
-                self.shm.try_send(i, net, parts).map(|()| None)
-            }
+        match self.on_this_node(dest) {
+            Some(i) => self.shm.try_send(i, net, parts).map(|()| None),
             // SAFETY: the caller's contract, passed on.
-            _ => unsafe { self.mpi.try_send_borrowed(dest, net, parts) },
+            None => unsafe { self.mpi.try_send_borrowed(dest, net, parts) },
         }
     }
 
