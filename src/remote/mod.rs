@@ -297,13 +297,13 @@ pub(crate) unsafe fn expect_landing(
     len: usize,
 ) -> Option<crate::comm::transport::Landing> {
     // SAFETY: the caller's contract, passed on.
-    engine().and_then(|e| unsafe { e.expect_landing(locale, place, len) })
+    engine().and_then(|e| unsafe { e.landing_transport().expect_landing(locale, place, len) })
 }
 
 /// Withdraws a landing: on return, nothing writes its place any more.
 pub(crate) fn withdraw_landing(landing: &crate::comm::transport::Landing) {
     if let Some(e) = engine() {
-        e.withdraw_landing(landing);
+        e.landing_transport().withdraw_landing(landing);
     }
 }
 

@@ -143,23 +143,6 @@ impl Engine {
         }
     }
 
-    /// Expects `len` bytes from `src` straight into `place`
-    /// (`Transport::expect_landing`, whose contract the caller keeps).
-    pub(crate) unsafe fn expect_landing(
-        &self,
-        src: usize,
-        place: *mut u8,
-        len: usize,
-    ) -> Option<crate::comm::transport::Landing> {
-        // SAFETY: the caller's contract, passed on.
-        unsafe { self.transport.expect_landing(src, place, len) }
-    }
-
-    /// Withdraws a landing (`Transport::withdraw_landing`).
-    pub(crate) fn withdraw_landing(&self, landing: &crate::comm::transport::Landing) {
-        self.transport.withdraw_landing(landing);
-    }
-
     /// Sends `parts` to landing `key` of `dest` from where they lie, runs
     /// `meanwhile` once the send is queued (a request naming a claimed
     /// landing, sent after its bytes), and returns once the transport is
@@ -206,8 +189,9 @@ impl Engine {
         }
     }
 
-    /// The transport's landings by claim (`Transport::claim_key` and the
-    /// rest), for the global memory's puts.
+    /// The transport's landings (`Transport::expect_landing`,
+    /// `claim_landing` and the rest), for the global memory's gets and
+    /// puts.
     pub(crate) fn landing_transport(&self) -> &dyn Transport {
         &*self.transport
     }
