@@ -99,8 +99,23 @@ pub(super) enum Arrived<M> {
     Land(M, Place),
     /// Receives it into a buffer and drops it, saying why.
     Drop(M, String),
+    /// Receives it into a buffer and drops it, quietly: its request's
+    /// handler refused it, and said why.
+    Discard(M),
     /// Nothing now: it is parked for its claim.
     Parked,
+}
+
+/// What a pass does with message `p` for `place`: lands it there if its
+/// length is the place's, else refuses the place and drops the message.
+fn land_or_drop<M: Probe>(p: M, place: Place) -> Arrived<M> {
+    let len = p.header().2;
+    if place.len == len {
+        return Arrived::Land(p, place);
+    }
+    let why = format!("{len} bytes where {} were expected", place.len);
+    place.refused();
+    Arrived::Drop(p, why)
 }
 
 /// The landings of a locale.
@@ -214,28 +229,33 @@ impl<M: Probe> Landings<M> {
         self.ready_len.load(Ordering::Acquire) > 0
     }
 
-    /// The claimed messages waiting for a pass (for that pass).
-    pub(super) fn take_ready(&self) -> Vec<(M, Option<Place>)> {
+    /// What the pass does with each claimed (or refused) message waiting
+    /// for it.
+    pub(super) fn take_ready(&self) -> Vec<Arrived<M>> {
         if !self.has_ready() {
             return Vec::new();
         }
-        let mut ready = self.ready.lock().unwrap();
-        self.ready_len.store(0, Ordering::Release);
-        std::mem::take(&mut *ready)
+        let ready = {
+            let mut ready = self.ready.lock().unwrap();
+            self.ready_len.store(0, Ordering::Release);
+            std::mem::take(&mut *ready)
+        };
+        ready
+            .into_iter()
+            .map(|(p, place)| match place {
+                Some(place) => land_or_drop(p, place),
+                None => Arrived::Discard(p),
+            })
+            .collect()
     }
 
     /// What the pass that probed landing message `p` does with it.
     pub(super) fn arrived(&self, p: M) -> Arrived<M> {
-        let (src, tag, len) = p.header();
+        let (src, tag, _) = p.header();
         let key = (src, tag);
         let mut table = self.table.lock().unwrap();
         match table.remove(&key) {
-            Some(Entry::Place(place)) if place.len == len => Arrived::Land(p, place),
-            Some(Entry::Place(place)) => {
-                let why = format!("{len} bytes where {} were expected", place.len);
-                place.refused();
-                Arrived::Drop(p, why)
-            }
+            Some(Entry::Place(place)) => land_or_drop(p, place),
             Some(Entry::Refused) => Arrived::Drop(p, "its request was refused".into()),
             Some(Entry::Parked(earlier)) => {
                 // The sender reused a key whose message waits unclaimed:

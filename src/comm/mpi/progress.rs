@@ -354,18 +354,9 @@ impl Progress {
         let s = self.shared.clone();
         let mut any = false;
         // Parked landing messages claimed (or refused) since the last pass.
-        for (p, place) in s.landings.take_ready() {
+        for a in s.landings.take_ready() {
             any = true;
-            match place {
-                Some(place) if place.at().1 == p.len => self.land(p, place)?,
-                Some(place) => {
-                    let why = format!("{} bytes where {} were claimed", p.len, place.at().1);
-                    place.refused();
-                    self.drop_landing(p, &why)?;
-                }
-                // Refused by its request's handler, which said why there.
-                None => drop(sys::receive_probed(p, 0)?),
-            }
+            self.on_landing(a)?;
         }
         for _ in 0..RECEIVE_BUDGET {
             let Some(p) = sys::probe_any(self.comm)? else {
@@ -374,11 +365,7 @@ impl Progress {
             any = true;
             if landing::is_landing(p.tag) && p.src < s.locales {
                 self.received_from[p.src] += 1;
-                match s.landings.arrived(p) {
-                    Arrived::Land(p, place) => self.land(p, place)?,
-                    Arrived::Drop(p, why) => self.drop_landing(p, &why)?,
-                    Arrived::Parked => {}
-                }
+                self.on_landing(s.landings.arrived(p))?;
                 continue;
             }
             // A large frame's first byte (after its length prefix) is
@@ -439,30 +426,36 @@ impl Progress {
         Ok(any)
     }
 
-    /// Receives a landing's message (`landing.rs`) into its place, and
-    /// says it landed.
-    fn land(&mut self, p: sys::Probed, place: landing::Place) -> Result<(), Error> {
-        let (at, len) = place.at();
-        debug_assert_eq!(len, p.len);
-        // SAFETY: the place is valid for `len` bytes (the message's own
-        // length, checked) that nothing else touches until the landing's
-        // state leaves WAITING (`Transport::expect_landing`'s and
-        // `claim_landing`'s contracts), which `landed` sets only after
-        // the receive returned.
-        unsafe { sys::receive_probed_into(p, at)? };
-        place.landed();
-        Ok(())
-    }
-
-    /// Receives a landing's message nobody can take into a buffer, drops
-    /// it and says why.
-    fn drop_landing(&mut self, p: sys::Probed, why: &str) -> Result<(), Error> {
-        let (src, tag) = (p.src, p.tag);
-        drop(sys::receive_probed(p, 0)?);
-        eprintln!(
-            "cantus: locale {}: a message for landing tag {tag} from locale {src} was dropped: {why}",
-            self.shared.here
-        );
+    /// Does what the landings' table says with a landing's message
+    /// (`landing.rs`): receives it into its place and says it landed, or
+    /// into a buffer it drops (with a note where nobody said why), or
+    /// leaves it parked.
+    fn on_landing(&mut self, a: Arrived<sys::Probed>) -> Result<(), Error> {
+        match a {
+            Arrived::Land(p, place) => {
+                let (at, len) = place.at();
+                debug_assert_eq!(len, p.len);
+                // SAFETY: the place is valid for `len` bytes (the message's
+                // own length, checked by the table) that nothing else
+                // touches until the landing's state leaves WAITING
+                // (`Transport::expect_landing`'s and `claim_landing`'s
+                // contracts), which `landed` sets only after the receive
+                // returned.
+                unsafe { sys::receive_probed_into(p, at)? };
+                place.landed();
+            }
+            Arrived::Drop(p, why) => {
+                let (src, tag) = (p.src, p.tag);
+                drop(sys::receive_probed(p, 0)?);
+                eprintln!(
+                    "cantus: locale {}: a message for landing tag {tag} from locale {src} was \
+                     dropped: {why}",
+                    self.shared.here
+                );
+            }
+            Arrived::Discard(p) => drop(sys::receive_probed(p, 0)?),
+            Arrived::Parked => {}
+        }
         Ok(())
     }
 

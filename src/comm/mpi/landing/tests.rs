@@ -68,9 +68,10 @@ fn a_claimed_message_is_parked_until_claimed_whichever_comes_first() {
     assert!(l.has_ready());
     let mut ready = l.take_ready();
     assert!(!l.has_ready());
-    let (m, p) = ready.pop().unwrap();
+    let Some(Arrived::Land(m, p)) = ready.pop() else {
+        panic!("claimed with a place of its length")
+    };
     assert_eq!(m, Fake(1, tag, 16));
-    let p = p.expect("claimed with a place");
     assert_eq!(p.at(), (place.as_mut_ptr(), 16));
     p.landed();
     assert_eq!(state(&c), LANDED);
@@ -110,7 +111,7 @@ fn a_refused_claim_drops_its_message_whichever_comes_first() {
     ));
     assert!(l.refuse(4, 2));
     let ready = l.take_ready();
-    assert!(matches!(&ready[..], [(Fake(4, _, 8), None)]));
+    assert!(matches!(&ready[..], [Arrived::Discard(Fake(4, _, 8))]));
     // A message with a key whose earlier message waits unclaimed: dropped,
     // the earlier one kept.
     assert!(matches!(
@@ -124,8 +125,24 @@ fn a_refused_claim_drops_its_message_whichever_comes_first() {
     let mut place = [0u8; 8];
     let (c, ask) = l.claim(4, 3, place.as_mut_ptr(), 8);
     assert!(ask);
-    assert!(matches!(&l.take_ready()[..], [(Fake(4, _, 8), Some(_))]));
+    assert!(matches!(
+        &l.take_ready()[..],
+        [Arrived::Land(Fake(4, _, 8), _)]
+    ));
     drop(c);
+    // A claimed message of another length than its place: dropped, the
+    // claim refused.
+    assert!(matches!(
+        l.arrived(Fake(4, TAG_CLAIMED + 4, 9)),
+        Arrived::Parked
+    ));
+    let (d, ask) = l.claim(4, 4, place.as_mut_ptr(), 8);
+    assert!(ask);
+    assert!(matches!(
+        &l.take_ready()[..],
+        [Arrived::Drop(Fake(4, _, 9), _)]
+    ));
+    assert_eq!(state(&d), LANDING_REFUSED);
 }
 
 #[test]
