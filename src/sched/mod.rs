@@ -290,6 +290,24 @@ pub(crate) fn registry_or_panic(call: &str) -> std::sync::Arc<Registry> {
 
 /// Pushes a task: on the worker's own deque from a worker, through the
 /// injector from an outside thread.
+/// Holds back one finish of the running task's group on this worker
+/// (`worker/deferred.rs`): `finish(group, n)` makes it later, with the
+/// group's other held finishes. `false` (nothing held) off a worker: the
+/// caller finishes at once.
+///
+/// # Safety
+/// As [`WorkerLocal::defer_finish`].
+pub(crate) unsafe fn defer_finish(group: *const (), finish: worker::FinishMany) -> bool {
+    match WorkerLocal::current() {
+        Some(local) => {
+            // SAFETY: forwarded contract.
+            unsafe { local.defer_finish(group, finish) };
+            true
+        }
+        None => false,
+    }
+}
+
 pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::error::Error> {
     if let Some(local) = WorkerLocal::current() {
         local.push(task);

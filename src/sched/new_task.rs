@@ -95,6 +95,14 @@ impl Completion for Detached {
 }
 
 impl Task {
+    /// The task's group word: the end count it reports to (null for
+    /// detached tasks), or what its constructor put there (a plain
+    /// Qthreads fork's return location).
+    #[inline]
+    pub(crate) fn group(&self) -> *const () {
+        self.group
+    }
+
     /// A task from raw parts.
     ///
     /// # Safety

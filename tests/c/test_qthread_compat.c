@@ -562,6 +562,76 @@ static aligned_t enter_once(void *arg)
     return 0;
 }
 
+/* RET_SINC_VOID submissions that a worker holds while it runs more of the
+ * same sinc's tasks (sched/worker/deferred.rs): they must all arrive, and
+ * arrive before the worker waits or runs anything else. */
+static qt_sinc_t held_a, held_b;
+static aligned_t held_word;
+
+static aligned_t wait_for_a(void *arg)
+{
+    (void)arg;
+    qt_sinc_wait(&held_a, NULL);
+    return 0;
+}
+
+static aligned_t read_held_word(void *arg)
+{
+    (void)arg;
+    qthread_readFF(NULL, &held_word);
+    qthread_incr(&ran, 1);
+    return 0;
+}
+
+static void held_submissions(void)
+{
+    /* two sincs' tasks interleaved: each switch of sinc makes the held ones */
+    qt_sinc_init(&held_a, 0, NULL, NULL, 500);
+    qt_sinc_init(&held_b, 0, NULL, NULL, 500);
+    ran = 0;
+    for (int i = 0; i < 1000; i++)
+        CHECK_EQ(qthread_spawn(mark_ran, NULL, 0, i % 2 ? &held_a : &held_b, 0, NULL,
+                               NO_SHEPHERD, QTHREAD_SPAWN_RET_SINC_VOID),
+                 QTHREAD_SUCCESS);
+    qt_sinc_wait(&held_a, NULL);
+    qt_sinc_wait(&held_b, NULL);
+    CHECK_EQ(ran, 1000);
+
+    /* on one shepherd: B's task waits for A, whose task's submission its
+     * worker holds until it goes idle (a hang if never made) */
+    for (int order = 0; order < 2; order++) {
+        qt_sinc_reset(&held_a, 1);
+        qt_sinc_reset(&held_b, 1);
+        ran = 0;
+        /* order 0: B's task first; order 1: A's first */
+        qthread_f fs[2] = {wait_for_a, mark_ran};
+        qt_sinc_t *ss[2] = {&held_b, &held_a};
+        for (int k = 0; k < 2; k++)
+            CHECK_EQ(qthread_spawn(fs[k ^ order], NULL, 0, ss[k ^ order], 0, NULL, 1,
+                                   QTHREAD_SPAWN_RET_SINC_VOID),
+                     QTHREAD_SUCCESS);
+        qt_sinc_wait(&held_b, NULL);
+        CHECK_EQ(ran, 1);
+    }
+
+    /* a task of the sinc blocks while its worker holds another's
+     * submission: the sinc completes once the word is filled */
+    qt_sinc_reset(&held_a, 3);
+    qthread_empty(&held_word);
+    ran = 0;
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(qthread_spawn(i == 1 ? read_held_word : mark_ran, NULL, 0, &held_a, 0, NULL, 1,
+                               QTHREAD_SPAWN_RET_SINC_VOID),
+                 QTHREAD_SUCCESS);
+    sleep_ms(20);
+    CHECK_EQ(ran, 2);
+    qthread_writeF_const(&held_word, 1);
+    qt_sinc_wait(&held_a, NULL);
+    CHECK_EQ(ran, 3);
+    qt_sinc_fini(&held_a);
+    qt_sinc_fini(&held_b);
+}
+
 static void barriers(void)
 {
     /* PARTIES tasks (more than the workers) and this thread, ROUNDS rounds;
@@ -666,6 +736,7 @@ int main(void)
     reductions();
     timers();
     barriers();
+    held_submissions();
     int60();
     qthread_finalize();
     CHECK_EQ(qthread_id(), QTHREAD_NON_TASK_ID);

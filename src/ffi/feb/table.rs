@@ -145,9 +145,12 @@ static TABLE: [CachePadded<Stripe>; STRIPES] = [const {
     ))
 }; STRIPES];
 
-/// The stripe of slot `slot`: its top bits, so a slot's keys share one.
+/// The stripe of slot `slot`: a hash of it, so a slot's keys share one
+/// and neighbouring slots (neighbouring words, `Slots::index`) spread
+/// over all stripes.
 fn stripe_of(slot: usize) -> &'static Stripe {
-    &TABLE[slot >> (SLOT_BITS - STRIPE_BITS)]
+    const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+    &TABLE[((slot as u64).wrapping_mul(GOLDEN) >> (64 - STRIPE_BITS)) as usize]
 }
 
 /// Runs `f` on the entry of `key` (a default one if it has none) under

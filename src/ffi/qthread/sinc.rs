@@ -270,30 +270,51 @@ pub(crate) unsafe fn submit(
         // such values (sinc.h).
         unsafe { (r.op)(acc.as_mut_ptr().cast(), value) };
     }
+    count_down(call, count, site, 1)
+}
+
+/// `n` submissions without values to a live sinc at once: what `n` calls
+/// of [`submit`] with NULL would do (those past the expected count are
+/// refused). The return path of `QTHREAD_SPAWN_RET_SINC_VOID` tasks,
+/// whose submissions their worker holds back and makes together
+/// (`sched/worker/deferred.rs`).
+///
+/// # Safety
+/// As for [`submit`].
+pub(crate) unsafe fn submit_many(call: &str, s: *const QtSinc, n: u64) -> Result<(), Fail> {
+    // SAFETY: live until our decrement, per the contract; not used after.
+    let count = unsafe { &(*s).count };
+    count_down(call, count, KeySite::phase(s as usize), n)
+}
+
+/// Takes `n` (at least 1) from a sinc's count, the step to 0 together
+/// with its phase under the lock; refuses what goes past 0. Touches no
+/// sinc memory after the step to 0.
+fn count_down(call: &str, count: &AtomicU64, site: KeySite, n: u64) -> Result<(), Fail> {
     loop {
         let c = count.load(Ordering::Relaxed);
         if c == 0 {
             return Err(too_many(call));
         }
-        if c > 1 {
+        if c > n {
             // Release: this submission's effects (the reduction) travel in
             // the count's release sequence to whoever sees 0.
             if count
-                .compare_exchange_weak(c, c - 1, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange_weak(c, c - n, Ordering::Release, Ordering::Relaxed)
                 .is_ok()
             {
                 return Ok(());
             }
             continue;
         }
-        // The last one: 1 -> 0 together with the phase, under the lock.
+        // The last ones: c -> 0 together with the phase, under the lock.
         // After the CAS only the table entry is touched, never the sinc.
         let done = full_empty::with_place(&site, |p, wake| {
             // AcqRel: Acquire takes in every earlier submitter's Release
             // (the release sequence), Release hands all of it to a waiter
             // that loads 0 (Acquire); woken waiters are ordered by the wake.
             let ok = count
-                .compare_exchange(1, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .compare_exchange(c, 0, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok();
             if ok {
                 full_empty::set_locked(p, true, None, wake);
@@ -301,7 +322,8 @@ pub(crate) unsafe fn submit(
             ok
         });
         if done {
-            return Ok(());
+            // More than were expected: the rest are refused.
+            return if c == n { Ok(()) } else { Err(too_many(call)) };
         }
     }
 }

@@ -98,6 +98,29 @@ impl RetLoc {
                 let w = unsafe { AtomicU64::from_ptr(w) };
                 full_empty::set(&SyncvarSite(w), true, Some(v & syncvar::MAX));
             }
+            RetLoc::Sinc { sinc, void: true } if sinc.addr() % 4 == 0 => {
+                // Held back while this worker runs more of the sinc's tasks
+                // (`sched/worker/deferred.rs`): they all submit with one
+                // decrement. The group word is the one a plain fork task
+                // of this sinc carries (`to_word`), so its next tasks keep
+                // the submission held.
+                let group = sinc.cast_const().map_addr(|a| a | 3).cast::<()>();
+                // SAFETY: submit_held submits `n` times to the sinc named
+                // by `group`, on this worker, later; the sinc stays live
+                // until then, since its count cannot reach 0 without these
+                // submissions (qthread.h: the caller keeps it alive until
+                // every expected submission arrived).
+                if !unsafe { crate::sched::defer_finish(group, submit_held) } {
+                    // SAFETY: as below.
+                    let r = unsafe {
+                        sinc::sinc_at("qthread_spawn", sinc)
+                            .and_then(|_| sinc::submit_many("qthread_spawn", sinc, 1))
+                    };
+                    if let Err(f) = r {
+                        eprintln!("cantus: {}", f.message);
+                    }
+                }
+            }
             RetLoc::Sinc { sinc, void } => {
                 let value: *const c_void = if void {
                     std::ptr::null()
@@ -116,6 +139,24 @@ impl RetLoc {
                 }
             }
         }
+    }
+}
+
+/// Makes `n` held submissions of `QTHREAD_SPAWN_RET_SINC_VOID` tasks to
+/// the sinc whose group word is `group` (`RetLoc::deliver`).
+///
+/// # Safety
+/// `group` is a live sinc's address with the low bits 3, and `n` its
+/// submissions held (`sched::defer_finish`).
+unsafe fn submit_held(group: *const (), n: u64) {
+    let sinc = group.map_addr(|a| a & !3).cast::<QtSinc>();
+    // SAFETY: the sinc is live until these submissions (deliver).
+    let r = unsafe {
+        sinc::sinc_at("qthread_spawn", sinc)
+            .and_then(|_| sinc::submit_many("qthread_spawn", sinc, n))
+    };
+    if let Err(f) = r {
+        eprintln!("cantus: {}", f.message);
     }
 }
 

@@ -75,6 +75,10 @@ impl WorkerLocal {
         // worker: `migrate.rs`).
         self.current_slot.set(slot);
         let result = carrier.resume(Resume::Run);
+        // Whatever the carrier stopped for, this worker goes on to other
+        // work: finishes held while its tasks ran are made now
+        // (`deferred.rs`).
+        self.finish_deferred_now();
         self.current_slot.set(NO_SLOT);
         guard::set_running((0, 0), 0, 0);
         match result {

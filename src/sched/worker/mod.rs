@@ -12,6 +12,8 @@
 
 pub(crate) mod blocking_call;
 mod carrier;
+mod deferred;
+pub(crate) use deferred::FinishMany;
 pub(crate) mod host;
 mod idle_loop;
 pub(crate) mod migrate;
@@ -143,6 +145,8 @@ pub(crate) struct WorkerLocal {
     /// In a host's round (`Until::Idle`, `Until::Ready`): the yielded
     /// tasks it may still resume, those that had yielded before it began.
     round_yielded: Cell<usize>,
+    /// Finishes held back while tasks of their group run (`deferred.rs`).
+    deferred: deferred::Deferred,
 }
 
 /// Whether `id` may be a task id that a worker of `reg` has handed out
@@ -236,6 +240,7 @@ impl WorkerLocal {
     /// Runs a task on the current carrier as a nested call.
     #[inline]
     pub(crate) fn run_task(&self, task: Task) {
+        self.finish_deferred_unless(task.group());
         let seq = self.task_seq.get() + 1;
         self.task_seq.set(seq);
         // Ids are worker-interleaved sequence numbers (`task_id_issued`
@@ -596,6 +601,7 @@ impl WorkerLocal {
             until: Cell::new(host::Until::Terminate),
             hosted: Cell::new(false),
             round_yielded: Cell::new(0),
+            deferred: deferred::Deferred::new(),
         }
     }
 
