@@ -13,12 +13,14 @@
 //! Rules (what makes holding a finish back harmless):
 //!
 //! - A finish is held only while its worker runs tasks of the same
-//!   group back to back: `run_task` makes it before starting a task of
-//!   another group, and the worker makes it whenever a carrier hands
-//!   control back to the worker loop (`carrier.rs`, `resume`: the running
-//!   task blocked, yielded, migrated or left its worker idle). So no
-//!   other task of this worker, and no wait of this worker, runs behind a
-//!   held finish.
+//!   group back to back: a carrier makes it before starting a task of
+//!   another group (`carrier_main`), and the worker makes it whenever a
+//!   carrier hands control back to the worker loop (`carrier.rs`,
+//!   `resume`: the running task blocked, yielded, migrated or left its
+//!   worker idle). So while a finish is held, its worker is running a
+//!   task of the same group that has yet to report (and whatever that
+//!   task runs inline, as a join does); no other task and no wait of
+//!   this worker runs behind it.
 //! - The task running meanwhile belongs to the same group, so it reports
 //!   to the same count later: a count that expects it cannot reach zero
 //!   before it finishes, held finishes or not. Holding a finish is then

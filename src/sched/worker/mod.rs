@@ -240,7 +240,6 @@ impl WorkerLocal {
     /// Runs a task on the current carrier as a nested call.
     #[inline]
     pub(crate) fn run_task(&self, task: Task) {
-        self.finish_deferred_unless(task.group());
         let seq = self.task_seq.get() + 1;
         self.task_seq.set(seq);
         // Ids are worker-interleaved sequence numbers (`task_id_issued`
