@@ -319,7 +319,7 @@ pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::e
     // `worker::host::DEQUE_DEPTH` its forks go through the injector,
     // which the other workers drain in batches.
     if let Some(local) = worker::host::hosted() {
-        if local.queued_here() < worker::host::DEQUE_DEPTH {
+        if local.queued_fewer_than(worker::host::DEQUE_DEPTH) {
             local.push(task);
             return Ok(());
         }

@@ -446,6 +446,25 @@ impl<T: Element> Worker<T> {
         b.wrapping_sub(t).max(0) as usize
     }
 
+    /// Whether fewer than `n` elements are queued, reading `top` only
+    /// when the owner's bound on it cannot tell (the bound only grows
+    /// stale upwards: elements stolen since it was read still count).
+    /// A hosted worker's forks ask this on every fork; reading `top`
+    /// each time took its cache line from the thief that keeps writing
+    /// it.
+    #[inline]
+    pub fn fewer_than(&self, n: usize) -> bool {
+        let b = self.inner.bottom.load(Ordering::Relaxed);
+        if (b.wrapping_sub(self.top_bound.get()).max(0) as usize) < n {
+            return true;
+        }
+        // Acquire: as every read of top that refreshes the bound (push
+        // relies on it when it reuses slots).
+        let t = self.inner.front.top.load(Ordering::Acquire);
+        self.top_bound.set(t);
+        (b.wrapping_sub(t).max(0) as usize) < n
+    }
+
     /// The capacity of the current buffer, in elements.
     #[allow(dead_code)] // tests check growth with it
     pub fn capacity(&self) -> usize {

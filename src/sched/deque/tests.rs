@@ -121,6 +121,26 @@ fn slots_are_reused_around_the_ring_without_growth() {
 }
 
 #[test]
+fn fewer_than_counts_steals_once_it_looks_at_top() {
+    let w = Worker::<usize>::with_capacity(4);
+    let s = w.stealer();
+    for i in 0..10 {
+        w.push(i);
+    }
+    assert!(w.fewer_than(11));
+    assert!(!w.fewer_than(10));
+    for i in 0..6 {
+        assert_eq!(steal(&s), Some(i));
+    }
+    // The owner's bound still counts the stolen ones; the answer reads top.
+    assert!(w.fewer_than(5));
+    assert!(!w.fewer_than(4));
+    assert_eq!(w.pop(), Some(9));
+    assert!(w.fewer_than(4));
+    assert!(!w.fewer_than(3));
+}
+
+#[test]
 fn pop_if_leaves_a_rejected_element_in_place() {
     let w = Worker::<usize>::with_capacity(2);
     let s = w.stealer();

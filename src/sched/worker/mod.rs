@@ -211,6 +211,13 @@ impl WorkerLocal {
         self.deque.len()
     }
 
+    /// Whether fewer than `n` tasks are queued on this worker's deque
+    /// (its owner's call; reads the deque's top only now and then).
+    #[inline]
+    pub(crate) fn queued_fewer_than(&self, n: usize) -> bool {
+        self.deque.fewer_than(n)
+    }
+
     /// Pushes a task on this worker's deque.
     #[inline]
     pub(crate) fn push(&self, task: Task) {
