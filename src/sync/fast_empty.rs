@@ -88,17 +88,31 @@ impl<const BITS: u32> Slots<BITS> {
     /// The slot index of `key` (a word's address, or any key of the
     /// locked table: keys that share a slot share a stripe).
     ///
-    /// Neighbouring words get neighbouring slots (eight to a cache line):
-    /// a task that forks into an array of return words and reads them in
-    /// order touches one slot line per eight forks, where a scattering
-    /// hash missed the cache at every empty, fill and read (a third of a
-    /// fork's cost in `examples/c/bench_capi.c`). The address bits above
-    /// the table's reach are folded in, so words a power of two apart
-    /// (the same field of large records) do not all share a slot.
+    /// Neighbouring words get slots in the same 4 KiB page of slots: a
+    /// task that forks into an array of return words and reads them in
+    /// order touches each slot line eight times per 512 forks, where a
+    /// scattering hash missed the cache at every empty, fill and read (a
+    /// third of a fork's cost in `examples/c/bench_capi.c`). Within the
+    /// page, word `i` (of 512) takes slot `8 * (i % 64) + i / 64`, so the
+    /// next eight words are in eight different lines: a thief that fills
+    /// words just behind the forker's empties does not share their line
+    /// (with plain neighbouring slots it did, and forks from Qthreads'
+    /// main, whose words the other worker fills a few behind, were slower
+    /// than with the scattering hash). The address bits above the table's
+    /// reach are folded in, so words a power of two apart (the same
+    /// field of large records) do not all share a slot.
     #[inline]
     pub(crate) fn index(key: usize) -> usize {
         let word = key as u64 >> 3;
-        ((word ^ (word >> BITS) ^ (word >> (2 * BITS))) & ((1 << BITS) - 1)) as usize
+        let folded = word ^ (word >> BITS) ^ (word >> (2 * BITS));
+        let mask = (1u64 << BITS) - 1;
+        if BITS < 9 {
+            // A table smaller than a page (the tests'): neighbours.
+            return (folded & mask) as usize;
+        }
+        let low = folded & 511;
+        let spread = ((low & 63) << 3) | (low >> 6);
+        (((folded & !511) | spread) & mask) as usize
     }
 
     fn slot(&self, key: usize) -> &AtomicUsize {
@@ -228,6 +242,32 @@ mod tests {
             !slots.try_fill(w, || unreachable!()),
             "full: the table fills"
         );
+    }
+
+    #[test]
+    fn neighbouring_words_share_a_page_of_slots_but_not_a_line() {
+        type S = Slots<17>;
+        let base = 0x7f00_0000_0000usize;
+        for page in 0..4 {
+            let first = base + page * 512 * 8;
+            let slots: Vec<usize> = (0..512).map(|i| S::index(first + 8 * i)).collect();
+            let mut sorted = slots.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(sorted.len(), 512, "512 words, 512 slots");
+            assert!(
+                slots.iter().all(|&s| s / 512 == slots[0] / 512),
+                "one page of slots"
+            );
+            assert!(
+                slots.windows(2).all(|p| p[0] / 8 != p[1] / 8),
+                "neighbouring words in different lines"
+            );
+        }
+        // Words a table's reach apart do not share a slot.
+        let reach = 8usize << 17;
+        assert_ne!(S::index(base), S::index(base + reach));
+        assert_ne!(S::index(base), S::index(base + 2 * reach));
     }
 
     #[test]
