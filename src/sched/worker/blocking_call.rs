@@ -368,6 +368,9 @@ fn go_away() -> bool {
     };
     let y = local.yielder.get();
     crate::trace::task_end(local.task_id.get(), crate::trace::why::AWAY);
+    // The worker goes on without the task: held finishes first
+    // (`deferred.rs`).
+    local.finish_deferred_now();
     let errno = errno();
     // SAFETY: `yielder` is this carrier's (set by carrier_main on its
     // latest resume; we are the task it runs), live on this stack.

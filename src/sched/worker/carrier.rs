@@ -75,10 +75,6 @@ impl WorkerLocal {
         // worker: `migrate.rs`).
         self.current_slot.set(slot);
         let result = carrier.resume(Resume::Run);
-        // Whatever the carrier stopped for, this worker goes on to other
-        // work: finishes held while its tasks ran are made now
-        // (`deferred.rs`).
-        self.finish_deferred_now();
         self.current_slot.set(NO_SLOT);
         guard::set_running((0, 0), 0, 0);
         match result {
@@ -216,6 +212,9 @@ pub(super) fn carrier_main(y: &Yielder<Resume, Suspend>, input: Resume) {
                 break;
             }
         }
+        // Nothing left to run: finishes held while its tasks ran are
+        // made before the worker goes on (`deferred.rs`).
+        local.finish_deferred_now();
         if y.suspend(Suspend::Idle) == Resume::Exit {
             return;
         }

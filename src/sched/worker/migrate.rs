@@ -81,6 +81,9 @@ pub(crate) fn migrate_current(to: usize) -> Result<(), Unmoved> {
     let id = local.task_id.get();
     let storage = local.storage.get();
     crate::trace::task_end(id, crate::trace::why::YIELDED);
+    // This worker goes on without the task: held finishes first
+    // (`deferred.rs`).
+    local.finish_deferred_now();
     // SAFETY: `yielder` is this carrier's (set on its latest resume), live
     // on this stack; we are the task it runs.
     let r = unsafe { (*y).suspend(Suspend::Migrate(to)) };

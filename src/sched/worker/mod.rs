@@ -338,6 +338,10 @@ impl WorkerLocal {
         let slot = self.current_slot.get();
         let id = self.task_id.get();
         let storage = self.storage.get();
+        // The task stops here (blocked, yielded, asleep): finishes held
+        // while this carrier ran tasks are made before its worker goes on
+        // to other work (`deferred.rs`).
+        self.finish_deferred_now();
         if crate::trace::on() {
             let why = match why {
                 Suspend::Blocked => crate::trace::why::BLOCKED,
