@@ -5,7 +5,7 @@
 //! and barrier phases).
 //!
 //! Two parts. In front, the fast empties (`crate::sync::fast_empty`): a
-//! slot per address hash that can hold one empty, unwaited word, so the
+//! slot per address (`Slots::index`) that can hold one empty, unwaited word, so the
 //! common life of a fork's return word (emptied at the fork, filled by
 //! the task, read by the forker) takes three compare-exchanges or loads
 //! and no lock. Behind, `STRIPES` stripes, each a hash map from slot to
