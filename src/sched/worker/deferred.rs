@@ -20,10 +20,10 @@
 //!   (`suspend_current`), migrates (`migrate.rs`) or leaves for a
 //!   blocking call (`blocking_call.rs`). (Made there, on the task's side
 //!   of the switch, rather than once in `resume` after it: that check
-//!   cost `spawn_join_scope` 3 ns.) So while a finish is held, its worker is running a
-//!   task of the same group that has yet to report (and whatever that
-//!   task runs inline, as a join does); no other task and no wait of
-//!   this worker runs behind it.
+//!   cost `spawn_join_scope` 3 ns.) So while a finish is held, its worker
+//!   is running a task of the same group that has yet to report (and
+//!   whatever that task runs inline, as a join does); no other task and
+//!   no wait of this worker runs behind it.
 //! - The task running meanwhile belongs to the same group, so it reports
 //!   to the same count later: a count that expects it cannot reach zero
 //!   before it finishes, held finishes or not. Holding a finish is then
