@@ -88,6 +88,13 @@
  *    except qthread_initialize, qthread_finalize, qthread_syncvar_status
  *    and the queries returns QTHREAD_NOT_ALLOWED (void functions print the
  *    reason on stderr and do nothing) instead of failing an assertion.
+ *  - A task spawned with QTHREAD_SPAWN_RET_SINC_VOID submits to its sinc
+ *    when its worker next starts a task of another sinc or stops to wait:
+ *    the worker holds the submissions of a run of the same sinc's tasks
+ *    and makes them with one decrement (src/ffi/README.md, "Sinc"). Only
+ *    a sinc that expects fewer tasks than were spawned into it, one of
+ *    which spins without yielding until the sinc's waiter goes on, could
+ *    tell.
  *  - Misuse Qthreads leaves undefined is detected where cheap: a NULL or
  *    unaligned FEB address returns QTHREAD_BADARGS; cantus_last_error()
  *    (declared in <cantus.h>) tells why a call failed.
