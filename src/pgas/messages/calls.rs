@@ -98,6 +98,48 @@ fn in_segment<R>(offset: u64, len: usize, f: impl FnOnce(*mut u8) -> R) -> Resul
     .unwrap_or_else(|| Err("this locale has no global memory (its runtime stopped)".into()))
 }
 
+/// A signal's operation as it goes on the wire (`PutSignal`, `PutAt`):
+/// its code (1 store, 2 fetch_add, as `AtomicCall`'s) and operand.
+fn signal_words(op: AtomicOp) -> (u64, u64) {
+    match op {
+        AtomicOp::Store(v) => (1, v),
+        AtomicOp::FetchAdd(v) => (2, v),
+        op => unreachable!("a signal is a store or an add, not {op:?}"),
+    }
+}
+
+/// The signal operation of wire code `code` and operand `v`.
+fn signal_op(code: u64, v: u64) -> Result<AtomicOp, String> {
+    match code {
+        1 => Ok(AtomicOp::Store(v)),
+        2 => Ok(AtomicOp::FetchAdd(v)),
+        op => Err(format!("no signal operation {op}")),
+    }
+}
+
+/// Checks that a signal word at `signal` is 8-aligned and lies in the
+/// segment (before anything of its put is touched).
+fn check_signal(signal: u64) -> Result<(), String> {
+    if signal % 8 != 0 {
+        return Err(format!("a signal word at the unaligned offset {signal}"));
+    }
+    in_segment(signal, 8, drop)
+}
+
+/// Applies `op` to the signal word at `signal` (checked by
+/// `check_signal`), after the put's bytes: the operation releases them
+/// (Release or AcqRel), so a task that sees the signal with an Acquire
+/// load sees the bytes. (A compare-exchange's failure is no error: a
+/// signal is a store or an add.)
+fn apply_signal(signal: u64, op: AtomicOp) -> Result<(), String> {
+    in_segment(signal, 8, |p| {
+        // SAFETY: 8 bytes at an 8-aligned offset (checked) of a
+        // page-aligned segment, as in `AtomicCall::run`.
+        op.apply(unsafe { &*p.cast::<AtomicU64>() })
+    })
+    .map(drop)
+}
+
 fn serve_put(args: &[u8], _: &mut Vec<u8>) -> Outcome {
     guarded(|| {
         let offset = word(args, 0)?;
@@ -115,30 +157,16 @@ fn serve_put(args: &[u8], _: &mut Vec<u8>) -> Outcome {
 fn serve_put_signal(args: &[u8], _: &mut Vec<u8>) -> Outcome {
     guarded(|| {
         let (offset, signal) = (word(args, 0)?, word(args, 8)?);
-        let op = match (word(args, 16)?, word(args, 24)?) {
-            (1, v) => AtomicOp::Store(v),
-            (2, v) => AtomicOp::FetchAdd(v),
-            (op, _) => return Err(format!("no signal operation {op}")),
-        };
-        if signal % 8 != 0 {
-            return Err(format!("a signal word at the unaligned offset {signal}"));
-        }
+        let op = signal_op(word(args, 16)?, word(args, 24)?)?;
         // Both places are checked before either is touched.
+        check_signal(signal)?;
         let data = &args[PUT_SIGNAL_HEAD..];
-        in_segment(signal, 8, drop)?;
         in_segment(offset, data.len(), |dst| {
             // SAFETY: as in `serve_put`.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, data.len()) }
         })?;
-        // The copy comes before the signal in this thread, and the
-        // operation releases it (Release or AcqRel): a task that sees the
-        // signal with an Acquire load sees the bytes.
-        in_segment(signal, 8, |p| {
-            // SAFETY: 8 bytes at an 8-aligned offset (checked) of a
-            // page-aligned segment, as in `AtomicCall::run`.
-            op.apply(unsafe { &*p.cast::<AtomicU64>() })
-        })
-        .map(drop)
+        // The copy comes before the signal in this thread.
+        apply_signal(signal, op)
     })
 }
 
@@ -197,15 +225,10 @@ fn serve_put_at(args: &[u8], _: &mut Vec<u8>) -> Outcome {
         let key = u32::try_from(key).map_err(|_| "a landing key above 32 bits")?;
         let op = match (word(args, 32)?, word(args, 40)?, word(args, 48)?) {
             (_, 0, _) => None,
-            (signal, 1, v) => Some((signal, AtomicOp::Store(v))),
-            (signal, 2, v) => Some((signal, AtomicOp::FetchAdd(v))),
-            (_, op, _) => return Err(format!("no signal operation {op}")),
+            (signal, code, v) => Some((signal, signal_op(code, v)?)),
         };
         if let Some((signal, _)) = op {
-            if signal % 8 != 0 {
-                return Err(format!("a signal word at the unaligned offset {signal}"));
-            }
-            in_segment(signal, 8, drop)?;
+            check_signal(signal)?;
         }
         let place = in_segment(offset, len, |dst| dst)?;
         // SAFETY: `len` bytes at `place` lie in this locale's segment
@@ -223,18 +246,11 @@ fn serve_put_at(args: &[u8], _: &mut Vec<u8>) -> Outcome {
                  request, or they did not fit (see this locale's error, if any)"
             ));
         }
-        // The bytes landed before (the landing's Acquire); the operation
-        // releases them, as in `serve_put_signal`.
-        if let Some((signal, op)) = op {
-            // (A compare-exchange's failure is no error: a signal is a
-            // store or an add.)
-            in_segment(signal, 8, |p| {
-                // SAFETY: as in `serve_put_signal`.
-                op.apply(unsafe { &*p.cast::<AtomicU64>() })
-            })
-            .map(drop)?;
+        // The bytes landed before (the landing's Acquire).
+        match op {
+            Some((signal, op)) => apply_signal(signal, op),
+            None => Ok(()),
         }
-        Ok(())
     });
     if !matches!(outcome, Outcome::Done)
         && !claimed.get()
@@ -457,11 +473,9 @@ fn put_landing(
     src: &[u8],
     signal: Option<(usize, AtomicOp)>,
 ) -> Option<Result<InFlight, Error>> {
-    let (word, code, v) = match signal {
-        None => (0, 0, 0),
-        Some((word, AtomicOp::Store(v))) => (word as u64, 1, v),
-        Some((word, AtomicOp::FetchAdd(v))) => (word as u64, 2, v),
-        Some((_, op)) => unreachable!("a signal is a store or an add, not {op:?}"),
+    let (word, (code, v)) = match signal {
+        None => (0, (0, 0)),
+        Some((word, op)) => (word as u64, signal_words(op)),
     };
     let here = crate::remote::here() as u64;
     let sent = crate::remote::send_claimed(locale, src, |key| {
@@ -506,11 +520,7 @@ fn put_pieces<R>(
             let to = ((offset + at) as u64).to_le_bytes();
             match signal {
                 Some((word, op)) if i + 1 == pieces => {
-                    let (code, v) = match op {
-                        AtomicOp::Store(v) => (1u64, v),
-                        AtomicOp::FetchAdd(v) => (2, v),
-                        op => unreachable!("a signal is a store or an add, not {op:?}"),
-                    };
+                    let (code, v) = signal_words(op);
                     let head = [
                         to,
                         (word as u64).to_le_bytes(),
