@@ -288,8 +288,6 @@ pub(crate) fn registry_or_panic(call: &str) -> std::sync::Arc<Registry> {
     }
 }
 
-/// Pushes a task: on the worker's own deque from a worker, through the
-/// injector from an outside thread.
 /// Holds back one finish of the running task's group on this worker
 /// (`worker/deferred.rs`): `finish(group, n)` makes it later, with the
 /// group's other held finishes. `false` (nothing held) off a worker: the
@@ -308,6 +306,8 @@ pub(crate) unsafe fn defer_finish(group: *const (), finish: worker::FinishMany) 
     }
 }
 
+/// Pushes a task: on the worker's own deque from a worker, through the
+/// injector from an outside thread.
 pub(crate) fn push_task(call: &str, task: new_task::Task) -> Result<(), crate::error::Error> {
     if let Some(local) = WorkerLocal::current() {
         local.push(task);

@@ -8,7 +8,7 @@
 //! entry).
 //!
 //! A fixed array of slots; a word's slot is chosen from its address
-//! (neighbouring words, neighbouring slots: [`Slots::index`]). A slot
+//! (neighbouring words in one page of slots: [`Slots::index`]). A slot
 //! holds
 //!
 //! - [`FREE`]: every word that hashes here is in the default state (full,

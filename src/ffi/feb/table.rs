@@ -5,10 +5,10 @@
 //! and barrier phases).
 //!
 //! Two parts. In front, the fast empties (`crate::sync::fast_empty`): a
-//! slot per address (`Slots::index`) that can hold one empty, unwaited word, so the
-//! common life of a fork's return word (emptied at the fork, filled by
-//! the task, read by the forker) takes three compare-exchanges or loads
-//! and no lock. Behind, `STRIPES` stripes, each a hash map from slot to
+//! slot per address (`Slots::index`) that can hold one empty, unwaited
+//! word, so the common life of a fork's return word (emptied at the fork,
+//! filled by the task, read by the forker) takes three compare-exchanges
+//! or loads and no lock. Behind, `STRIPES` stripes, each a hash map from slot to
 //! the entries of the keys hashing there, behind a lock bit
 //! (`crate::sync::lock::BitLock`, the engine's one spin lock). Every key
 //! of a slot is in the same stripe; an operation that needs the table

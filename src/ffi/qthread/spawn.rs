@@ -104,21 +104,18 @@ impl RetLoc {
                 // decrement. The group word is the one a plain fork task
                 // of this sinc carries (`to_word`), so its next tasks keep
                 // the submission held.
-                let group = sinc.cast_const().map_addr(|a| a | 3).cast::<()>();
+                let group = sinc
+                    .cast_const()
+                    .map_addr(|a| a | RetLoc::sinc_kind(true))
+                    .cast::<()>();
                 // SAFETY: submit_held submits `n` times to the sinc named
                 // by `group`, on this worker, later; the sinc stays live
                 // until then, since its count cannot reach 0 without these
                 // submissions (qthread.h: the caller keeps it alive until
                 // every expected submission arrived).
                 if !unsafe { crate::sched::defer_finish(group, submit_held) } {
-                    // SAFETY: as below.
-                    let r = unsafe {
-                        sinc::sinc_at("qthread_spawn", sinc)
-                            .and_then(|_| sinc::submit_many("qthread_spawn", sinc, 1))
-                    };
-                    if let Err(f) = r {
-                        eprintln!("cantus: {}", f.message);
-                    }
+                    // Off a worker: at once. SAFETY: the sinc is live.
+                    unsafe { submit_held(group, 1) };
                 }
             }
             RetLoc::Sinc { sinc, void } => {
@@ -170,9 +167,14 @@ impl RetLoc {
             RetLoc::None => return Some(0),
             RetLoc::Word(w) => (w.addr(), 0),
             RetLoc::Syncvar(w) => (w.addr(), 1),
-            RetLoc::Sinc { sinc, void } => (sinc.addr(), 2 | usize::from(void)),
+            RetLoc::Sinc { sinc, void } => (sinc.addr(), RetLoc::sinc_kind(void)),
         };
         (p % 4 == 0).then_some(p | kind)
+    }
+
+    /// The kind bits of a sinc in a location word: 2, 3 for a void one.
+    const fn sinc_kind(void: bool) -> usize {
+        if void { 3 } else { 2 }
     }
 
     /// The location [`RetLoc::to_word`] made `w` from.
@@ -184,7 +186,7 @@ impl RetLoc {
             1 => RetLoc::Syncvar(p.cast()),
             k => RetLoc::Sinc {
                 sinc: p.cast(),
-                void: k == 3,
+                void: k == RetLoc::sinc_kind(true),
             },
         }
     }
