@@ -78,6 +78,30 @@ fn loom_deque_owner_and_one_thief() {
     });
 }
 
+/// The owner asks `fewer_than` between pushes (as a hosted worker does
+/// at every fork): when its bound on `top` cannot tell, it reads `top`
+/// and keeps that as its bound, which the next push trusts to reuse the
+/// slot of a stolen element (capacity 2) while the thief may still be
+/// reading it.
+#[test]
+fn loom_deque_fewer_than_refreshes_the_bound_pushes_trust() {
+    model(Some(6), || {
+        let w = Worker::with_capacity(2);
+        let s = w.stealer();
+        let thief = thread::spawn(move || steal_some(&s, 2));
+        let mut got = Vec::new();
+        w.push(element(1));
+        w.push(element(2));
+        // Two queued by the bound: the answer (which depends on the
+        // interleaving) reads top.
+        w.fewer_than(2);
+        w.push(element(3));
+        drain(&w, &mut got);
+        got.extend(thief.join().unwrap());
+        assert_exactly_once(got, 3);
+    });
+}
+
 /// Owner against two thieves.
 #[test]
 fn loom_deque_owner_and_two_thieves() {
