@@ -82,6 +82,18 @@ pub use moved::*;
 #[cfg(not(loom))]
 pub mod __bench {
     pub use crate::comm::shm::bench::raw_ring_round_trip;
+    /// The codec alone, measured against postcard's (`cantus-bench comm`,
+    /// the transfer rows).
+    pub mod codec {
+        /// Encodes `value` into a new vector, as a balanced piece is.
+        pub fn encode<T: serde::Serialize + ?Sized>(value: &T) -> Vec<u8> {
+            crate::remote::encode::encode_to_vec(value).expect("the value encodes")
+        }
+        /// Decodes a `T` from `bytes`, as a call's arguments are.
+        pub fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> T {
+            crate::remote::codec::from_bytes(bytes).expect("the bytes decode")
+        }
+    }
     /// The scheduler's Chase-Lev deque, measured against crossbeam's
     /// (`cantus-bench deque`).
     pub mod deque {
@@ -106,6 +118,12 @@ pub mod __fuzz {
     /// Reads a shared-memory ring whose indices and data are `bytes`.
     pub fn ring_frames(bytes: &[u8]) {
         crate::comm::shm::ring::fuzz_consumer(bytes)
+    }
+
+    /// Decodes `bytes` with the codec as values of many shapes (and
+    /// checks what decodes re-encodes stably).
+    pub fn codec_values(bytes: &[u8]) {
+        crate::remote::codec::fuzz_values(bytes)
     }
 
     /// Checks rendezvous notes and block headers made of `bytes`.

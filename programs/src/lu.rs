@@ -525,9 +525,11 @@ pub struct Block {
     /// Its block column.
     pub j: u32,
     /// b x b entries, row-major; a `Bulk`, so that a block travels
-    /// between locales as its bytes (serde would encode a `Vec<f64>`
-    /// entry by entry, which made the encoding of pieces and results cost
-    /// as much as the arithmetic on two locales).
+    /// between locales as its bytes with the fewest copies and is read
+    /// where it arrived (serde once encoded a `Vec<f64>` entry by entry,
+    /// which made the encoding of pieces and results cost as much as the
+    /// arithmetic on two locales; the codec now copies one whole, but a
+    /// `Bulk` still saves a copy each way).
     pub data: Bulk<f64>,
 }
 

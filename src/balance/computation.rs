@@ -466,7 +466,7 @@ impl<W: RegisteredWork> Computation for Comp<W> {
             0,
         );
         self.event(|p| p.on_work(from, lifeline, now()), false);
-        match postcard::from_bytes::<W>(piece) {
+        match crate::remote::codec::from_bytes::<W>(piece) {
             Ok(work) => self.run_piece(work),
             Err(e) => {
                 self.fail(format!(
@@ -483,7 +483,7 @@ impl<W: RegisteredWork> Computation for Comp<W> {
             lock(&self.failure).get_or_insert(f);
         }
         if let Some(bytes) = result {
-            match postcard::from_bytes::<W::Result>(bytes) {
+            match crate::remote::codec::from_bytes::<W::Result>(bytes) {
                 Ok(r) => {
                     let mut all = lock(&self.result);
                     self.guarded("merge", || W::merge(&mut all, r));

@@ -182,14 +182,16 @@ mod tests {
     #[test]
     fn bytes_travel_as_one_byte_string() {
         let b = Bytes((0..=255u8).collect());
-        let enc = postcard::to_allocvec(&b).unwrap();
+        let enc = crate::remote::encode::encode_to_vec(&b).unwrap();
         // A varint length (256: two bytes), then the bytes as they are.
         assert_eq!(enc.len(), 2 + 256);
         assert_eq!(&enc[2..], &b.0[..]);
-        let back: Bytes = postcard::from_bytes(&enc).unwrap();
+        let back: Bytes = crate::remote::codec::from_bytes(&enc).unwrap();
         assert_eq!(back.0, b.0);
-        let none: Option<Bytes> =
-            postcard::from_bytes(&postcard::to_allocvec(&None::<Bytes>).unwrap()).unwrap();
+        let none: Option<Bytes> = crate::remote::codec::from_bytes(
+            &crate::remote::encode::encode_to_vec(&None::<Bytes>).unwrap(),
+        )
+        .unwrap();
         assert!(none.is_none());
     }
 }

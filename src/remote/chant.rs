@@ -192,7 +192,7 @@ impl Message {
 
     /// Decodes a value sent with [`send_value`].
     pub fn decode<T: serde::de::DeserializeOwned>(&self) -> Result<T, Error> {
-        postcard::from_bytes(&self.bytes)
+        super::codec::from_bytes(&self.bytes)
             .map_err(|e| undecodable::<T>(self.from, self.tag, self.bytes.len(), e))
     }
 
@@ -206,16 +206,16 @@ impl Message {
         let (from, tag, len) = (self.from, self.tag, self.bytes.len());
         let decoded = match self.bytes {
             Bytes::Lent(frame, start) => {
-                super::bulk::decode_in_place(frame, start, |b| postcard::from_bytes(b))
+                super::bulk::decode_in_place(frame, start, |b| super::codec::from_bytes(b))
             }
-            Bytes::Own(v) => postcard::from_bytes(&v),
+            Bytes::Own(v) => super::codec::from_bytes(&v),
         };
         decoded.map_err(|e| undecodable::<T>(from, tag, len, e))
     }
 }
 
 /// The error of a message that does not decode as a `T`.
-fn undecodable<T>(from: TaskId, tag: u32, len: usize, e: postcard::Error) -> Error {
+fn undecodable<T>(from: TaskId, tag: u32, len: usize, e: super::codec::Error) -> Error {
     Error::new(
         ErrorKind::Message,
         format!(
@@ -391,7 +391,7 @@ fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
     }
 }
 
-/// Sends `value`, encoded with postcard (serde); the receiver decodes it
+/// Sends `value`, encoded by the codec (serde); the receiver decodes it
 /// with [`Message::decode`]. Errors as [`send`], or if `value` does not
 /// encode.
 #[track_caller]

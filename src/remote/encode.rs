@@ -1,4 +1,4 @@
-//! Encoding calls and messages (postcard, serde) for sending.
+//! Encoding calls and messages (serde, the codec in `codec/`) for sending.
 //!
 //! **Reused buffers.** A call's arguments are encoded, sent (copied into
 //! the transport) and dropped before the call returns, so the buffer they
@@ -18,13 +18,14 @@
 //! array's first byte at a multiple of 64 from the frame's start, so that
 //! the receiver can keep it in place, aligned (`bulk.rs`).
 //!
-//! In debug builds, an encoding of 64 KiB or more that postcard wrote in
-//! small pieces (a large `Vec<u8>` or `Vec<f64>`, which serde moves
-//! element by element) prints a hint, once per type, naming
+//! In debug builds, an encoding of 64 KiB or more that the codec wrote
+//! in small pieces (a large `Vec<u32>` or `Vec<[f64; 3]>`, which serde
+//! moves element by element; a `Vec` of `u8`, `i8`, `f32` or `f64` goes
+//! in one piece) prints a hint, once per type, naming
 //! [`Bulk`](super::Bulk), which moves such an array as its bytes.
 
 use super::bulk::{PIN_ALIGN, PIN_MIN};
-use postcard::ser_flavors::Flavor;
+use super::codec::{self, Output};
 use serde::Serialize;
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -181,7 +182,7 @@ impl Default for Encoding {
     }
 }
 
-/// postcard's output appended to an [`Encoding`], pinning what `Bulk`s
+/// The codec's output appended to an [`Encoding`], pinning what `Bulk`s
 /// offer; counts the writes (for the hint). `at` is where the encoding
 /// starts in its frame (after the header), for the padding.
 struct Gather<'a> {
@@ -213,7 +214,7 @@ impl Gather<'_> {
             {
                 // The array's first byte lies past the padding and its
                 // own length.
-                let from = from + varint_len(len);
+                let from = from + codec::varint_len(len);
                 let pad = (PIN_ALIGN - from % PIN_ALIGN) % PIN_ALIGN;
                 *last = pad as u8;
                 self.bytes.extend_from_slice(&PAD_PROBE[..pad]);
@@ -234,45 +235,32 @@ impl Gather<'_> {
     }
 }
 
-impl Flavor for Gather<'_> {
-    type Output = (Vec<u8>, usize);
-
+impl Output for Gather<'_> {
     #[inline]
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+    fn extend(&mut self, data: &[u8]) {
         self.writes += 1;
         if data.len() >= PIN_MIN || data.len() == PAD_PROBE.len() {
             self.large_or_probe(data);
         } else {
             self.bytes.extend_from_slice(data);
         }
-        Ok(())
     }
 
     #[inline]
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+    fn push(&mut self, data: u8) {
         self.writes += 1;
         self.bytes.push(data);
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<(Vec<u8>, usize)> {
-        Ok((self.bytes, self.writes))
     }
 }
 
-/// The length of `n` as postcard's varint.
-fn varint_len(n: usize) -> usize {
-    (usize::BITS - (n | 1).leading_zeros()).div_ceil(7) as usize
-}
-
-/// Encodes `value` with postcard at the end of `out`, pinning large
+/// Encodes `value` at the end of `out`, pinning large
 /// `Bulk`s; `at` is where `out` starts in its frame (on an error, `out`
 /// is left empty).
 pub(crate) fn encode_into<T: Serialize + ?Sized>(
     value: &T,
     out: &mut Encoding,
     at: usize,
-) -> Result<(), postcard::Error> {
+) -> Result<(), codec::Error> {
     let start = out.len();
     // Gathering; the state of an encoding this one runs inside (a
     // `Serialize` that sends) is put back after. No pin is offered now,
@@ -281,7 +269,7 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
     // withdraws it, with no other code between, so no encoding's offer is
     // ever left for another to find.
     let encoded = super::with_local(&GATHERING, true, || {
-        postcard::serialize_with_flavor(
+        codec::encode_with(
             value,
             Gather {
                 bytes: std::mem::take(&mut out.bytes),
@@ -293,7 +281,7 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
         )
     });
     let (bytes, writes) = match encoded {
-        Ok(e) => e,
+        Ok(g) => (g.bytes, g.writes),
         Err(e) => {
             out.clear();
             return Err(e);
@@ -340,10 +328,7 @@ impl Drop for Encoded {
 
 /// Encodes `value` for sending, into this thread's reused buffer, pinning
 /// large `Bulk`s; `at` is where it starts in its frame (after the header).
-pub(crate) fn encode<T: Serialize + ?Sized>(
-    value: &T,
-    at: usize,
-) -> Result<Encoded, postcard::Error> {
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, at: usize) -> Result<Encoded, codec::Error> {
     let bytes = SPARE.try_with(Cell::take).unwrap_or_default();
     let mut out = Encoded(Encoding {
         bytes,
@@ -353,44 +338,39 @@ pub(crate) fn encode<T: Serialize + ?Sized>(
     Ok(out)
 }
 
-/// postcard's output appended to a plain vector; counts the writes (for
+/// The codec's output appended to a plain vector; counts the writes (for
 /// the hint).
 struct Append<'a> {
     out: &'a mut Vec<u8>,
     writes: usize,
 }
 
-impl Flavor for Append<'_> {
-    type Output = usize;
-
-    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+impl Output for Append<'_> {
+    #[inline]
+    fn extend(&mut self, data: &[u8]) {
         self.writes += 1;
         crate::copy::extend(self.out, data);
-        Ok(())
     }
 
-    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+    #[inline]
+    fn push(&mut self, data: u8) {
         self.writes += 1;
         self.out.push(data);
-        Ok(())
-    }
-
-    fn finalize(self) -> postcard::Result<usize> {
-        Ok(self.writes)
     }
 }
 
-/// Encodes `value` with postcard into a new vector, whole (what a balanced
-/// piece or result keeps until it is sent).
-pub(crate) fn encode_to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, postcard::Error> {
+/// Encodes `value` into a new vector, whole (what a balanced piece or
+/// result keeps until it is sent).
+pub(crate) fn encode_to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, codec::Error> {
     let mut out = Vec::new();
-    let writes = postcard::serialize_with_flavor(
+    let writes = codec::encode_with(
         value,
         Append {
             out: &mut out,
             writes: 0,
         },
-    )?;
+    )?
+    .writes;
     hint_if_piecemeal::<T>(out.len(), writes);
     Ok(out)
 }
@@ -399,8 +379,9 @@ pub(crate) fn encode_to_vec<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>,
 const HINT_BYTES: usize = 64 << 10;
 
 /// Writes of this many bytes or fewer on average, over [`HINT_BYTES`]
-/// or more, mean a large part went element by element (postcard writes a
-/// byte string in one piece, and an `f64` in one of 8 bytes).
+/// or more, mean a large part went element by element (the codec writes a
+/// byte string or a plain sequence in one piece, and a lone `f64` in one
+/// of 8 bytes).
 const HINT_PIECE_BYTES: usize = 16;
 
 /// Whether an encoding of `len` bytes in `writes` writes went piece by
@@ -420,9 +401,10 @@ fn hint_if_piecemeal<T: ?Sized>(len: usize, writes: usize) {
             hinted.push(name);
             eprintln!(
                 "cantus: hint: `{name}` encoded to {len} bytes in {writes} writes: serde moves a \
-                 Vec of plain data (Vec<u8>, Vec<f64>, ...) element by element; as a \
-                 cantus::Bulk<T> field it travels as its bytes, many times faster (shown once \
-                 per type, in debug builds)"
+                 Vec element by element (all but Vec<u8>, Vec<i8>, Vec<f32> and Vec<f64>, which \
+                 go as their bytes); an array of plain data (Vec<u32>, Vec<[f64; 3]>, ...) as a \
+                 cantus::Bulk<T> field travels as its bytes, many times faster (shown once per \
+                 type, in debug builds)"
             );
         }
     }
@@ -503,27 +485,32 @@ mod tests {
     }
 
     #[test]
-    fn a_large_vec_of_plain_data_is_piecemeal_and_a_bulk_is_not() {
-        let count = |value: &dyn Fn(&mut Vec<u8>) -> usize| {
+    fn a_large_vec_of_varints_is_piecemeal_and_plain_vecs_and_bulks_are_not() {
+        fn count<T: Serialize + ?Sized>(value: &T) -> (usize, usize) {
             let mut out = Vec::new();
-            let writes = value(&mut out);
+            let writes = codec::encode_with(
+                value,
+                Append {
+                    out: &mut out,
+                    writes: 0,
+                },
+            )
+            .unwrap()
+            .writes;
             (out.len(), writes)
-        };
-        let vec_u8 = vec![1u8; 1 << 20];
-        let (len, writes) = count(&|out| {
-            postcard::serialize_with_flavor(&vec_u8, Append { out, writes: 0 }).unwrap()
-        });
+        }
+        let (len, writes) = count(&vec![1u32; 1 << 20]);
+        assert!(piecemeal(len, writes), "{len} bytes in {writes} writes");
+        let (len, writes) = count(&vec![[1.5f64; 2]; 1 << 16]);
         assert!(piecemeal(len, writes), "{len} bytes in {writes} writes");
         let vec_f64 = vec![1.5f64; 1 << 17];
-        let (len, writes) = count(&|out| {
-            postcard::serialize_with_flavor(&vec_f64, Append { out, writes: 0 }).unwrap()
-        });
-        assert!(piecemeal(len, writes), "{len} bytes in {writes} writes");
-        let bulk = crate::remote::Bulk::from(vec_f64.clone());
-        let (len, writes) = count(&|out| {
-            postcard::serialize_with_flavor(&bulk, Append { out, writes: 0 }).unwrap()
-        });
-        assert!(!piecemeal(len, writes), "{len} bytes in {writes} writes");
+        for (len, writes) in [
+            count(&vec![1u8; 1 << 20]),
+            count(&vec_f64),
+            count(&crate::remote::Bulk::from(vec_f64.clone())),
+        ] {
+            assert!(!piecemeal(len, writes), "{len} bytes in {writes} writes");
+        }
         // Small encodings never hint, however they were written.
         assert!(!piecemeal(1000, 1000));
     }
@@ -538,16 +525,8 @@ mod tests {
             (16_384, 3),
             (1 << 20, 3),
         ] {
-            assert_eq!(varint_len(n), len, "{n}");
-            let mut buf = Vec::new();
-            postcard::serialize_with_flavor(
-                &n,
-                Append {
-                    out: &mut buf,
-                    writes: 0,
-                },
-            )
-            .unwrap();
+            assert_eq!(codec::varint_len(n), len, "{n}");
+            let buf = postcard::to_allocvec(&n).unwrap();
             assert_eq!(buf.len(), len, "{n} as postcard writes it");
         }
     }

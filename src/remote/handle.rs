@@ -11,7 +11,7 @@ pub struct RemoteHandle<T> {
     pub(super) inner: Pending<T>,
     pub(super) locale: usize,
     pub(super) name: &'static str,
-    /// How the result travels: postcard for `Remote` calls, plain bytes
+    /// How the result travels: the codec for `Remote` calls, plain bytes
     /// for `RemotePod` calls.
     pub(super) decode: fn(&[u8]) -> Result<T, String>,
 }

@@ -31,11 +31,14 @@ use std::sync::OnceLock;
 /// registered in one is registered in all.
 ///
 /// Arguments and results of any size travel (up to 4 GiB encoded; past
-/// half a ring, in pieces). serde encodes a `Vec<u8>` or `Vec<f64>`
-/// element by element, which caps a large one well under a memory
-/// copy's speed; give large arrays of plain data the type
-/// [`Bulk<T>`](crate::Bulk), and they travel as their bytes
-/// (`BENCHMARKS.md`, issue 28). A debug build says so when it sees one.
+/// half a ring, in pieces). A `Vec` (or slice) of `u8`, `i8`, `f32` or
+/// `f64` travels as its bytes, one copy each way more than the transport's;
+/// serde encodes any other `Vec<T>` element by element, which caps a
+/// large one well under a memory copy's speed. Give large arrays of
+/// plain data the type [`Bulk<T>`](crate::Bulk): they travel as their
+/// bytes, whatever the plain type, with the fewest copies and received
+/// in place (`BENCHMARKS.md`, issue 28). A debug build says so when it
+/// sees an array go element by element.
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -450,9 +453,9 @@ fn run_encoded<R: RegisteredCall>(args: Body<'_>, out: &mut Encoding) -> Outcome
     // frame; the rest of it goes back once decoded).
     let decoded = match args {
         Body::Lent(frame, start) => {
-            super::bulk::decode_in_place(frame, start, |b| postcard::from_bytes::<R>(b))
+            super::bulk::decode_in_place(frame, start, |b| super::codec::from_bytes::<R>(b))
         }
-        args => postcard::from_bytes(args.as_slice()),
+        args => super::codec::from_bytes(args.as_slice()),
     };
     let call: R = match decoded {
         Ok(c) => c,

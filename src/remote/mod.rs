@@ -18,7 +18,8 @@
 //! [`coforall_locales`], [`here`], [`num_locales`], [`chant`]) are also
 //! at the crate's root.
 //!
-//! Arguments and results travel encoded with postcard (serde). A call to
+//! Arguments and results travel encoded by serde, in postcard's format
+//! (`codec/`). A call to
 //! the caller's own locale runs as a local task, without encoding.
 
 // A file per role: `wire.rs` the frame format (`README.md` beside this
@@ -32,6 +33,7 @@ pub(crate) mod bulk;
 pub mod chant;
 #[cfg(not(loom))]
 pub(crate) mod clock;
+pub(crate) mod codec;
 pub(crate) mod encode;
 pub(crate) mod engine;
 pub(crate) mod fragment;
@@ -528,7 +530,7 @@ fn run_here<T: Send + 'static>(
 }
 
 fn decode_serde<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    postcard::from_bytes(bytes).map_err(|e| e.to_string())
+    codec::from_bytes(bytes).map_err(|e| e.to_string())
 }
 
 fn decode_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Result<T, String> {

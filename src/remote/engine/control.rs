@@ -17,7 +17,7 @@ impl Engine {
         self.control_frames.store(n + 1, Ordering::Relaxed);
         match h.control_op() {
             Control::Hello => {
-                let result = match postcard::from_bytes::<Vec<String>>(payload) {
+                let result = match crate::remote::codec::from_bytes::<Vec<String>>(payload) {
                     Ok(names) => {
                         crate::remote::handlers::check_same(&self.table.names(), &names, src)
                     }
@@ -70,7 +70,8 @@ impl Engine {
     /// A locale other than 0: tells locale 0 it is up, with its handlers.
     pub(crate) fn say_hello(&self) -> Result<(), Error> {
         let names: Vec<&str> = self.table.names();
-        let payload = postcard::to_allocvec(&names).expect("a list of names encodes");
+        let payload =
+            crate::remote::encode::encode_to_vec(&names).expect("a list of names encodes");
         self.send(
             0,
             Network::Reply,

@@ -1,0 +1,254 @@
+//! Sequences of plain data moved in one copy (the codec's module doc,
+//! "Plain sequences in one copy").
+//!
+//! serde has no specialization: its `Serialize` for `[T]` and `Vec<T>`
+//! calls the serializer's `collect_seq` with the slice or the vector as
+//! an iterator, and its `Deserialize` for `Vec<T>` calls
+//! `deserialize_seq` with a visitor that pushes each element. Both are
+//! generic calls the codec receives, so it asks what type it was given:
+//! `typeid::of` names a type that may hold lifetimes (lifetimes erased,
+//! which do not change a type's layout), and the types asked about are
+//! few and fixed.
+//!
+//! - **Encoding.** `collect_seq::<I>` where `I` is `&[T]` or `&Vec<T>` of
+//!   a [`Plain`] `T`: the length, then the slice's bytes.
+//! - **Decoding.** `deserialize_seq::<V>` where `V` is serde's own
+//!   visitor of `Vec<T>` (its type learned once by handing `Vec<T>`'s
+//!   `Deserialize` a probe that records the visitor it is given) and
+//!   `V::Value` is `Vec<T>`: a vector of the length, filled by one copy.
+//!   A visitor of the user's own, even one that makes a `Vec<f64>`, is
+//!   left to read element by element, as it may read them otherwise.
+//!
+//! Both produce exactly the bytes and the value of the element-by-element
+//! path, which the tests compare.
+
+use super::Error;
+use serde::Deserialize;
+use serde::de::{self, Visitor};
+use std::any::TypeId;
+use std::fmt;
+use std::sync::OnceLock;
+
+/// An element type whose encoding is its memory, on a little-endian
+/// machine (`f32` and `f64` as their IEEE 754 bytes, low first; `u8` and
+/// `i8` as themselves). Other integers are varints in the format.
+pub(super) trait Plain: bytemuck::Pod + for<'de> Deserialize<'de> {
+    /// Its place in [`vec_visitors`].
+    const INDEX: usize;
+}
+
+impl Plain for u8 {
+    const INDEX: usize = 0;
+}
+impl Plain for i8 {
+    const INDEX: usize = 1;
+}
+impl Plain for f32 {
+    const INDEX: usize = 2;
+}
+impl Plain for f64 {
+    const INDEX: usize = 3;
+}
+
+/// Whether this machine lays plain elements out as the format does.
+const LITTLE_ENDIAN: bool = cfg!(target_endian = "little");
+
+/// If `iter` (what `collect_seq` was given) is a slice or a `&Vec` of a
+/// [`Plain`] type: its length and its bytes.
+#[inline]
+pub(super) fn seq_bytes<I>(iter: &I) -> Option<(usize, &[u8])> {
+    if !LITTLE_ENDIAN {
+        return None;
+    }
+    slice_of::<u8, I>(iter)
+        .or_else(|| slice_of::<i8, I>(iter))
+        .or_else(|| slice_of::<f32, I>(iter))
+        .or_else(|| slice_of::<f64, I>(iter))
+}
+
+#[inline]
+fn slice_of<T: Plain, I>(iter: &I) -> Option<(usize, &[u8])> {
+    let id = typeid::of::<I>();
+    let slice: &[T] = if id == typeid::of::<&[T]>() {
+        // SAFETY: `I`'s type id, lifetimes erased, is `&[T]`'s, and `T`
+        // has no lifetimes, so `I` is `&'a [T]` for some `'a`: the read
+        // copies a reference of that very type out of `iter`. `'a`
+        // outlives `iter`, so the result may live as long as `iter`'s
+        // borrow, which the signature gives it.
+        unsafe { *(iter as *const I).cast::<&[T]>() }
+    } else if id == typeid::of::<&Vec<T>>() {
+        // SAFETY: as above, with `I` = `&'a Vec<T>`.
+        unsafe { *(iter as *const I).cast::<&Vec<T>>() }
+    } else {
+        return None;
+    };
+    Some((slice.len(), bytemuck::cast_slice(slice)))
+}
+
+/// If `V` is serde's visitor of `Vec<T>` for a [`Plain`] `T`: the vector
+/// of `len` elements whose bytes start `input`, decoded in one copy (and
+/// `input` moved past them), or `Error::End` if `input` is shorter.
+/// `None` for any other visitor.
+#[inline]
+pub(super) fn decode_vec<'de, V: Visitor<'de>>(
+    len: usize,
+    input: &mut &'de [u8],
+) -> Option<Result<V::Value, Error>> {
+    if !LITTLE_ENDIAN {
+        return None;
+    }
+    let value = typeid::of::<V::Value>();
+    if value == TypeId::of::<Vec<u8>>() {
+        vec_of::<u8, V>(len, input)
+    } else if value == TypeId::of::<Vec<i8>>() {
+        vec_of::<i8, V>(len, input)
+    } else if value == TypeId::of::<Vec<f32>>() {
+        vec_of::<f32, V>(len, input)
+    } else if value == TypeId::of::<Vec<f64>>() {
+        vec_of::<f64, V>(len, input)
+    } else {
+        None
+    }
+}
+
+/// [`decode_vec`] for one `T`, where `V::Value` is `Vec<T>`.
+fn vec_of<'de, T: Plain, V: Visitor<'de>>(
+    len: usize,
+    input: &mut &'de [u8],
+) -> Option<Result<V::Value, Error>> {
+    if vec_visitors()[T::INDEX] != Some(typeid::of::<V>()) {
+        return None;
+    }
+    let Some(n) = len
+        .checked_mul(size_of::<T>())
+        .filter(|&n| n <= input.len())
+    else {
+        return Some(Err(Error::End));
+    };
+    let (bytes, rest) = input.split_at(n);
+    *input = rest;
+    let mut vec = Vec::<T>::with_capacity(len);
+    // SAFETY: `vec` has room for `len` elements, `n` bytes; `bytes` is
+    // `n` readable bytes of the input, which cannot overlap the new
+    // allocation. Every bit pattern is a valid `T` (`Pod`), so after the
+    // copy the first `len` elements are initialized.
+    unsafe {
+        crate::copy::copy_raw(bytes.as_ptr(), vec.as_mut_ptr().cast::<u8>(), n);
+        vec.set_len(len);
+    }
+    #[cfg(test)]
+    WHOLE_DECODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let vec = std::mem::ManuallyDrop::new(vec);
+    // SAFETY: `decode_vec` calls this only where `V::Value`'s type id,
+    // lifetimes erased, is `Vec<T>`'s; `Vec<T>` has no lifetimes, so
+    // `V::Value` is `Vec<T>` and the copy moves the vector (the original
+    // is never dropped: `ManuallyDrop`).
+    Some(Ok(unsafe {
+        std::mem::transmute_copy::<Vec<T>, V::Value>(&vec)
+    }))
+}
+
+/// Vectors decoded in one copy, for the tests to see the path taken.
+#[cfg(test)]
+pub(super) static WHOLE_DECODES: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// The type of serde's visitor of `Vec<T>`, for each [`Plain`] `T` in
+/// [`Plain::INDEX`] order (`None` where `Vec<T>`'s `Deserialize` did not
+/// call `deserialize_seq`: then that type goes element by element).
+fn vec_visitors() -> &'static [Option<TypeId>; 4] {
+    static VISITORS: OnceLock<[Option<TypeId>; 4]> = OnceLock::new();
+    VISITORS.get_or_init(|| {
+        [
+            visitor_of::<u8>(),
+            visitor_of::<i8>(),
+            visitor_of::<f32>(),
+            visitor_of::<f64>(),
+        ]
+    })
+}
+
+/// The visitor `Vec<T>`'s `Deserialize` hands `deserialize_seq`.
+fn visitor_of<T: Plain>() -> Option<TypeId> {
+    match Vec::<T>::deserialize(Probe) {
+        Err(Found(id)) => id,
+        Ok(_) => None,
+    }
+}
+
+/// A deserializer that answers every call with an error naming the
+/// visitor `deserialize_seq` was given.
+struct Probe;
+
+#[derive(Debug)]
+struct Found(Option<TypeId>);
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "the codec's probe of a visitor")
+    }
+}
+
+impl std::error::Error for Found {}
+
+impl de::Error for Found {
+    fn custom<T: fmt::Display>(_: T) -> Found {
+        Found(None)
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Probe {
+    type Error = Found;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Found> {
+        Err(Found(None))
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Found> {
+        Err(Found(Some(typeid::of::<V>())))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serde_s_vec_visitor_is_found_for_every_plain_type() {
+        assert!(
+            vec_visitors().iter().all(Option::is_some),
+            "Vec<T>'s Deserialize calls deserialize_seq: {:?}",
+            vec_visitors()
+        );
+        // Four different visitors.
+        let ids = vec_visitors();
+        for i in 0..4 {
+            for j in 0..i {
+                assert_ne!(ids[i], ids[j]);
+            }
+        }
+    }
+
+    #[test]
+    fn only_slices_and_vecs_of_plain_types_are_seen_as_bytes() {
+        let v = vec![1.5f64, -2.0];
+        let by_ref = &v;
+        let (len, bytes) = seq_bytes(&by_ref).expect("&Vec<f64>");
+        assert_eq!(len, 2);
+        assert_eq!(
+            bytes,
+            [1.5f64.to_le_bytes(), (-2.0f64).to_le_bytes()].concat()
+        );
+        let s: &[u8] = b"abc";
+        assert_eq!(seq_bytes(&s), Some((3, &b"abc"[..])));
+        assert!(seq_bytes(&&vec![1u32, 2]).is_none(), "u32s are varints");
+        assert!(seq_bytes(&v.iter()).is_none(), "an iterator is not a slice");
+        assert!(seq_bytes(&&[1.0f64; 3]).is_none(), "an array is a tuple");
+    }
+}

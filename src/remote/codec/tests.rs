@@ -1,0 +1,277 @@
+//! The codec against postcard 1.x (whose format it writes) and against
+//! bad input.
+
+use super::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+
+fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    encode_with(value, Vec::new()).expect("encodes")
+}
+
+/// `value` encodes to postcard's bytes and decodes back from them.
+fn same_as_postcard<T>(value: &T)
+where
+    T: Serialize + for<'de> Deserialize<'de> + PartialEq + Debug,
+{
+    let ours = encode(value);
+    let theirs = postcard::to_allocvec(value).expect("postcard encodes");
+    assert_eq!(ours, theirs, "the bytes of {value:?}");
+    let back: T = from_bytes(&theirs).expect("decodes postcard's bytes");
+    assert_eq!(&back, value);
+    let back: T = postcard::from_bytes(&ours).expect("postcard decodes ours");
+    assert_eq!(&back, value);
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+enum Shape {
+    Empty,
+    Dot(f32),
+    Line(i64, i64),
+    Named { name: String, sides: u16 },
+}
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Unit;
+
+#[derive(Serialize, Deserialize, PartialEq, Debug)]
+struct Everything {
+    flag: bool,
+    small: (u8, i8, u16, i16),
+    wide: (u32, i32, u64, i64, u128, i128, usize, isize),
+    float: (f32, f64),
+    letter: char,
+    text: String,
+    #[serde(with = "serde_bytes")]
+    raw: Vec<u8>,
+    maybe: Option<Box<Everything>>,
+    nothing: (),
+    unit: Unit,
+    shapes: Vec<Shape>,
+    map: BTreeMap<String, Vec<u32>>,
+    plain: (Vec<u8>, Vec<i8>, Vec<f32>, Vec<f64>),
+    boxed: Box<[f64]>,
+    array: [u16; 3],
+}
+
+fn everything(depth: u32) -> Everything {
+    Everything {
+        flag: depth % 2 == 0,
+        small: (255, -128, 300, -300),
+        wide: (
+            u32::MAX,
+            i32::MIN,
+            u64::MAX,
+            i64::MIN,
+            u128::MAX,
+            i128::MIN,
+            usize::MAX,
+            isize::MIN,
+        ),
+        float: (f32::MIN_POSITIVE, -0.0),
+        letter: '\u{1F980}',
+        text: "talking tasks".into(),
+        raw: vec![0, 1, 255],
+        maybe: (depth > 0).then(|| Box::new(everything(depth - 1))),
+        nothing: (),
+        unit: Unit,
+        shapes: vec![
+            Shape::Empty,
+            Shape::Dot(1.5),
+            Shape::Line(-1, 1 << 40),
+            Shape::Named {
+                name: "square".into(),
+                sides: 4,
+            },
+        ],
+        map: [
+            ("a".to_string(), vec![1, 128, 1 << 20]),
+            ("b".into(), vec![]),
+        ]
+        .into(),
+        plain: (
+            (250..=255).collect(),
+            vec![-1, 0, 1],
+            vec![f32::INFINITY, -2.5],
+            (0..100).map(|i| i as f64 * 0.5).collect(),
+        ),
+        boxed: vec![1.0, 2.0].into_boxed_slice(),
+        array: [1, 200, 40000],
+    }
+}
+
+#[test]
+fn every_kind_of_value_is_postcards_bytes() {
+    same_as_postcard(&everything(2));
+    for n in [0u64, 1, 127, 128, 16383, 16384, u32::MAX.into(), u64::MAX] {
+        same_as_postcard(&n);
+        same_as_postcard(&(n as i64));
+        same_as_postcard(&-(n as i64));
+    }
+    same_as_postcard(&(i16::MIN, i16::MAX, u16::MAX, i32::MAX));
+    same_as_postcard(&Vec::<f64>::new());
+    same_as_postcard(&vec![vec![1.0f64], vec![], vec![2.0, 3.0]]);
+}
+
+#[test]
+fn a_plain_sequence_is_its_bytes_and_comes_back_whole() {
+    for len in [0usize, 1, 7, 4096, 1 << 17] {
+        let v: Vec<f64> = (0..len).map(|i| i as f64 - 0.25).collect();
+        let bytes = encode(&v);
+        assert_eq!(bytes.len(), varint_len(len) + 8 * len);
+        assert_eq!(
+            &bytes[varint_len(len)..],
+            bytemuck::cast_slice::<f64, u8>(&v)
+        );
+        // As a slice too, and nested where serde hands it over.
+        assert_eq!(encode(&v[..]), bytes);
+        assert_eq!(encode(&(7u8, &v)), [&[7][..], &bytes].concat());
+        let before = plain::WHOLE_DECODES.load(std::sync::atomic::Ordering::Relaxed);
+        let back: Vec<f64> = from_bytes(&bytes).unwrap();
+        assert_eq!(back, v);
+        let after = plain::WHOLE_DECODES.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(after > before, "decoded in one copy");
+        let back: (u8, Vec<f64>) = from_bytes(&[&[7][..], &bytes].concat()).unwrap();
+        assert_eq!(back.1, v);
+    }
+    let bytes: Vec<u8> = (0..=255).collect();
+    assert_eq!(encode(&bytes)[2..], bytes[..]);
+    let back: Vec<i8> = from_bytes(&encode(&vec![-3i8, 4])).unwrap();
+    assert_eq!(back, [-3, 4]);
+}
+
+/// A visitor of the user's own that makes a `Vec<f64>` from a sequence of
+/// `u32`s: the one-copy path must leave it to read its own way.
+#[derive(Debug, PartialEq)]
+struct Widened(Vec<f64>);
+
+impl<'de> Deserialize<'de> for Widened {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Widened, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Vec<f64>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("u32s")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<Vec<f64>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(x) = s.next_element::<u32>()? {
+                    out.push(x.into());
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V).map(Widened)
+    }
+}
+
+#[test]
+fn a_users_own_visitor_of_a_vec_of_f64_reads_element_by_element() {
+    let bytes = encode(&vec![1u32, 300, 70000]);
+    let back: Widened = from_bytes(&bytes).unwrap();
+    assert_eq!(back, Widened(vec![1.0, 300.0, 70000.0]));
+}
+
+#[test]
+fn bad_input_is_an_error_saying_what() {
+    let v = encode(&vec![1.0f64; 4]);
+    for cut in 0..v.len() {
+        assert_eq!(
+            from_bytes::<Vec<f64>>(&v[..cut]),
+            Err(Error::End),
+            "cut at {cut}"
+        );
+    }
+    // A length past the input allocates nothing and fails.
+    let huge = encode(&(u64::MAX >> 4));
+    assert_eq!(from_bytes::<Vec<f64>>(&huge), Err(Error::End));
+    assert_eq!(from_bytes::<Vec<u32>>(&huge), Err(Error::End));
+    assert_eq!(from_bytes::<bool>(&[2]), Err(Error::BadBool(2)));
+    assert_eq!(from_bytes::<Option<u8>>(&[9, 1]), Err(Error::BadOption(9)));
+    assert_eq!(
+        from_bytes::<u16>(&[0xff, 0xff, 0x04]),
+        Err(Error::BadVarint)
+    );
+    assert_eq!(from_bytes::<u16>(&[0xff, 0xff, 0x03]), Ok(u16::MAX));
+    assert_eq!(from_bytes::<u64>(&[0xff; 11]), Err(Error::BadVarint));
+    assert_eq!(from_bytes::<String>(&[2, 0xc3, 0x28]), Err(Error::BadUtf8));
+    assert_eq!(from_bytes::<char>(&[2, b'a', b'b']), Err(Error::BadChar));
+    assert!(matches!(from_bytes::<Shape>(&[9]), Err(Error::Custom(_))));
+    assert!(Error::BadBool(2).to_string().contains("not 0 or 1"));
+    // postcard agrees on each.
+    for bad in [&[2u8][..], &[0xff, 0xff, 0x04]] {
+        assert!(postcard::from_bytes::<(bool, u16)>(bad).is_err());
+        assert!(from_bytes::<(bool, u16)>(bad).is_err());
+    }
+}
+
+#[test]
+fn a_sequence_of_unknown_or_wrong_length_is_refused() {
+    struct Unknown;
+    impl Serialize for Unknown {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq((0..10u8).filter(|x| x % 2 == 0))
+        }
+    }
+    assert_eq!(encode_with(&Unknown, Vec::new()), Err(Error::UnknownLength));
+    struct Liar;
+    impl Serialize for Liar {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(Lying(3))
+        }
+    }
+    struct Lying(u8);
+    impl Iterator for Lying {
+        type Item = u8;
+        fn next(&mut self) -> Option<u8> {
+            self.0 = self.0.checked_sub(1)?;
+            Some(self.0)
+        }
+        fn size_hint(&self) -> (usize, Option<usize>) {
+            (5, Some(5))
+        }
+    }
+    let err = encode_with(&Liar, Vec::new()).unwrap_err();
+    assert!(
+        err.to_string().contains("said 5 elements and gave 3"),
+        "{err}"
+    );
+}
+
+#[test]
+fn every_cut_and_every_flipped_byte_of_an_encoding_decodes_or_fails_cleanly() {
+    let value = (
+        (true, Some(7u32), 'é', -5i128, 1u128 << 100),
+        vec![1.5f64, -0.0, 1e300],
+        b"bytes".to_vec(),
+        Vec::<u8>::new(),
+        [(3i32, "three".to_string())]
+            .into_iter()
+            .collect::<BTreeMap<_, _>>(),
+        vec![vec![2.5f32]],
+        (
+            vec![-1i8],
+            vec![4.0f64].into_boxed_slice(),
+            [9u64, u64::MAX],
+        ),
+    );
+    let bytes = encode(&value);
+    for cut in 0..=bytes.len() {
+        fuzz_values(&bytes[..cut]);
+    }
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut flipped = bytes.clone();
+            flipped[i] ^= 1 << bit;
+            fuzz_values(&flipped);
+        }
+    }
+    // A few lengths near the top of the range.
+    for n in [u32::MAX as u64, u64::MAX] {
+        fuzz_values(&encode(&n));
+    }
+}
