@@ -13,12 +13,15 @@
 //! - `transfer_*`: bandwidth of large payloads, 64 KiB and 1 MiB: a
 //!   Chant message (ping-pong with an echoing task on locale 1: one way is
 //!   half the round trip) and a remote call's `Vec<u8>` argument (a call
-//!   carrying it there and 8 bytes back, encoded with postcard), the same
-//!   with the argument a `serde_bytes::ByteBuf` (one byte string instead
-//!   of serde's element-by-element sequence), next to `memcpy` of the
-//!   same bytes in this process and postcard encoding and decoding them
-//!   here (no locale), as a `Vec<u8>`, as a `ByteBuf` and as a
-//!   `Bulk<f64>`: the floor under the call rows; `transfer_bulk_arg_*`
+//!   carrying it there and 8 bytes back, encoded by cantus's codec, which
+//!   copies a `Vec<u8>` whole), the same with the argument a
+//!   `serde_bytes::ByteBuf` (a byte string), next to `memcpy` of the same
+//!   bytes in this process and postcard encoding and decoding them here
+//!   (no locale), as a `Vec<u8>`, as a `ByteBuf` and as a `Bulk<f64>`:
+//!   the floor under the call rows; `.codec_vec` and `.codec_vec_f64`:
+//!   cantus's codec encoding and decoding a `Vec<u8>` and a `Vec<f64>`
+//!   here, beside postcard's `.postcard_vec` and `.postcard_vec_f64`
+//!   (`codec_vec/postcard`: the ratio of their bandwidths); `transfer_bulk_arg_*`
 //!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
 //!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain
 //!   `Vec<f64>`), the bytes moved both ways over the round trip's time;
@@ -585,6 +588,9 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut bytes_bw = Samples::new();
         let mut copy_bw = Samples::new();
         let mut codec_vec = Samples::new();
+        let mut ours_vec = Samples::new();
+        let mut ours_vec_f64 = Samples::new();
+        let mut codec_vec_f64 = Samples::new();
         let mut codec_bytes = Samples::new();
         let mut bulk_bw = Samples::new();
         let mut vec_f64_bw = Samples::new();
@@ -632,6 +638,9 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                 ));
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
                 codec_vec.push(gb_per_s(size, codec(size, rounds, |v| v)));
+                ours_vec.push(gb_per_s(size, ours(size, rounds, |v| v)));
+                ours_vec_f64.push(gb_per_s(size, ours(size, rounds, to_f64s)));
+                codec_vec_f64.push(gb_per_s(size, codec(size, rounds, to_f64s)));
                 codec_bytes.push(gb_per_s(
                     size,
                     codec(size, rounds, serde_bytes::ByteBuf::from),
@@ -642,7 +651,26 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let a = figure(&format!("transfer_arg_{name}"), &arg_bw, "GB/s");
         let b = figure(&format!("transfer_bytes_arg_{name}"), &bytes_bw, "GB/s");
         let m = figure(&format!("transfer_{name}.memcpy"), &copy_bw, "GB/s");
-        figure(&format!("transfer_{name}.postcard_vec"), &codec_vec, "GB/s");
+        let pv = figure(&format!("transfer_{name}.postcard_vec"), &codec_vec, "GB/s");
+        let cv = figure(&format!("transfer_{name}.codec_vec"), &ours_vec, "GB/s");
+        let pf = figure(
+            &format!("transfer_{name}.postcard_vec_f64"),
+            &codec_vec_f64,
+            "GB/s",
+        );
+        let cf = figure(
+            &format!("transfer_{name}.codec_vec_f64"),
+            &ours_vec_f64,
+            "GB/s",
+        );
+        // Bandwidths, as the other transfer ratios: above 1 is faster.
+        ratio(&format!("transfer_{name}.codec_vec"), "postcard", cv, pv);
+        ratio(
+            &format!("transfer_{name}.codec_vec_f64"),
+            "postcard",
+            cf,
+            pf,
+        );
         figure(
             &format!("transfer_{name}.postcard_bytes"),
             &codec_bytes,
@@ -747,6 +775,32 @@ fn call_arg(
         call();
     }
     (0..rounds).map(|_| call()).sum::<Duration>() / rounds as u32
+}
+
+/// A `size`-byte vector's bytes as `f64`s.
+fn to_f64s(v: Vec<u8>) -> Vec<f64> {
+    v.chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// Time of encoding (cantus's codec, into a fresh vector) and decoding
+/// a `size`-byte argument made by `wrap`, in this process: `codec`'s
+/// peer.
+fn ours<T: Serialize + serde::de::DeserializeOwned>(
+    size: usize,
+    rounds: u64,
+    wrap: impl Fn(Vec<u8>) -> T,
+) -> Duration {
+    use cantus::__bench::codec::{decode, encode};
+    let arg = wrap((0..size).map(|i| i as u8).collect());
+    let start = Instant::now();
+    for _ in 0..rounds {
+        let bytes = encode(std::hint::black_box(&arg));
+        let back: T = decode(&bytes);
+        std::hint::black_box(back);
+    }
+    start.elapsed() / rounds as u32
 }
 
 /// Time of encoding (postcard, into a fresh vector) and decoding a
