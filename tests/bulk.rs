@@ -544,3 +544,116 @@ fn balanced_pieces_carry_bulk_arrays_between_locales() {
         },
     );
 }
+
+/// Negates every plain vector it is given (which the codec moves as
+/// their bytes, not element by element) and sends them back.
+#[derive(Serialize, Deserialize)]
+struct NegatePlain {
+    floats: Vec<f64>,
+    singles: Vec<f32>,
+    bytes: Vec<u8>,
+    signed: Box<[i8]>,
+}
+
+impl Remote for NegatePlain {
+    type Output = NegatePlain;
+    fn run(mut self) -> NegatePlain {
+        self.floats.iter_mut().for_each(|x| *x = -*x);
+        self.singles.iter_mut().for_each(|x| *x = -*x);
+        self.bytes.iter_mut().for_each(|x| *x = !*x);
+        self.signed.iter_mut().for_each(|x| *x = x.wrapping_neg());
+        self
+    }
+}
+
+/// Echoes `(u64, Vec<f64>)` Chant messages until one of tag 0.
+#[derive(Serialize, Deserialize)]
+struct EchoPlain {
+    boss: TaskId,
+}
+
+impl Remote for EchoPlain {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, 1, &[]).unwrap();
+        loop {
+            let m = chant::recv(Source::Any, Tag::Any);
+            if m.tag() == 0 {
+                break;
+            }
+            let back: (u64, Vec<f64>) = m.decode().unwrap();
+            chant::send_value(m.source(), m.tag(), &back).unwrap();
+        }
+    }
+}
+
+cantus::remote!(NegatePlain, EchoPlain);
+
+#[test]
+fn plain_vecs_as_arguments_and_results_arrive_whole() {
+    let _ = in_job(
+        "plain_vecs_as_arguments_and_results_arrive_whole",
+        2,
+        || {
+            for n in sizes(true) {
+                let floats = values(n, n as u64 + 1);
+                let singles: Vec<f32> = floats.iter().map(|&x| x as f32).collect();
+                let bytes: Vec<u8> = (0..n).map(|i| (i * 31) as u8).collect();
+                let signed: Vec<i8> = (0..n).map(|i| (i * 7) as i8).collect();
+                let got = cantus::on(
+                    1,
+                    NegatePlain {
+                        floats: floats.clone(),
+                        singles: singles.clone(),
+                        bytes: bytes.clone(),
+                        signed: signed.clone().into_boxed_slice(),
+                    },
+                )
+                .join()
+                .unwrap();
+                assert_eq!(got.floats.len(), n);
+                assert!(
+                    got.floats.iter().zip(&floats).all(|(b, a)| *b == -*a),
+                    "{n} f64s"
+                );
+                assert!(
+                    got.singles.iter().zip(&singles).all(|(b, a)| *b == -*a),
+                    "{n} f32s"
+                );
+                assert!(
+                    got.bytes.iter().zip(&bytes).all(|(b, a)| *b == !*a),
+                    "{n} u8s"
+                );
+                assert!(
+                    got.signed
+                        .iter()
+                        .zip(&signed)
+                        .all(|(b, a)| *b == a.wrapping_neg()),
+                    "{n} i8s"
+                );
+                assert_eq!(
+                    (got.singles.len(), got.bytes.len(), got.signed.len()),
+                    (n, n, n)
+                );
+            }
+        },
+    );
+}
+
+#[test]
+fn plain_vecs_in_chant_messages_arrive_whole() {
+    let _ = in_job("plain_vecs_in_chant_messages_arrive_whole", 2, || {
+        cantus::begin_on(1, EchoPlain { boss: chant::me() }).unwrap();
+        let echo = chant::recv(Source::Any, Tag::Is(1)).source();
+        for n in sizes(false) {
+            let v = values(n, 9);
+            chant::send_value(echo, 2, &(n as u64, &v)).unwrap();
+            let (m, back): (u64, Vec<f64>) = chant::recv(Source::Task(echo), Tag::Is(2))
+                .decode()
+                .unwrap();
+            assert_eq!(m, n as u64);
+            assert_eq!(back, v, "{n} values");
+        }
+        chant::send(echo, 0, &[]).unwrap();
+    });
+}
