@@ -20,7 +20,9 @@
 //!   (no locale), as a `Vec<u8>`, as a `ByteBuf` and as a `Bulk<f64>`:
 //!   the floor under the call rows; `.codec_vec` and `.codec_vec_f64`:
 //!   cantus's codec encoding and decoding a `Vec<u8>` and a `Vec<f64>`
-//!   here, beside postcard's `.postcard_vec` and `.postcard_vec_f64`
+//!   here (and `.codec_vec_u32`, a `Vec<u32>`, whose varints go element
+//!   by element), beside postcard's `.postcard_vec`, `.postcard_vec_f64`
+//!   and `.postcard_vec_u32`
 //!   (`codec_vec/postcard`: the ratio of their bandwidths); `transfer_bulk_arg_*`
 //!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
 //!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain
@@ -591,6 +593,8 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut ours_vec = Samples::new();
         let mut ours_vec_f64 = Samples::new();
         let mut codec_vec_f64 = Samples::new();
+        let mut ours_vec_u32 = Samples::new();
+        let mut codec_vec_u32 = Samples::new();
         let mut codec_bytes = Samples::new();
         let mut bulk_bw = Samples::new();
         let mut vec_f64_bw = Samples::new();
@@ -641,6 +645,8 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                 ours_vec.push(gb_per_s(size, ours(size, rounds, |v| v)));
                 ours_vec_f64.push(gb_per_s(size, ours(size, rounds, to_f64s)));
                 codec_vec_f64.push(gb_per_s(size, codec(size, rounds, to_f64s)));
+                ours_vec_u32.push(gb_per_s(size, ours(size, rounds, to_u32s)));
+                codec_vec_u32.push(gb_per_s(size, codec(size, rounds, to_u32s)));
                 codec_bytes.push(gb_per_s(
                     size,
                     codec(size, rounds, serde_bytes::ByteBuf::from),
@@ -662,6 +668,22 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
             &format!("transfer_{name}.codec_vec_f64"),
             &ours_vec_f64,
             "GB/s",
+        );
+        let pu = figure(
+            &format!("transfer_{name}.postcard_vec_u32"),
+            &codec_vec_u32,
+            "GB/s",
+        );
+        let cu = figure(
+            &format!("transfer_{name}.codec_vec_u32"),
+            &ours_vec_u32,
+            "GB/s",
+        );
+        ratio(
+            &format!("transfer_{name}.codec_vec_u32"),
+            "postcard",
+            cu,
+            pu,
         );
         // Bandwidths, as the other transfer ratios: above 1 is faster.
         ratio(&format!("transfer_{name}.codec_vec"), "postcard", cv, pv);
@@ -781,6 +803,14 @@ fn call_arg(
 fn to_f64s(v: Vec<u8>) -> Vec<f64> {
     v.chunks_exact(8)
         .map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// A `size`-byte vector's bytes as `u32`s (varints of 1 to 5 bytes in
+/// the format: element by element in either codec).
+fn to_u32s(v: Vec<u8>) -> Vec<u32> {
+    v.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes")))
         .collect()
 }
 

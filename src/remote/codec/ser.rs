@@ -7,43 +7,108 @@ use serde::ser;
 
 /// Where encoded bytes go.
 pub(crate) trait Output {
-    /// Appends `data`: a value's bytes, a string's, or a plain sequence's
-    /// whole.
-    fn extend(&mut self, data: &[u8]);
-    /// Appends one byte.
-    fn push(&mut self, byte: u8);
+    /// The bytes so far, where small values (numbers, lengths, tags) are
+    /// appended in place.
+    fn bytes(&mut self) -> &mut Vec<u8>;
+
+    /// Appends `data`: a string's bytes, a byte string, or a plain
+    /// sequence's whole (which an output may name instead of copying:
+    /// `encode.rs` pins a large `Bulk`'s).
+    #[inline]
+    fn extend(&mut self, data: &[u8]) {
+        crate::copy::extend(self.bytes(), data);
+    }
 }
 
-/// Encodes `value` at the end of `out`, and gives `out` back (owned while
-/// encoding, not behind a reference: the writes of a long sequence keep
-/// the output's length in a register).
-pub(crate) fn encode_with<T: Serialize + ?Sized, O: Output>(value: &T, out: O) -> Result<O, Error> {
-    let mut encoder = Encoder { out };
+/// Encodes `value` at the end of `out`, and gives `out` back with the
+/// number of writes the encoding took in a debug build (a value's bytes,
+/// a string or a plain sequence: one write each; 0 in a release build). `out` is owned while encoding, not
+/// behind a reference, so that the writes of a long sequence keep the
+/// output's length in a register.
+pub(crate) fn encode_with<T: Serialize + ?Sized, O: Output>(
+    value: &T,
+    out: O,
+) -> Result<(O, usize), Error> {
+    let mut encoder = Encoder { out, writes: 0 };
     value.serialize(&mut encoder)?;
-    Ok(encoder.out)
+    Ok((encoder.out, encoder.writes))
 }
 
 /// The serializer.
 struct Encoder<O> {
     out: O,
+    writes: usize,
 }
 
 impl<O: Output> Encoder<O> {
+    /// Where the next small value goes (one write).
+    #[inline]
+    fn small(&mut self) -> &mut Vec<u8> {
+        self.count();
+        self.out.bytes()
+    }
+
+    /// Counts a write, in debug builds (for `encode.rs`'s hint, which
+    /// only they print): a release build keeps no count in the loop of a
+    /// long sequence.
+    #[inline]
+    fn count(&mut self) {
+        if cfg!(debug_assertions) {
+            self.writes += 1;
+        }
+    }
+
+    /// Appends a value of a fixed size (a float's bytes).
+    #[inline]
+    fn fixed<const N: usize>(&mut self, bytes: [u8; N]) {
+        let out = self.small();
+        if out.capacity() - out.len() < N {
+            grow(out, N);
+        }
+        let len = out.len();
+        // SAFETY: `grow` left room for `N` bytes past `len`; an array
+        // of bytes needs no alignment; the new length covers only the
+        // bytes just written.
+        unsafe {
+            out.as_mut_ptr().add(len).cast::<[u8; N]>().write(bytes);
+            out.set_len(len + N);
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.fixed([byte]);
+    }
+
+    #[inline]
+    fn extend(&mut self, data: &[u8]) {
+        self.count();
+        self.out.extend(data);
+    }
+
     #[inline]
     fn varint(&mut self, n: u64) {
         if n < 0x80 {
-            self.out.push(n as u8);
-        } else {
-            let mut buf = [0u8; varint_max(64)];
-            let (mut n, mut i) = (n, 0);
-            while n >= 0x80 {
-                buf[i] = n as u8 | 0x80;
-                n >>= 7;
-                i += 1;
-            }
-            buf[i] = n as u8;
-            self.out.extend(&buf[..=i]);
+            self.push(n as u8);
+            return;
         }
+        let out = self.small();
+        if out.capacity() - out.len() < varint_max(64) {
+            grow(out, varint_max(64));
+        }
+        let len = out.len();
+        let spare = out.spare_capacity_mut();
+        let (mut n, mut i) = (n, 0);
+        while n >= 0x80 {
+            spare[i].write(n as u8 | 0x80);
+            n >>= 7;
+            i += 1;
+        }
+        spare[i].write(n as u8);
+        // SAFETY: the loop wrote bytes `len..=len + i` (within the spare
+        // room, which `grow` made at least 10 bytes, a u64's longest
+        // varint); the new length covers only those.
+        unsafe { out.set_len(len + i + 1) };
     }
 
     fn varint128(&mut self, mut n: u128) {
@@ -55,13 +120,21 @@ impl<O: Output> Encoder<O> {
             i += 1;
         }
         buf[i] = n as u8;
-        self.out.extend(&buf[..=i]);
+        self.small().extend_from_slice(&buf[..=i]);
     }
 
     #[inline]
     fn len(&mut self, len: usize) {
         self.varint(len as u64);
     }
+}
+
+/// Makes room for `n` more bytes: out of the line of a sequence's loop,
+/// which then keeps its values in registers.
+#[cold]
+#[inline(never)]
+fn grow(out: &mut Vec<u8>, n: usize) {
+    out.reserve(n);
 }
 
 /// Zigzag: small magnitudes of either sign to small unsigned numbers.
@@ -87,13 +160,13 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
 
     #[inline]
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
-        self.out.push(v as u8);
+        self.push(v as u8);
         Ok(())
     }
 
     #[inline]
     fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.out.push(v as u8);
+        self.push(v as u8);
         Ok(())
     }
 
@@ -122,7 +195,7 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
 
     #[inline]
     fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.out.push(v);
+        self.push(v);
         Ok(())
     }
 
@@ -151,13 +224,13 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
 
     #[inline]
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
-        self.out.extend(&v.to_le_bytes());
+        self.fixed(v.to_le_bytes());
         Ok(())
     }
 
     #[inline]
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
-        self.out.extend(&v.to_le_bytes());
+        self.fixed(v.to_le_bytes());
         Ok(())
     }
 
@@ -169,26 +242,26 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
     #[inline]
     fn serialize_str(self, v: &str) -> Result<(), Error> {
         self.len(v.len());
-        self.out.extend(v.as_bytes());
+        self.extend(v.as_bytes());
         Ok(())
     }
 
     #[inline]
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
         self.len(v.len());
-        self.out.extend(v);
+        self.extend(v);
         Ok(())
     }
 
     #[inline]
     fn serialize_none(self) -> Result<(), Error> {
-        self.out.push(0);
+        self.push(0);
         Ok(())
     }
 
     #[inline]
     fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), Error> {
-        self.out.push(1);
+        self.push(1);
         value.serialize(self)
     }
 
@@ -294,7 +367,7 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
     {
         if let Some((len, bytes)) = plain::seq_bytes(&iter) {
             self.len(len);
-            self.out.extend(bytes);
+            self.extend(bytes);
             return Ok(());
         }
         let iter = iter.into_iter();
@@ -395,12 +468,7 @@ impl<O: Output> ser::SerializeMap for &mut Encoder<O> {
 /// once for a large append).
 impl Output for Vec<u8> {
     #[inline]
-    fn extend(&mut self, data: &[u8]) {
-        crate::copy::extend(self, data);
-    }
-
-    #[inline]
-    fn push(&mut self, byte: u8) {
-        Vec::push(self, byte);
+    fn bytes(&mut self) -> &mut Vec<u8> {
+        self
     }
 }
