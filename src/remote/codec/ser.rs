@@ -22,9 +22,9 @@ pub(crate) trait Output {
 
 /// Encodes `value` at the end of `out`, and gives `out` back with the
 /// number of writes the encoding took in a debug build (a value's bytes,
-/// a string or a plain sequence: one write each; 0 in a release build). `out` is owned while encoding, not
-/// behind a reference, so that the writes of a long sequence keep the
-/// output's length in a register.
+/// a string or a plain sequence: one write each; 0 in a release build).
+/// `out` is owned while encoding, not behind a reference, so that the
+/// writes of a long sequence keep the output's length in a register.
 pub(crate) fn encode_with<T: Serialize + ?Sized, O: Output>(
     value: &T,
     out: O,
@@ -66,9 +66,9 @@ impl<O: Output> Encoder<O> {
             grow(out, N);
         }
         let len = out.len();
-        // SAFETY: `grow` left room for `N` bytes past `len`; an array
-        // of bytes needs no alignment; the new length covers only the
-        // bytes just written.
+        // SAFETY: the spare room is `N` bytes or more past `len` (checked
+        // above, or made by `grow`); an array of bytes needs no
+        // alignment; the new length covers only the bytes just written.
         unsafe {
             out.as_mut_ptr().add(len).cast::<[u8; N]>().write(bytes);
             out.set_len(len + N);
@@ -106,8 +106,8 @@ impl<O: Output> Encoder<O> {
         }
         spare[i].write(n as u8);
         // SAFETY: the loop wrote bytes `len..=len + i` (within the spare
-        // room, which `grow` made at least 10 bytes, a u64's longest
-        // varint); the new length covers only those.
+        // room, at least 10 bytes, a u64's longest varint: checked above,
+        // or made by `grow`); the new length covers only those.
         unsafe { out.set_len(len + i + 1) };
     }
 
