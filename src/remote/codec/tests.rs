@@ -278,3 +278,52 @@ fn every_cut_and_every_flipped_byte_of_an_encoding_decodes_or_fails_cleanly() {
         fuzz_values(&encode(&n));
     }
 }
+
+#[test]
+fn varints_of_every_length_decode_alike_near_the_end_and_far_from_it() {
+    let mut values: Vec<u64> = (0..64)
+        .flat_map(|k| [(1u64 << k) - 1, 1 << k, (1 << k) + 1])
+        .collect();
+    values.push(u64::MAX);
+    for &n in &values {
+        let bytes = encode(&n);
+        // Alone (the byte-at-a-time path near the end), then with 8
+        // bytes after (8 at once), then as a u32 or u16 where it fits.
+        let padded = [&bytes[..], &[0xff; 8]].concat();
+        assert_eq!(from_bytes::<u64>(&bytes), Ok(n), "{n} alone");
+        assert_eq!(from_bytes::<u64>(&padded), Ok(n), "{n} padded");
+        let back: (u64, u8) = from_bytes(&[&bytes[..], &[7], &[0; 8]].concat()).unwrap();
+        assert_eq!(back, (n, 7), "the input moves past exactly {n}'s bytes");
+        for input in [&bytes[..], &padded[..]] {
+            let as_u32 = from_bytes::<u32>(input);
+            let as_u16 = from_bytes::<u16>(input);
+            assert_eq!(
+                as_u32,
+                postcard::from_bytes::<u32>(input).map_err(|_| Error::BadVarint)
+            );
+            assert_eq!(
+                as_u16,
+                postcard::from_bytes::<u16>(input).map_err(|_| Error::BadVarint)
+            );
+            assert_eq!(as_u32.is_ok(), n <= u32::MAX.into(), "{n} as a u32");
+        }
+    }
+    // Too long for the type, with room to read 8 at once.
+    assert_eq!(
+        from_bytes::<u16>(&[0x80, 0x80, 0x80, 0x01, 0, 0, 0, 0]),
+        Err(Error::BadVarint)
+    );
+    assert_eq!(
+        from_bytes::<u16>(&[0xff, 0xff, 0x04, 0, 0, 0, 0, 0]),
+        Err(Error::BadVarint)
+    );
+    assert_eq!(
+        from_bytes::<u32>(&[0xff, 0xff, 0xff, 0xff, 0x10, 0, 0, 0]),
+        Err(Error::BadVarint)
+    );
+    assert_eq!(
+        from_bytes::<u32>(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0, 0, 0]),
+        Ok(u32::MAX)
+    );
+    assert_eq!(from_bytes::<u64>(&[0xff; 16]), Err(Error::BadVarint));
+}
