@@ -52,6 +52,8 @@ for example in "histogram 100000 2" "stream_ep 1000000 2" "putget 1000" "jacobi 
                "sample_sort 100000 3"; do
     CANTUS_PGAS=messages ./target/release/examples/$example
 done
+# LU's pieces over messages start the next job's gets early (GlobalPtr::is_mapped).
+CANTUS_PGAS=messages CANTUS_LOCALES=2 ./target/release/examples/lu 256
 
 echo "== the Qthreads project's own tests against cantus (QTHREADS_SRC: a checkout)"
 if [ -n "${QTHREADS_SRC:-}" ]; then

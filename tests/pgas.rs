@@ -155,6 +155,17 @@ impl cantus::Remote for RoundTrip {
         let forged: GlobalPtr<u64> = postcard::from_bytes(&bytes).unwrap();
         let e = forged.read().unwrap_err();
         assert!(e.to_string().contains("the job has"), "{e}");
+        assert!(!forged.is_mapped(), "a place outside the job is not mapped");
+        // Mapped: this locale's own part always; another's where the
+        // memory is shared (every locale maps every segment), never over
+        // messages.
+        assert!(a.ptr(me).is_mapped());
+        let shared = std::env::var("CANTUS_PGAS").is_ok_and(|m| m == "shared");
+        assert_eq!(
+            a.ptr(next).is_mapped(),
+            shared || next == me,
+            "locale {next}'s part"
+        );
         pgas::barrier();
         // Nothing was written by the failed puts.
         assert!(a.local()[8 * n..].iter().all(|&x| x == 0));

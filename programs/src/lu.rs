@@ -40,7 +40,7 @@
 
 use cantus::Bulk;
 use cantus::balance::{Balance, LocaleStats, Splittable};
-use cantus::pgas::{GlobalArray, GlobalPtr};
+use cantus::pgas::{GetHandle, GlobalArray, GlobalPtr};
 use serde::{Deserialize, Serialize};
 use std::sync::Mutex;
 
@@ -936,7 +936,10 @@ impl Splittable for PanelGets {
 /// in the global address space: the coordinates of the blocks (i, j)
 /// below and right of the diagonal block still to update, C_ij -= A_ik
 /// A_kj. A piece gets each panel block it needs once (kept while it
-/// runs), and per unit gets, updates and puts back one block. Its result
+/// runs), and per unit gets, updates and puts back one block. Where the
+/// blocks are not mapped here (`GlobalPtr::is_mapped`: every rank a
+/// node), it starts the next unit's gets before updating the current
+/// block, so that their round trips overlap the arithmetic. Its result
 /// is the number of blocks updated.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SchurGets {
@@ -953,6 +956,48 @@ pub struct SchurGets {
     /// The block being updated.
     #[serde(skip)]
     block: Vec<f64>,
+    /// Gets started for the next job, where blocks travel as messages.
+    #[serde(skip)]
+    next: Prefetch,
+}
+
+/// The gets a piece of the trailing update started for its next job
+/// while it updates the current one, where the blocks are not mapped
+/// here (every rank a node: each get a round trip to locale 0, which
+/// answers between its own updates); on shared memory none (a get is a
+/// copy, done when it returns).
+#[derive(Default)]
+struct Prefetch {
+    /// The job (i, j) and the get of its block.
+    block: Option<((u32, u32), GetHandle<f64>)>,
+    /// The panel block (i, k) it needs, keyed i, if not fetched yet.
+    left: Option<(u32, GetHandle<f64>)>,
+    /// The panel block (k, j) it needs, keyed j, if not fetched yet.
+    top: Option<(u32, GetHandle<f64>)>,
+}
+
+impl std::fmt::Debug for Prefetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prefetch")
+            .field("block", &self.block.as_ref().map(|(key, _)| key))
+            .field("left", &self.left.as_ref().map(|(key, _)| key))
+            .field("top", &self.top.as_ref().map(|(key, _)| key))
+            .finish()
+    }
+}
+
+/// The elements of a prefetched get.
+fn arrived(got: GetHandle<f64>, what: &str) -> Vec<f64> {
+    got.wait()
+        .unwrap_or_else(|e| panic!("lu: the get of {what} failed: {e}"))
+}
+
+/// Starts the get of block (i, j).
+fn start_get(m: GlobalTiles, i: usize, j: usize) -> GetHandle<f64> {
+    let b = m.b as usize;
+    m.at(i, j)
+        .get_nb(b * b)
+        .unwrap_or_else(|e| panic!("lu: the get of block {i},{j} failed: {e}"))
 }
 
 /// The panel block keyed `key` from `cache`, fetched (block `at(key)`)
@@ -977,9 +1022,35 @@ impl Splittable for SchurGets {
         let (k, b, m) = (self.k as usize, self.m.b as usize, self.m);
         for _ in 0..units {
             let Some((i, j)) = self.jobs.pop() else { break };
-            m.get(i as usize, j as usize, &mut self.block);
-            let a = cached(&mut self.left, i, |x| m.get(i as usize, k, x));
-            let t = cached(&mut self.top, j, |x| m.get(k, j as usize, x));
+            // The job's blocks: those started for it, the rest now.
+            let next = std::mem::take(&mut self.next);
+            match next.block {
+                Some((key, got)) if key == (i, j) => self.block = arrived(got, "a block"),
+                _ => m.get(i as usize, j as usize, &mut self.block),
+            }
+            if let Some((key, got)) = next.left {
+                cached(&mut self.left, key, |x| *x = arrived(got, "a panel block"));
+            }
+            if let Some((key, got)) = next.top {
+                cached(&mut self.top, key, |x| *x = arrived(got, "a panel block"));
+            }
+            cached(&mut self.left, i, |x| m.get(i as usize, k, x));
+            cached(&mut self.top, j, |x| m.get(k, j as usize, x));
+            // The next job's, started now, where they travel as messages.
+            if let Some(&(ni, nj)) = self.jobs.last()
+                && !m.at(ni as usize, nj as usize).is_mapped()
+            {
+                let (ni_, nj_) = (ni as usize, nj as usize);
+                self.next.block = Some(((ni, nj), start_get(m, ni_, nj_)));
+                if !self.left.iter().any(|(key, _)| *key == ni) {
+                    self.next.left = Some((ni, start_get(m, ni_, k)));
+                }
+                if !self.top.iter().any(|(key, _)| *key == nj) {
+                    self.next.top = Some((nj, start_get(m, k, nj_)));
+                }
+            }
+            let a = cached(&mut self.left, i, |_| unreachable!("fetched above"));
+            let t = cached(&mut self.top, j, |_| unreachable!("fetched above"));
             update_block(&mut self.block, a, t, b);
             m.put(i as usize, j as usize, &self.block);
             *done += 1;
@@ -996,6 +1067,7 @@ impl Splittable for SchurGets {
             left: Vec::new(),
             top: Vec::new(),
             block: Vec::new(),
+            next: Prefetch::default(),
         })
     }
 
@@ -1060,6 +1132,7 @@ pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), 
             left: Vec::new(),
             top: Vec::new(),
             block: Vec::new(),
+            next: Prefetch::default(),
         })
         .units(1)
         .run()?;

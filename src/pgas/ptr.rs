@@ -359,6 +359,20 @@ impl<T: Pod> GlobalPtr<T> {
         }
     }
 
+    /// Whether this process maps the place: a [`get`](GlobalPtr::get) or
+    /// [`put`](GlobalPtr::put) there is then a copy by the calling
+    /// thread, done when it returns. `false` where they travel as
+    /// messages to its locale (another node, or the message memory):
+    /// the case where starting gets early with
+    /// [`get_nb`](GlobalPtr::get_nb) hides their round trips. `false`
+    /// too for a place outside the job, or with no global address space.
+    pub fn is_mapped(&self) -> bool {
+        with_space("pgas::GlobalPtr::is_mapped", |s| {
+            matches!(self.locate(s, 0, "a query"), Ok(Place::Mapped(_)))
+        })
+        .unwrap_or(false)
+    }
+
     /// Starts a get of `n` elements from here; the [`GetHandle`] gives
     /// them. Where the segment is mapped they were copied before it
     /// returned; over messages the calls fetching them are in flight, so
