@@ -73,13 +73,26 @@ impl Remote for Negate {
     }
 }
 
-/// Echoes every message back to its sender (same tag) until tag 0.
+/// Echoes every message back to its sender (same tag) until tag 0,
+/// decoded as an `M` and encoded again as one.
 #[derive(Serialize, Deserialize)]
-struct Echo {
+#[serde(bound = "")]
+struct Echo<M> {
     boss: TaskId,
+    #[serde(skip)]
+    message: std::marker::PhantomData<M>,
 }
 
-impl Remote for Echo {
+impl<M> Echo<M> {
+    fn to(boss: TaskId) -> Echo<M> {
+        Echo {
+            boss,
+            message: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<M: Serialize + serde::de::DeserializeOwned + Send + 'static> Remote for Echo<M> {
     type Output = ();
     fn run(self) {
         chant::send(self.boss, 1, &[]).unwrap();
@@ -88,14 +101,13 @@ impl Remote for Echo {
             if m.tag() == 0 {
                 break;
             }
-            // Decoded as a Bulk, encoded again as one.
-            let back: (u64, Bulk<f64>) = m.decode().unwrap();
+            let back: M = m.decode().unwrap();
             chant::send_value(m.source(), m.tag(), &back).unwrap();
         }
     }
 }
 
-cantus::remote!(Negate, Echo);
+cantus::remote!(Negate, Echo<(u64, Bulk<f64>)>, Echo<(u64, Vec<f64>)>);
 
 /// A dot product as splittable work: its pieces carry their halves of
 /// both vectors as bulk arrays, so a piece that moves to another locale
@@ -457,7 +469,7 @@ fn bulk_calls_from_many_senders_never_mix() {
 #[test]
 fn bulk_chant_messages_arrive_whole() {
     let _ = in_job("bulk_chant_messages_arrive_whole", 2, || {
-        cantus::begin_on(1, Echo { boss: chant::me() }).unwrap();
+        cantus::begin_on(1, Echo::<(u64, Bulk<f64>)>::to(chant::me())).unwrap();
         let echo = chant::recv(Source::Any, Tag::Is(1)).source();
         for n in sizes(false) {
             let v = values(n, 3);
@@ -566,28 +578,7 @@ impl Remote for NegatePlain {
     }
 }
 
-/// Echoes `(u64, Vec<f64>)` Chant messages until one of tag 0.
-#[derive(Serialize, Deserialize)]
-struct EchoPlain {
-    boss: TaskId,
-}
-
-impl Remote for EchoPlain {
-    type Output = ();
-    fn run(self) {
-        chant::send(self.boss, 1, &[]).unwrap();
-        loop {
-            let m = chant::recv(Source::Any, Tag::Any);
-            if m.tag() == 0 {
-                break;
-            }
-            let back: (u64, Vec<f64>) = m.decode().unwrap();
-            chant::send_value(m.source(), m.tag(), &back).unwrap();
-        }
-    }
-}
-
-cantus::remote!(NegatePlain, EchoPlain);
+cantus::remote!(NegatePlain);
 
 #[test]
 fn plain_vecs_as_arguments_and_results_arrive_whole() {
@@ -643,7 +634,7 @@ fn plain_vecs_as_arguments_and_results_arrive_whole() {
 #[test]
 fn plain_vecs_in_chant_messages_arrive_whole() {
     let _ = in_job("plain_vecs_in_chant_messages_arrive_whole", 2, || {
-        cantus::begin_on(1, EchoPlain { boss: chant::me() }).unwrap();
+        cantus::begin_on(1, Echo::<(u64, Vec<f64>)>::to(chant::me())).unwrap();
         let echo = chant::recv(Source::Any, Tag::Is(1)).source();
         for n in sizes(false) {
             let v = values(n, 9);

@@ -823,14 +823,7 @@ fn ours<T: Serialize + serde::de::DeserializeOwned>(
     wrap: impl Fn(Vec<u8>) -> T,
 ) -> Duration {
     use cantus::__bench::codec::{decode, encode};
-    let arg = wrap((0..size).map(|i| i as u8).collect());
-    let start = Instant::now();
-    for _ in 0..rounds {
-        let bytes = encode(std::hint::black_box(&arg));
-        let back: T = decode(&bytes);
-        std::hint::black_box(back);
-    }
-    start.elapsed() / rounds as u32
+    encode_and_decode(size, rounds, wrap, encode, decode)
 }
 
 /// Time of encoding (postcard, into a fresh vector) and decoding a
@@ -840,11 +833,29 @@ fn codec<T: Serialize + serde::de::DeserializeOwned>(
     rounds: u64,
     wrap: impl Fn(Vec<u8>) -> T,
 ) -> Duration {
+    encode_and_decode(
+        size,
+        rounds,
+        wrap,
+        |v| postcard::to_allocvec(v).expect("encodes"),
+        |b| postcard::from_bytes(b).expect("decodes"),
+    )
+}
+
+/// Time of `encode` and `decode` of a `size`-byte argument made by
+/// `wrap`, a round of each, averaged over `rounds`.
+fn encode_and_decode<T>(
+    size: usize,
+    rounds: u64,
+    wrap: impl Fn(Vec<u8>) -> T,
+    encode: impl Fn(&T) -> Vec<u8>,
+    decode: impl Fn(&[u8]) -> T,
+) -> Duration {
     let arg = wrap((0..size).map(|i| i as u8).collect());
     let start = Instant::now();
     for _ in 0..rounds {
-        let bytes = postcard::to_allocvec(std::hint::black_box(&arg)).expect("encodes");
-        let back: T = postcard::from_bytes(&bytes).expect("decodes");
+        let bytes = encode(std::hint::black_box(&arg));
+        let back: T = decode(&bytes);
         std::hint::black_box(back);
     }
     start.elapsed() / rounds as u32

@@ -186,7 +186,7 @@ impl Default for Encoding {
 /// offer. `at` is where the encoding starts in its frame (after the
 /// header), for the padding.
 struct Gather<'a> {
-    /// The bytes, owned while encoding (a field of the flavor, not behind
+    /// The bytes, owned while encoding (a field of the output, not behind
     /// a reference: the per-element writes of a long sequence stay fast).
     bytes: Vec<u8>,
     /// The encoding's pins and their length in all (written rarely).

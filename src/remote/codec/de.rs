@@ -318,6 +318,18 @@ struct Elements<'a, 'de> {
     left: usize,
 }
 
+impl<'de> Elements<'_, 'de> {
+    /// The next element (or map key), if any is left.
+    #[inline]
+    fn next<S: DeserializeSeed<'de>>(&mut self, seed: S) -> Result<Option<S::Value>, Error> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        seed.deserialize(&mut *self.de).map(Some)
+    }
+}
+
 impl<'de> de::SeqAccess<'de> for Elements<'_, 'de> {
     type Error = Error;
 
@@ -326,11 +338,7 @@ impl<'de> de::SeqAccess<'de> for Elements<'_, 'de> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Error> {
-        if self.left == 0 {
-            return Ok(None);
-        }
-        self.left -= 1;
-        seed.deserialize(&mut *self.de).map(Some)
+        self.next(seed)
     }
 
     /// The length, where the input could hold it (each element takes a
@@ -350,11 +358,7 @@ impl<'de> de::MapAccess<'de> for Elements<'_, 'de> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        if self.left == 0 {
-            return Ok(None);
-        }
-        self.left -= 1;
-        seed.deserialize(&mut *self.de).map(Some)
+        self.next(seed)
     }
 
     #[inline]
