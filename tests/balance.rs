@@ -478,3 +478,150 @@ fn every_program_is_right_on_1_to_4_locales() {
         },
     );
 }
+
+/// Items each of which lies on locale `item % locales`. A piece records
+/// the locale it was split for; it holds on the starting locale until a
+/// piece has run elsewhere (so that work moves whatever the schedule),
+/// and `split_for` gives a thief of another locale the items that lie
+/// there. Results: the sum, the pieces that ran on a locale other than
+/// the one they were split for, and the items that ran on their owner's
+/// locale away from the start.
+#[derive(Serialize, Deserialize)]
+struct Owned {
+    items: Vec<u64>,
+    locales: u64,
+    made_for: usize,
+    origin: usize,
+    token: u64,
+    checked: bool,
+}
+
+/// The last held computation (its token) a piece of which ran away from
+/// the starting locale, there.
+static OWNED_ARRIVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[derive(Serialize, Deserialize)]
+struct OwnedArrived(u64);
+
+impl cantus::Remote for OwnedArrived {
+    type Output = ();
+    const INLINE: bool = true;
+    fn run(self) {
+        OWNED_ARRIVED.fetch_max(self.0, std::sync::atomic::Ordering::Release);
+    }
+}
+
+cantus::remote!(OwnedArrived);
+
+impl Owned {
+    fn piece(&self, items: Vec<u64>, to: usize) -> Owned {
+        Owned {
+            items,
+            locales: self.locales,
+            made_for: to,
+            origin: self.origin,
+            token: self.token,
+            checked: false,
+        }
+    }
+}
+
+impl Splittable for Owned {
+    type Result = (u64, u64, u64);
+
+    fn run(&mut self, units: usize, r: &mut (u64, u64, u64)) -> bool {
+        let here = cantus::here();
+        if !self.checked {
+            self.checked = true;
+            if self.made_for != here {
+                r.1 += 1;
+            }
+            if here != self.origin {
+                cantus::begin_on(self.origin, OwnedArrived(self.token)).expect("the origin");
+            }
+        }
+        if here == self.origin
+            && OWNED_ARRIVED.load(std::sync::atomic::Ordering::Acquire) < self.token
+        {
+            // Holding until a piece ran elsewhere (requests are answered
+            // between steps).
+            std::thread::yield_now();
+            return true;
+        }
+        for _ in 0..units {
+            let Some(x) = self.items.pop() else { break };
+            r.0 += x;
+            if here != self.origin && x % self.locales == here as u64 {
+                r.2 += 1;
+            }
+        }
+        !self.items.is_empty()
+    }
+
+    fn split(&mut self) -> Option<Owned> {
+        panic!("the runtime splits by split_for, which says where the piece goes")
+    }
+
+    fn split_for(&mut self, to: usize) -> Option<Owned> {
+        let theirs: Vec<u64> = self
+            .items
+            .iter()
+            .copied()
+            .filter(|&x| x % self.locales == to as u64)
+            .collect();
+        let piece = if to != cantus::here() && !theirs.is_empty() && theirs.len() < self.items.len()
+        {
+            self.items.retain(|&x| x % self.locales != to as u64);
+            theirs
+        } else {
+            let half = self.items.len() / 2;
+            if half == 0 {
+                return None;
+            }
+            self.items.drain(..half).collect()
+        };
+        Some(self.piece(piece, to))
+    }
+
+    fn merge(into: &mut (u64, u64, u64), other: (u64, u64, u64)) {
+        into.0 += other.0;
+        into.1 += other.1;
+        into.2 += other.2;
+    }
+}
+
+cantus::splittable!(Owned);
+
+#[test]
+fn a_piece_is_split_for_the_locale_it_runs_on() {
+    for_locales(
+        "a_piece_is_split_for_the_locale_it_runs_on",
+        &[2, 3],
+        |rt, n| {
+            for token in 1..=3u64 {
+                let items: Vec<u64> = (0..20_000).collect();
+                let want: u64 = items.iter().sum();
+                let (sum, astray, at_owner) = rt
+                    .block_on(|| {
+                        balance::run(Owned {
+                            items,
+                            locales: n as u64,
+                            made_for: cantus::here(),
+                            origin: cantus::here(),
+                            token,
+                            checked: false,
+                        })
+                    })
+                    .expect("balanced");
+                assert_eq!(sum, want, "on {n} locales");
+                assert_eq!(
+                    astray, 0,
+                    "pieces ran away from the locale they were split for"
+                );
+                // The origin held until a piece of another locale's own
+                // items (the first split for a thief) ran there.
+                assert!(at_owner > 0, "no item ran on its owner away from the start");
+            }
+        },
+    );
+}

@@ -133,6 +133,18 @@ impl cantus::Remote for RoundTrip {
         for src in 0..n {
             assert_eq!(back[src * 8 + 3], (src * 1000 + next * 10 + 3) as u64);
         }
+        // The same place on another locale (`on`), reached from a pointer
+        // into this locale's part: what that locale was sent there.
+        let mine = a.ptr(me).add(me * 8 + 5);
+        assert_eq!(mine.on(next), a.ptr(next).add(me * 8 + 5));
+        assert_eq!(mine.on(next).locale(), next);
+        assert_eq!(mine.on(next).remaining(), 64 - me * 8 - 5);
+        assert_eq!(
+            mine.on(next).read().unwrap(),
+            (me * 1000 + next * 10 + 5) as u64
+        );
+        let e = mine.on(n).read().unwrap_err();
+        assert!(e.to_string().contains("the job has"), "{e}");
         // Bounds: past the end, before nothing is written.
         let e = a.ptr(next).add(60).put(&[1, 2, 3, 4, 5]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutOfBounds);

@@ -5,10 +5,13 @@
 //! pivoting:
 //!
 //! - [`lu_balanced`]: the matrix lies in the global address space
-//!   (`cantus::pgas`, locale 0's part of a global array, block by block)
-//!   and each block step's panel solves, then its trailing update, is one
+//!   (`cantus::pgas`, a global array, block by block, spread over the
+//!   locales two-dimensionally block-cyclic: [`GlobalTiles`]) and each
+//!   block step's panel solves, then its trailing update, is one
 //!   computation of `cantus::balance`: splittable work that is a list of
-//!   block coordinates ([`PanelGets`], [`SchurGets`]), split in halves;
+//!   block coordinates ([`PanelGets`], [`SchurGets`]), split in halves,
+//!   a thief of another locale given the blocks its locale owns
+//!   (`split_for`) and each piece running its own locale's blocks first;
 //!   wherever a piece runs it gets the blocks it needs by one-sided get
 //!   and puts each updated block back (on one machine, a copy from and
 //!   into memory every locale maps), and its result is a count;
@@ -776,23 +779,62 @@ pub fn lu_carried(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), c
     Ok((lu, stats))
 }
 
-/// The matrix's blocks in the global address space: block (i, j) is
-/// b x b entries, row-major, at element `(i nb + j) b^2` of locale 0's
-/// part of a global array, which every locale allocated (`alloc_tiles`).
+/// The matrix's blocks in the global address space, spread over the
+/// locales two-dimensionally block-cyclic (ScaLAPACK's layout): the
+/// locales form a `pr` x `pc` grid (`pr` <= `pc`, as square as their
+/// number allows) and block (i, j) lies on the locale at (i mod pr, j
+/// mod pc), so every locale owns about as many blocks of every trailing
+/// matrix, and a step's panel blocks lie on a row and a column of the
+/// grid. On its owner, block (i, j) is b x b entries, row-major, at
+/// element `((i / pr) lc + j / pc) b^2` of the locale's part of a global
+/// array that every locale allocated (`alloc_tiles`; lc = ceil(nb / pc)).
 /// A piece reaches any block from any locale with one-sided gets and
 /// puts: on one machine a copy from or into memory every locale maps,
-/// across machines a message to locale 0.
+/// across machines a message to the owner.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct GlobalTiles {
+    /// Locale 0's part of the array.
     base: GlobalPtr<f64>,
     b: u32,
     nb: u32,
+    /// The locale grid's rows and columns.
+    pr: u32,
+    pc: u32,
 }
 
 impl GlobalTiles {
+    /// The grid of `locales` locales: `pr` the largest divisor of
+    /// `locales` no larger than its square root.
+    fn grid(locales: usize) -> (usize, usize) {
+        let pr = (1..=locales)
+            .take_while(|r| r * r <= locales)
+            .filter(|r| locales % r == 0)
+            .last()
+            .unwrap_or(1);
+        (pr, locales / pr)
+    }
+
+    /// Elements each locale's part needs for n x n in b x b blocks.
+    fn part_len(n: usize, b: usize, locales: usize) -> usize {
+        let nb = n / b;
+        let (pr, pc) = Self::grid(locales);
+        nb.div_ceil(pr) * nb.div_ceil(pc) * b * b
+    }
+
+    /// The locale that owns block (i, j).
+    fn owner(&self, i: usize, j: usize) -> usize {
+        (i % self.pr as usize) * self.pc as usize + j % self.pc as usize
+    }
+
+    /// Where block (i, j) starts in its owner's part, in elements.
+    fn offset(&self, i: usize, j: usize) -> usize {
+        let (b, pr, pc) = (self.b as usize, self.pr as usize, self.pc as usize);
+        let lc = (self.nb as usize).div_ceil(pc);
+        ((i / pr) * lc + j / pc) * b * b
+    }
+
     fn at(&self, i: usize, j: usize) -> GlobalPtr<f64> {
-        let b = self.b as usize;
-        self.base.add((i * self.nb as usize + j) * b * b)
+        self.base.on(self.owner(i, j)).add(self.offset(i, j))
     }
 
     /// Block (i, j), into `into`.
@@ -810,6 +852,57 @@ impl GlobalTiles {
             .put(block)
             .unwrap_or_else(|e| panic!("lu: the put of block {i},{j} failed: {e}"));
     }
+
+    /// Arranges a piece's jobs (block coordinates, run from the back) for
+    /// the locale it runs on: the blocks it owns last, so they run first
+    /// and the others wait where their owners' thieves find them.
+    fn arrange(&self, jobs: &mut Vec<(u32, u32)>, here: usize) {
+        let (mut mine, theirs): (Vec<_>, Vec<_>) = jobs
+            .iter()
+            .partition(|&&(i, j)| self.owner(i as usize, j as usize) == here);
+        if mine.is_empty() || theirs.is_empty() {
+            return;
+        }
+        *jobs = theirs;
+        jobs.append(&mut mine);
+    }
+
+    /// The jobs to give a thief on locale `to` from a piece on `here`:
+    /// another locale's thief the blocks it owns (at most half the
+    /// piece's jobs; half, the others first, if it owns none); an idle
+    /// worker here every other job, so that both keep a share of this
+    /// locale's blocks and of the rest. `None` below two jobs.
+    fn split_jobs(
+        &self,
+        jobs: &mut Vec<(u32, u32)>,
+        here: usize,
+        to: usize,
+    ) -> Option<Vec<(u32, u32)>> {
+        let n = jobs.len();
+        if n < 2 {
+            return None;
+        }
+        if to == here {
+            return cantus::balance::split_stack(jobs);
+        }
+        let owned = |&(i, j): &(u32, u32)| self.owner(i as usize, j as usize) == to;
+        let theirs = jobs.iter().filter(|x| owned(x)).count();
+        if theirs == 0 {
+            return Some(jobs.drain(..n / 2).collect());
+        }
+        let mut give = theirs.min(n / 2);
+        let mut given = Vec::with_capacity(give);
+        jobs.retain(|x| {
+            if give > 0 && owned(x) {
+                give -= 1;
+                given.push(*x);
+                false
+            } else {
+                true
+            }
+        });
+        Some(given)
+    }
 }
 
 /// Each locale's handle of the global array that holds the matrix while
@@ -817,8 +910,8 @@ impl GlobalTiles {
 static TILES: Mutex<Option<GlobalArray<f64>>> = Mutex::new(None);
 
 /// SPMD body: allocates the matrix's array (`len` entries on every
-/// locale: the heap is symmetric; only locale 0's part is used) and keeps
-/// this locale's handle; returns locale 0's part.
+/// locale: the heap is symmetric; each locale's part holds the blocks it
+/// owns) and keeps this locale's handle; returns locale 0's part.
 #[derive(Clone, Serialize, Deserialize)]
 struct AllocTiles {
     len: u64,
@@ -855,13 +948,17 @@ struct Held(GlobalTiles);
 
 impl Held {
     fn alloc(n: usize, b: usize) -> Result<Held, cantus::Error> {
+        let locales = cantus::num_locales();
         let base = cantus::pgas::spmd(AllocTiles {
-            len: (n * n) as u64,
+            len: GlobalTiles::part_len(n, b, locales) as u64,
         })?[0];
+        let (pr, pc) = GlobalTiles::grid(locales);
         Ok(Held(GlobalTiles {
             base,
             b: b as u32,
             nb: (n / b) as u32,
+            pr: pr as u32,
+            pc: pc as u32,
         }))
     }
 }
@@ -891,6 +988,28 @@ pub struct PanelGets {
     /// The block being solved.
     #[serde(skip)]
     block: Vec<f64>,
+    /// Whether the jobs are arranged for this locale (`arrange`).
+    #[serde(skip)]
+    arranged: bool,
+}
+
+impl PanelGets {
+    /// The panel solves of step `k` for `jobs`.
+    fn new(m: GlobalTiles, k: u32, jobs: Vec<(u32, u32)>) -> PanelGets {
+        PanelGets {
+            m,
+            k,
+            jobs,
+            diag: Vec::new(),
+            block: Vec::new(),
+            arranged: false,
+        }
+    }
+
+    /// A piece of this step with `jobs`.
+    fn piece(&self, jobs: Vec<(u32, u32)>) -> PanelGets {
+        PanelGets::new(self.m, self.k, jobs)
+    }
 }
 
 impl Splittable for PanelGets {
@@ -898,6 +1017,10 @@ impl Splittable for PanelGets {
 
     fn run(&mut self, units: usize, done: &mut u64) -> bool {
         let (k, b) = (self.k as usize, self.m.b as usize);
+        if !self.arranged {
+            self.m.arrange(&mut self.jobs, cantus::here());
+            self.arranged = true;
+        }
         if self.diag.is_empty() && !self.jobs.is_empty() {
             self.m.get(k, k, &mut self.diag);
         }
@@ -918,13 +1041,15 @@ impl Splittable for PanelGets {
 
     fn split(&mut self) -> Option<PanelGets> {
         let half = self.jobs.len() / 2;
-        (half > 0).then(|| PanelGets {
-            m: self.m,
-            k: self.k,
-            jobs: self.jobs.drain(..half).collect(),
-            diag: Vec::new(),
-            block: Vec::new(),
+        (half > 0).then(|| {
+            let jobs = self.jobs.drain(..half).collect();
+            self.piece(jobs)
         })
+    }
+
+    fn split_for(&mut self, to: usize) -> Option<PanelGets> {
+        let jobs = self.m.split_jobs(&mut self.jobs, cantus::here(), to)?;
+        Some(self.piece(jobs))
     }
 
     fn merge(into: &mut u64, other: u64) {
@@ -959,13 +1084,37 @@ pub struct SchurGets {
     /// Gets started for the next job, where blocks travel as messages.
     #[serde(skip)]
     next: Prefetch,
+    /// Whether the jobs are arranged for this locale (`arrange`).
+    #[serde(skip)]
+    arranged: bool,
+}
+
+impl SchurGets {
+    /// The trailing update of step `k` for `jobs`.
+    fn new(m: GlobalTiles, k: u32, jobs: Vec<(u32, u32)>) -> SchurGets {
+        SchurGets {
+            m,
+            k,
+            jobs,
+            left: Vec::new(),
+            top: Vec::new(),
+            block: Vec::new(),
+            next: Prefetch::default(),
+            arranged: false,
+        }
+    }
+
+    /// A piece of this step with `jobs`.
+    fn piece(&self, jobs: Vec<(u32, u32)>) -> SchurGets {
+        SchurGets::new(self.m, self.k, jobs)
+    }
 }
 
 /// The gets a piece of the trailing update started for its next job
 /// while it updates the current one, where the blocks are not mapped
-/// here (every rank a node: each get a round trip to locale 0, which
-/// answers between its own updates); on shared memory none (a get is a
-/// copy, done when it returns).
+/// here (every rank a node: each get a round trip to the block's owner,
+/// which answers between its own updates); on shared memory none (a get
+/// is a copy, done when it returns).
 #[derive(Default)]
 struct Prefetch {
     /// The job (i, j) and the get of its block.
@@ -1020,6 +1169,10 @@ impl Splittable for SchurGets {
 
     fn run(&mut self, units: usize, done: &mut u64) -> bool {
         let (k, b, m) = (self.k as usize, self.m.b as usize, self.m);
+        if !self.arranged {
+            m.arrange(&mut self.jobs, cantus::here());
+            self.arranged = true;
+        }
         for _ in 0..units {
             let Some((i, j)) = self.jobs.pop() else { break };
             // The job's blocks: those started for it, the rest now.
@@ -1060,15 +1213,15 @@ impl Splittable for SchurGets {
 
     fn split(&mut self) -> Option<SchurGets> {
         let half = self.jobs.len() / 2;
-        (half > 0).then(|| SchurGets {
-            m: self.m,
-            k: self.k,
-            jobs: self.jobs.drain(..half).collect(),
-            left: Vec::new(),
-            top: Vec::new(),
-            block: Vec::new(),
-            next: Prefetch::default(),
+        (half > 0).then(|| {
+            let jobs = self.jobs.drain(..half).collect();
+            self.piece(jobs)
         })
+    }
+
+    fn split_for(&mut self, to: usize) -> Option<SchurGets> {
+        let jobs = self.m.split_jobs(&mut self.jobs, cantus::here(), to)?;
+        Some(self.piece(jobs))
     }
 
     fn merge(into: &mut u64, other: u64) {
@@ -1079,8 +1232,9 @@ impl Splittable for SchurGets {
 cantus::splittable!(PanelGets, SchurGets);
 
 /// The blocked LU of [`Matrix::generate`]`(n, seed)` with b x b blocks,
-/// in the global address space: the matrix goes block by block into
-/// locale 0's part of a global array, and each step's panel solves and
+/// in the global address space: the matrix goes block by block into a
+/// global array spread over the locales ([`GlobalTiles`]), and each step's
+/// panel solves and
 /// then its trailing update are balanced with `cantus::balance` as pieces
 /// that name their blocks ([`PanelGets`], [`SchurGets`]: one block per
 /// step of a piece, so that requests are answered between blocks) and
@@ -1110,32 +1264,18 @@ pub fn lu_balanced(n: usize, b: usize, seed: u64) -> Result<(Matrix, Balanced), 
         let mut jobs: Vec<(u32, u32)> = (k + 1..nb).map(|j| (k as u32, j as u32)).collect();
         jobs.extend((k + 1..nb).map(|i| (i as u32, k as u32)));
         let count = jobs.len() as u64;
-        let panel = Balance::new(PanelGets {
-            m,
-            k: k as u32,
-            jobs,
-            diag: Vec::new(),
-            block: Vec::new(),
-        })
-        .units(1)
-        .run()?;
+        let panel = Balance::new(PanelGets::new(m, k as u32, jobs))
+            .units(1)
+            .run()?;
         assert_eq!(panel.result, count, "lu: step {k}: panel blocks lost");
         stats.add(&panel.locales);
         let jobs: Vec<(u32, u32)> = (k + 1..nb)
             .flat_map(|i| (k + 1..nb).map(move |j| (i as u32, j as u32)))
             .collect();
         let count = jobs.len() as u64;
-        let schur = Balance::new(SchurGets {
-            m,
-            k: k as u32,
-            jobs,
-            left: Vec::new(),
-            top: Vec::new(),
-            block: Vec::new(),
-            next: Prefetch::default(),
-        })
-        .units(1)
-        .run()?;
+        let schur = Balance::new(SchurGets::new(m, k as u32, jobs))
+            .units(1)
+            .run()?;
         assert_eq!(schur.result, count, "lu: step {k}: updated blocks lost");
         stats.add(&schur.locales);
     }
@@ -1225,4 +1365,149 @@ pub fn lu_seq(n: usize, b: usize, seed: u64) -> Matrix {
 /// The flops of an LU of order n: 2n^3/3.
 pub fn flops(n: usize) -> f64 {
     2.0 * (n as f64).powi(3) / 3.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tiles of nb x nb blocks of b x b over `locales` locales (the base
+    /// pointer is a real one; these tests only compute places).
+    fn tiles(b: usize, nb: usize, locales: usize) -> GlobalTiles {
+        /// Locale 0's part of a global array (freed at once).
+        #[derive(Clone, Serialize, Deserialize)]
+        struct Base;
+        impl cantus::Remote for Base {
+            type Output = GlobalPtr<f64>;
+            fn run(self) -> GlobalPtr<f64> {
+                cantus::pgas::alloc::<f64>(1).unwrap().ptr(0)
+            }
+        }
+        cantus::remote!(Base);
+        let base = cantus::run(|| cantus::pgas::spmd(Base)).unwrap().unwrap()[0];
+        let (pr, pc) = GlobalTiles::grid(locales);
+        GlobalTiles {
+            base,
+            b: b as u32,
+            nb: nb as u32,
+            pr: pr as u32,
+            pc: pc as u32,
+        }
+    }
+
+    #[test]
+    fn the_grid_is_as_square_as_the_locales_allow() {
+        let grids: Vec<_> = (1..=9).map(GlobalTiles::grid).collect();
+        assert_eq!(
+            grids,
+            [
+                (1, 1),
+                (1, 2),
+                (1, 3),
+                (2, 2),
+                (1, 5),
+                (2, 3),
+                (1, 7),
+                (2, 4),
+                (3, 3)
+            ]
+        );
+    }
+
+    #[test]
+    fn every_block_has_a_place_of_its_own_inside_its_owners_part() {
+        let base = tiles(1, 1, 1).base;
+        for locales in 1..=9 {
+            for (b, nb) in [(1, 1), (1, 2), (2, 5), (1, 8), (3, 7)] {
+                let (pr, pc) = GlobalTiles::grid(locales);
+                let t = GlobalTiles {
+                    base,
+                    b: b as u32,
+                    nb: nb as u32,
+                    pr: pr as u32,
+                    pc: pc as u32,
+                };
+                let len = GlobalTiles::part_len(nb * b, b, locales);
+                let mut seen = std::collections::HashSet::new();
+                let mut per_locale = vec![0usize; locales];
+                for i in 0..nb {
+                    for j in 0..nb {
+                        let (owner, at) = (t.owner(i, j), t.offset(i, j));
+                        assert!(owner < locales, "{locales} locales: block {i},{j}");
+                        assert!(
+                            at + b * b <= len,
+                            "{locales} locales: block {i},{j} at {at}"
+                        );
+                        assert_eq!(at % (b * b), 0);
+                        assert!(seen.insert((owner, at)), "block {i},{j} shares a place");
+                        assert_eq!(t.at(i, j), base.on(owner).add(at));
+                        per_locale[owner] += 1;
+                    }
+                }
+                // Spread: no locale owns more than its share rounded up
+                // by a row and a column of the grid.
+                if nb * nb >= locales {
+                    let most = nb.div_ceil(pr) * nb.div_ceil(pc);
+                    assert!(per_locale.iter().all(|&c| c <= most), "{per_locale:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_thief_gets_the_blocks_of_its_locale_and_idle_workers_here_a_share() {
+        let t = tiles(1, 6, 2); // grid 1 x 2: block (i, j) on locale j % 2
+        let all: Vec<(u32, u32)> = (0..6).flat_map(|i| (0..6).map(move |j| (i, j))).collect();
+        let sorted = |mut v: Vec<(u32, u32)>| {
+            v.sort();
+            v
+        };
+
+        // Arranged for locale 0: its blocks last (run first), the order
+        // within each kept.
+        let mut jobs = all.clone();
+        t.arrange(&mut jobs, 0);
+        let (theirs, mine) = jobs.split_at(18);
+        assert!(theirs.iter().all(|&(_, j)| j % 2 == 1), "{jobs:?}");
+        assert!(mine.iter().all(|&(_, j)| j % 2 == 0), "{jobs:?}");
+        assert!(mine.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(sorted(jobs.clone()), all);
+
+        // Locale 1's thief: the blocks locale 1 owns, all of them (half
+        // the jobs).
+        let mut kept = jobs.clone();
+        let given = t.split_jobs(&mut kept, 0, 1).unwrap();
+        assert_eq!(given.len(), 18);
+        assert!(given.iter().all(|&(_, j)| j % 2 == 1));
+        assert!(kept.iter().all(|&(_, j)| j % 2 == 0));
+
+        // At most half the piece, even if the thief owns more.
+        let mut kept: Vec<(u32, u32)> = vec![(0, 1), (0, 3), (0, 5), (0, 0)];
+        let given = t.split_jobs(&mut kept, 0, 1).unwrap();
+        assert_eq!((given.len(), kept.len()), (2, 2));
+        assert!(given.iter().all(|&(_, j)| j % 2 == 1));
+
+        // A thief that owns none gets half, from the front.
+        let t3 = tiles(1, 6, 3); // grid 1 x 3: block (i, j) on locale j % 3
+        let mut kept: Vec<(u32, u32)> = vec![(0, 0), (0, 2), (0, 3), (1, 5)];
+        let given = t3.split_jobs(&mut kept, 0, 1).unwrap();
+        assert_eq!(given, [(0, 0), (0, 2)]);
+        assert_eq!(kept, [(0, 3), (1, 5)]);
+
+        // An idle worker here: every other job, so both keep a share of
+        // the blocks here and of the rest.
+        let mut kept = jobs.clone();
+        let given = t.split_jobs(&mut kept, 0, 0).unwrap();
+        assert_eq!((given.len(), kept.len()), (18, 18));
+        for half in [&given, &kept] {
+            assert_eq!(half.iter().filter(|&&(_, j)| j % 2 == 0).count(), 9);
+        }
+        let mut both = given;
+        both.extend(kept);
+        assert_eq!(sorted(both), all);
+
+        // Nothing to split below two jobs.
+        assert!(t.split_jobs(&mut vec![(0, 1)], 0, 1).is_none());
+        assert!(t.split_jobs(&mut vec![], 0, 0).is_none());
+    }
 }

@@ -260,7 +260,7 @@ impl<W: RegisteredWork> Comp<W> {
                 break;
             }
             if crate::sched::idle_workers() > 0 {
-                match self.guarded("split", || work.split()) {
+                match self.guarded("split", || work.split_for(self.setup.here)) {
                     Some(Some(piece)) => {
                         lock(&self.protocol).piece_started_here();
                         self.local_splits.fetch_add(1, Ordering::Relaxed);
@@ -320,7 +320,7 @@ impl<W: RegisteredWork> Comp<W> {
             let Some((thief, lifeline)) = request else {
                 return true;
             };
-            let Some(split) = self.guarded("split", || work.split()) else {
+            let Some(split) = self.guarded("split", || work.split_for(thief)) else {
                 // The thief still gets its answer.
                 self.event(|p| p.split_failed(thief, lifeline), false);
                 return false;

@@ -168,7 +168,7 @@ impl<W: Splittable> Net<W> {
                     break;
                 };
                 let loc = &mut self.locales[l];
-                let split = loc.pieces.last_mut().and_then(|(w, _)| w.split());
+                let split = loc.pieces.last_mut().and_then(|(w, _)| w.split_for(thief));
                 match split {
                     Some(piece) => {
                         loc.protocol.work_sent(thief, lifeline);

@@ -90,6 +90,59 @@ pub trait Splittable: Serialize + DeserializeOwned + Send + 'static {
     /// the largest pieces), or `None` if it cannot be split now. Only
     /// called between two calls of `run` that returned `true`.
     fn split(&mut self) -> Option<Self>;
+    /// Like [`split`](Self::split), knowing where the piece goes: `to` is
+    /// the thief's locale ([`here`](crate::here) when the piece becomes a
+    /// task of an idle worker of this locale). Work whose data lies on
+    /// particular locales gives a thief what lies on the thief's locale,
+    /// so that a piece runs where its data is (owner computes; the blocked
+    /// LU of `cantus-programs` gives a locale the blocks it owns). By
+    /// default, [`split`](Self::split).
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// /// Sums items each of which lies on locale `item % locales`.
+    /// #[derive(Serialize, Deserialize)]
+    /// struct Owned { items: Vec<u64>, locales: u64 }
+    ///
+    /// impl cantus::balance::Splittable for Owned {
+    ///     type Result = u64;
+    ///     fn run(&mut self, units: usize, sum: &mut u64) -> bool {
+    ///         for _ in 0..units {
+    ///             let Some(x) = self.items.pop() else { break };
+    ///             *sum += x;
+    ///         }
+    ///         !self.items.is_empty()
+    ///     }
+    ///     fn split(&mut self) -> Option<Owned> {
+    ///         let half = self.items.len() / 2;
+    ///         (half > 0).then(|| Owned { items: self.items.drain(..half).collect(), locales: self.locales })
+    ///     }
+    ///     fn split_for(&mut self, to: usize) -> Option<Owned> {
+    ///         // Another locale's thief gets the items that lie there
+    ///         // (if some stay here).
+    ///         let (theirs, mine): (Vec<u64>, Vec<u64>) =
+    ///             self.items.iter().partition(|&&x| x % self.locales == to as u64);
+    ///         if to == cantus::here() || theirs.is_empty() || mine.is_empty() {
+    ///             return self.split();
+    ///         }
+    ///         self.items = mine;
+    ///         Some(Owned { items: theirs, locales: self.locales })
+    ///     }
+    ///     fn merge(sum: &mut u64, other: u64) {
+    ///         *sum += other;
+    ///     }
+    /// }
+    /// cantus::splittable!(Owned);
+    ///
+    /// let work = Owned { items: (0..10_000).collect(), locales: 2 };
+    /// let sum = cantus::run(|| cantus::balance::run(work)).unwrap();
+    /// assert_eq!(sum.unwrap(), 49_995_000);
+    /// ```
+    fn split_for(&mut self, to: usize) -> Option<Self> {
+        let _ = to;
+        self.split()
+    }
 
     /// Folds `other` into `into`.
     fn merge(into: &mut Self::Result, other: Self::Result);

@@ -105,6 +105,41 @@ impl<T: Pod> GlobalPtr<T> {
         }
     }
 
+    /// The same element of `locale`'s part of the allocation. Every
+    /// global allocation is symmetric ([`alloc`](crate::pgas::alloc):
+    /// each locale's part at the same offsets), so a pointer into one
+    /// locale's part names the same place in any other's, as an
+    /// OpenSHMEM symmetric address does with a PE number. A locale that
+    /// is not in the job is an error when the pointer is used.
+    ///
+    /// ```
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// /// Each locale names the third element of locale 0's part.
+    /// #[derive(Clone, Serialize, Deserialize)]
+    /// struct Third;
+    ///
+    /// impl cantus::Remote for Third {
+    ///     type Output = bool;
+    ///     fn run(self) -> bool {
+    ///         let a = cantus::pgas::alloc::<u64>(4).unwrap();
+    ///         let mine = a.ptr(cantus::here()).add(2);
+    ///         mine.on(0) == a.ptr(0).add(2) && mine.on(0).remaining() == 2
+    ///     }
+    /// }
+    /// cantus::remote!(Third);
+    ///
+    /// let all = cantus::run(|| cantus::pgas::spmd(Third)).unwrap().unwrap();
+    /// assert!(all.iter().all(|&same| same));
+    /// ```
+    #[must_use]
+    pub fn on(self, locale: usize) -> GlobalPtr<T> {
+        GlobalPtr {
+            locale: u32::try_from(locale).unwrap_or(u32::MAX),
+            ..self
+        }
+    }
+
     /// Elements from here to the end of the allocation (0 if past it).
     pub fn remaining(&self) -> usize {
         match size_of::<T>() {
