@@ -8,7 +8,10 @@
 //! Time is in ticks: a step (one call of `Splittable::run`) costs
 //! `step_ticks`, a message takes `latency_ticks` to arrive. Events at
 //! the same tick run in the order they were made, so a run is
-//! deterministic. Pieces move by value (no encoding).
+//! deterministic. Pieces move by value (no encoding). A victim splits
+//! with `Splittable::split_for(thief)`, the thief a simulated locale's
+//! number; work that compares it with `cantus::here()` (the process's
+//! own locale) sees every thief as another locale.
 
 use super::protocol::{Protocol, Send, Tuning};
 use super::stats::LocaleStats;
