@@ -145,6 +145,37 @@ impl cantus::Remote for RoundTrip {
         );
         let e = mine.on(n).read().unwrap_err();
         assert!(e.to_string().contains("the job has"), "{e}");
+        // Direct access where this process maps the place: this locale's
+        // own part always, another's only on shared memory.
+        let own = a
+            .ptr(me)
+            .mapped_ptr(8 * n)
+            .unwrap()
+            .expect("own part mapped");
+        // SAFETY: the 8 n elements lie in this locale's part (checked by
+        // mapped_ptr); every locale's puts into it completed before the
+        // barrier above, and nothing writes them until the next one.
+        let seen = unsafe { std::slice::from_raw_parts(own, 8 * n) };
+        assert_eq!(seen, &a.local()[..8 * n]);
+        let theirs = a.ptr(next).add(me * 8).mapped_ptr(8).unwrap();
+        assert_eq!(
+            theirs.is_some(),
+            a.ptr(next).is_mapped(),
+            "locale {next}'s part"
+        );
+        if let Some(p) = theirs {
+            // SAFETY: as above, in locale `next`'s part, which this
+            // process maps (shared memory).
+            assert_eq!(unsafe { *p.add(3) }, (me * 1000 + next * 10 + 3) as u64);
+        }
+        let e = a.ptr(me).add(60).mapped_ptr(5).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::OutOfBounds);
+        assert!(a.ptr(me).add(64).mapped_ptr(0).unwrap().is_some());
+        // A forged pointer off the element grid.
+        let bytes = postcard::to_allocvec(&(me as u32, 128u64 + 3, 128u64, 256u64)).unwrap();
+        let crooked: GlobalPtr<u64> = postcard::from_bytes(&bytes).unwrap();
+        let e = crooked.mapped_ptr(1).unwrap_err();
+        assert!(e.to_string().contains("not aligned"), "{e}");
         // Bounds: past the end, before nothing is written.
         let e = a.ptr(next).add(60).put(&[1, 2, 3, 4, 5]).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::OutOfBounds);

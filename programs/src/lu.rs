@@ -12,9 +12,10 @@
 //!   block coordinates ([`PanelGets`], [`SchurGets`]), split in halves,
 //!   a thief of another locale given the blocks its locale owns
 //!   (`split_for`) and each piece running its own locale's blocks first;
-//!   wherever a piece runs it gets the blocks it needs by one-sided get
-//!   and puts each updated block back (on one machine, a copy from and
-//!   into memory every locale maps), and its result is a count;
+//!   wherever a piece runs it works in place on the blocks this process
+//!   maps (`GlobalPtr::mapped_ptr`: on one machine, all of them) and
+//!   gets the others by one-sided get and puts them back (across nodes),
+//!   and its result is a count;
 //! - [`lu_pieces`]: the same steps as pieces that carry the input blocks
 //!   they need ([`Panel`], [`Schur`]) and return the updated blocks
 //!   (merged by concatenation), written back by the caller: what
@@ -853,6 +854,15 @@ impl GlobalTiles {
             .unwrap_or_else(|e| panic!("lu: the put of block {i},{j} failed: {e}"));
     }
 
+    /// Block (i, j)'s b^2 elements' address in this process, where it
+    /// maps them (shared memory, or this locale's own part).
+    fn mapped(&self, i: usize, j: usize) -> Option<*mut f64> {
+        let b = self.b as usize;
+        self.at(i, j)
+            .mapped_ptr(b * b)
+            .unwrap_or_else(|e| panic!("lu: block {i},{j} is not in the job: {e}"))
+    }
+
     /// Arranges a piece's jobs (block coordinates, run from the back) for
     /// the locale it runs on: the blocks it owns last, so they run first
     /// and the others wait where their owners' thieves find them.
@@ -974,8 +984,9 @@ impl Drop for Held {
 /// The panel solves of block step `k` as splittable work over blocks in
 /// the global address space: the coordinates of the blocks of row k right
 /// of the diagonal and of column k below it still to solve. A piece gets
-/// the factored diagonal block once, then gets, solves and puts back one
-/// block per unit. Its result is the number of blocks solved.
+/// the factored diagonal block once, then solves one block per unit: in
+/// place where this process maps it, else got and put back. Its result
+/// is the number of blocks solved.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct PanelGets {
     m: GlobalTiles,
@@ -1027,13 +1038,28 @@ impl Splittable for PanelGets {
         for _ in 0..units {
             let Some((i, j)) = self.jobs.pop() else { break };
             let (i, j) = (i as usize, j as usize);
-            self.m.get(i, j, &mut self.block);
-            if i == k {
-                solve_row_block(&self.diag, &mut self.block, b);
-            } else {
-                solve_col_block(&self.diag, &mut self.block, b);
+            let diag = &self.diag;
+            let solve = |x: &mut [f64]| {
+                if i == k {
+                    solve_row_block(diag, x, b);
+                } else {
+                    solve_col_block(diag, x, b);
+                }
+            };
+            match self.m.mapped(i, j) {
+                // SAFETY: block (i, j) is this piece's job alone in step
+                // k's panel solves (the jobs are moved among pieces, never
+                // shared; the step's pieces read only the diagonal block,
+                // copied), and `mapped` checked its b^2 elements; what
+                // wrote it before is ordered before this step began, as
+                // for the trailing update's blocks.
+                Some(p) => solve(unsafe { std::slice::from_raw_parts_mut(p, b * b) }),
+                None => {
+                    self.m.get(i, j, &mut self.block);
+                    solve(&mut self.block);
+                    self.m.put(i, j, &self.block);
+                }
             }
-            self.m.put(i, j, &self.block);
             *done += 1;
         }
         !self.jobs.is_empty()
@@ -1060,12 +1086,13 @@ impl Splittable for PanelGets {
 /// The trailing update of block step `k` as splittable work over blocks
 /// in the global address space: the coordinates of the blocks (i, j)
 /// below and right of the diagonal block still to update, C_ij -= A_ik
-/// A_kj. A piece gets each panel block it needs once (kept while it
-/// runs), and per unit gets, updates and puts back one block. Where the
-/// blocks are not mapped here (`GlobalPtr::is_mapped`: every rank a
-/// node), it starts the next unit's gets before updating the current
-/// block, so that their round trips overlap the arithmetic. Its result
-/// is the number of blocks updated.
+/// A_kj, one block per unit. A piece reads and updates in place the
+/// blocks this process maps (`GlobalPtr::mapped_ptr`: on one machine,
+/// all of them); of the others it gets each panel block it needs once
+/// (kept while it runs), and gets and puts back the block it updates.
+/// Those gets (every rank a node) it starts for the next unit before
+/// updating the current block, so that their round trips overlap the
+/// arithmetic. Its result is the number of blocks updated.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct SchurGets {
     m: GlobalTiles,
@@ -1107,6 +1134,25 @@ impl SchurGets {
     /// A piece of this step with `jobs`.
     fn piece(&self, jobs: Vec<(u32, u32)>) -> SchurGets {
         SchurGets::new(self.m, self.k, jobs)
+    }
+
+    /// Starts the next job's gets, of its blocks that travel as messages
+    /// (not mapped here) and are not fetched yet.
+    fn start_next(&mut self) {
+        let (m, k) = (self.m, self.k as usize);
+        let Some(&(ni, nj)) = self.jobs.last() else {
+            return;
+        };
+        let (niu, nju) = (ni as usize, nj as usize);
+        if !m.at(niu, nju).is_mapped() {
+            self.next.block = Some(((ni, nj), start_get(m, niu, nju)));
+        }
+        if !self.left.iter().any(|(key, _)| *key == ni) && !m.at(niu, k).is_mapped() {
+            self.next.left = Some((ni, start_get(m, niu, k)));
+        }
+        if !self.top.iter().any(|(key, _)| *key == nj) && !m.at(k, nju).is_mapped() {
+            self.next.top = Some((nj, start_get(m, k, nju)));
+        }
     }
 }
 
@@ -1175,11 +1221,16 @@ impl Splittable for SchurGets {
         }
         for _ in 0..units {
             let Some((i, j)) = self.jobs.pop() else { break };
-            // The job's blocks: those started for it, the rest now.
+            let (iu, ju) = (i as usize, j as usize);
+            // The job's blocks: in place where this process maps them;
+            // else those started for it, and the rest fetched now.
             let next = std::mem::take(&mut self.next);
-            match next.block {
-                Some((key, got)) if key == (i, j) => self.block = arrived(got, "a block"),
-                _ => m.get(i as usize, j as usize, &mut self.block),
+            let (c_at, a_at, t_at) = (m.mapped(iu, ju), m.mapped(iu, k), m.mapped(k, ju));
+            if c_at.is_none() {
+                match next.block {
+                    Some((key, got)) if key == (i, j) => self.block = arrived(got, "a block"),
+                    _ => m.get(iu, ju, &mut self.block),
+                }
             }
             if let Some((key, got)) = next.left {
                 cached(&mut self.left, key, |x| *x = arrived(got, "a panel block"));
@@ -1187,25 +1238,47 @@ impl Splittable for SchurGets {
             if let Some((key, got)) = next.top {
                 cached(&mut self.top, key, |x| *x = arrived(got, "a panel block"));
             }
-            cached(&mut self.left, i, |x| m.get(i as usize, k, x));
-            cached(&mut self.top, j, |x| m.get(k, j as usize, x));
-            // The next job's, started now, where they travel as messages.
-            if let Some(&(ni, nj)) = self.jobs.last()
-                && !m.at(ni as usize, nj as usize).is_mapped()
-            {
-                let (ni_, nj_) = (ni as usize, nj as usize);
-                self.next.block = Some(((ni, nj), start_get(m, ni_, nj_)));
-                if !self.left.iter().any(|(key, _)| *key == ni) {
-                    self.next.left = Some((ni, start_get(m, ni_, k)));
+            if a_at.is_none() {
+                cached(&mut self.left, i, |x| m.get(iu, k, x));
+            }
+            if t_at.is_none() {
+                cached(&mut self.top, j, |x| m.get(k, ju, x));
+            }
+            self.start_next();
+            let bb = b * b;
+            let a = match a_at {
+                // SAFETY: panel block (i, k) is only read while step k's
+                // trailing update runs (its panel computation, which
+                // wrote it, ended before this one began, and nothing
+                // writes it again), and `mapped` checked its b^2 elements.
+                Some(p) => unsafe { std::slice::from_raw_parts(p, bb) },
+                None => cached(&mut self.left, i, |_| unreachable!("fetched above")),
+            };
+            let t = match t_at {
+                // SAFETY: as for (i, k), panel block (k, j).
+                Some(p) => unsafe { std::slice::from_raw_parts(p, bb) },
+                None => cached(&mut self.top, j, |_| unreachable!("fetched above")),
+            };
+            match c_at {
+                Some(p) => {
+                    // SAFETY: block (i, j) is this piece's job alone in
+                    // step k (a step's jobs are moved among pieces, never
+                    // shared; the step's pieces read only row and column
+                    // k, and i, j > k; the caller touches no block while a
+                    // step runs), and `mapped` checked its b^2 elements.
+                    // What wrote it before (an earlier step on any locale,
+                    // or the caller's puts) is ordered before this step
+                    // began by that computation's end and this one's
+                    // start, as a get's copy would be; it is a block other
+                    // than (i, k) and (k, j), so it aliases neither.
+                    let c = unsafe { std::slice::from_raw_parts_mut(p, bb) };
+                    update_block(c, a, t, b);
                 }
-                if !self.top.iter().any(|(key, _)| *key == nj) {
-                    self.next.top = Some((nj, start_get(m, k, nj_)));
+                None => {
+                    update_block(&mut self.block, a, t, b);
+                    m.put(iu, ju, &self.block);
                 }
             }
-            let a = cached(&mut self.left, i, |_| unreachable!("fetched above"));
-            let t = cached(&mut self.top, j, |_| unreachable!("fetched above"));
-            update_block(&mut self.block, a, t, b);
-            m.put(i as usize, j as usize, &self.block);
             *done += 1;
         }
         !self.jobs.is_empty()

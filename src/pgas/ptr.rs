@@ -408,6 +408,53 @@ impl<T: Pod> GlobalPtr<T> {
         .unwrap_or(false)
     }
 
+    /// The address of `n` elements from here in this process, where it
+    /// maps them ([`is_mapped`](GlobalPtr::is_mapped)); `None` where gets
+    /// and puts there travel as messages (another node, or the message
+    /// memory). Loads and stores through it reach the global memory
+    /// directly, with no copy: OpenSHMEM's `shmem_ptr`, UPC++'s
+    /// `global_ptr::local()`.
+    ///
+    /// The address stays valid while the job runs (no mapping moves), and
+    /// names these elements while their allocation lives. Reading or
+    /// writing through it is `unsafe`, and sound only if the caller
+    /// keeps the rules that [`get`](GlobalPtr::get) and
+    /// [`put`](GlobalPtr::put) keep for it:
+    ///
+    /// - no put, get, atomic or store of any task of any locale touches
+    ///   the same elements at the same time, unless all of them only read;
+    /// - what another task or locale wrote there is ordered before the
+    ///   access (a [`barrier`](crate::pgas::barrier), a completed put's
+    ///   wait, the end of a balanced computation, a message sent after the
+    ///   write and received before the access).
+    ///
+    /// `examples/lu` updates the blocks that this process maps in place,
+    /// each block written by one piece alone in a step.
+    ///
+    /// # Errors
+    ///
+    /// As [`get`](GlobalPtr::get) of `n` elements (outside the
+    /// allocation, a locale that is not in the job, no global address
+    /// space), and a place not aligned for `T` (a forged pointer).
+    pub fn mapped_ptr(&self, n: usize) -> Result<Option<*mut T>, Error> {
+        with_space("pgas::GlobalPtr::mapped_ptr", |s| {
+            match self.locate(s, n, "a direct access")? {
+                Place::Mapped(p) if p.align_offset(align_of::<T>()) != 0 => Err(Error::new(
+                    ErrorKind::OutOfBounds,
+                    format!(
+                        "cantus::pgas: a direct access at byte {} of locale {} is not aligned \
+                         for {}: the pointer does not come from this job",
+                        self.offset,
+                        self.locale,
+                        std::any::type_name::<T>()
+                    ),
+                )),
+                Place::Mapped(p) => Ok(Some(p.cast::<T>())),
+                Place::Remote(..) => Ok(None),
+            }
+        })?
+    }
+
     /// Starts a get of `n` elements from here; the [`GetHandle`] gives
     /// them. Where the segment is mapped they were copied before it
     /// returned; over messages the calls fetching them are in flight, so
