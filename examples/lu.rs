@@ -2,9 +2,10 @@
 //! dominant n x n matrix, each block step's panel solves and trailing
 //! update balanced across the workers of every locale by
 //! `cantus::balance` (`programs/src/lu.rs`): the matrix lies in the
-//! global address space and the pieces name the blocks they work on,
-//! which they get and put back one-sidedly wherever they run; beside the
-//! same block
+//! global address space, spread over the locales block-cyclic, and the
+//! pieces name the blocks they work on, which they work on in place
+//! where their process maps them and get and put back one-sidedly where
+//! it does not (every rank a node); beside the same block
 //! jobs run with `cantus::join` on locale 0 and the sequential
 //! blocked LU (after the runtime has ended). Prints the three times, the
 //! error of L*U against A and what the balancing did on each locale
