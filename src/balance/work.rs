@@ -116,7 +116,8 @@ pub trait Splittable: Serialize + DeserializeOwned + Send + 'static {
     ///     }
     ///     fn split(&mut self) -> Option<Owned> {
     ///         let half = self.items.len() / 2;
-    ///         (half > 0).then(|| Owned { items: self.items.drain(..half).collect(), locales: self.locales })
+    ///         let items: Vec<u64> = self.items.drain(..half).collect();
+    ///         (half > 0).then(|| Owned { items, locales: self.locales })
     ///     }
     ///     fn split_for(&mut self, to: usize) -> Option<Owned> {
     ///         // Another locale's thief gets the items that lie there
