@@ -13,7 +13,7 @@ use cantus_programs::pentomino;
 use cantus_programs::uts;
 
 use cantus::balance::{self, Balance, Splittable};
-use common::held::Held;
+use common::held::{Held, Hold};
 use common::{is_child, run_child};
 use serde::{Deserialize, Serialize};
 
@@ -491,27 +491,9 @@ struct Owned {
     items: Vec<u64>,
     locales: u64,
     made_for: usize,
-    origin: usize,
-    token: u64,
+    hold: Hold,
     checked: bool,
 }
-
-/// The last held computation (its token) a piece of which ran away from
-/// the starting locale, there.
-static OWNED_ARRIVED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-#[derive(Serialize, Deserialize)]
-struct OwnedArrived(u64);
-
-impl cantus::Remote for OwnedArrived {
-    type Output = ();
-    const INLINE: bool = true;
-    fn run(self) {
-        OWNED_ARRIVED.fetch_max(self.0, std::sync::atomic::Ordering::Release);
-    }
-}
-
-cantus::remote!(OwnedArrived);
 
 impl Owned {
     fn piece(&self, items: Vec<u64>, to: usize) -> Owned {
@@ -519,8 +501,7 @@ impl Owned {
             items,
             locales: self.locales,
             made_for: to,
-            origin: self.origin,
-            token: self.token,
+            hold: self.hold,
             checked: false,
         }
     }
@@ -536,13 +517,8 @@ impl Splittable for Owned {
             if self.made_for != here {
                 r.1 += 1;
             }
-            if here != self.origin {
-                cantus::begin_on(self.origin, OwnedArrived(self.token)).expect("the origin");
-            }
         }
-        if here == self.origin
-            && OWNED_ARRIVED.load(std::sync::atomic::Ordering::Acquire) < self.token
-        {
+        if self.hold.holding() {
             // Holding until a piece ran elsewhere (requests are answered
             // between steps).
             std::thread::yield_now();
@@ -551,7 +527,7 @@ impl Splittable for Owned {
         for _ in 0..units {
             let Some(x) = self.items.pop() else { break };
             r.0 += x;
-            if here != self.origin && x % self.locales == here as u64 {
+            if here != self.hold.origin() && x % self.locales == here as u64 {
                 r.2 += 1;
             }
         }
@@ -598,7 +574,7 @@ fn a_piece_is_split_for_the_locale_it_runs_on() {
         "a_piece_is_split_for_the_locale_it_runs_on",
         &[2, 3],
         |rt, n| {
-            for token in 1..=3u64 {
+            for _ in 0..3 {
                 let items: Vec<u64> = (0..20_000).collect();
                 let want: u64 = items.iter().sum();
                 let (sum, astray, at_owner) = rt
@@ -607,8 +583,7 @@ fn a_piece_is_split_for_the_locale_it_runs_on() {
                             items,
                             locales: n as u64,
                             made_for: cantus::here(),
-                            origin: cantus::here(),
-                            token,
+                            hold: Hold::new(),
                             checked: false,
                         })
                     })

@@ -804,6 +804,19 @@ pub struct GlobalTiles {
 }
 
 impl GlobalTiles {
+    /// Blocks of b x b, nb to a side, over `locales` locales, in the
+    /// global array whose locale 0's part is `base`.
+    fn new(base: GlobalPtr<f64>, b: usize, nb: usize, locales: usize) -> GlobalTiles {
+        let (pr, pc) = Self::grid(locales);
+        GlobalTiles {
+            base,
+            b: b as u32,
+            nb: nb as u32,
+            pr: pr as u32,
+            pc: pc as u32,
+        }
+    }
+
     /// The grid of `locales` locales: `pr` the largest divisor of
     /// `locales` no larger than its square root.
     fn grid(locales: usize) -> (usize, usize) {
@@ -962,14 +975,7 @@ impl Held {
         let base = cantus::pgas::spmd(AllocTiles {
             len: GlobalTiles::part_len(n, b, locales) as u64,
         })?[0];
-        let (pr, pc) = GlobalTiles::grid(locales);
-        Ok(Held(GlobalTiles {
-            base,
-            b: b as u32,
-            nb: (n / b) as u32,
-            pr: pr as u32,
-            pc: pc as u32,
-        }))
+        Ok(Held(GlobalTiles::new(base, b, n / b, locales)))
     }
 }
 
@@ -1144,13 +1150,13 @@ impl SchurGets {
             return;
         };
         let (niu, nju) = (ni as usize, nj as usize);
-        if !m.at(niu, nju).is_mapped() {
+        if m.mapped(niu, nju).is_none() {
             self.next.block = Some(((ni, nj), start_get(m, niu, nju)));
         }
-        if !self.left.iter().any(|(key, _)| *key == ni) && !m.at(niu, k).is_mapped() {
+        if !self.left.iter().any(|(key, _)| *key == ni) && m.mapped(niu, k).is_none() {
             self.next.left = Some((ni, start_get(m, niu, k)));
         }
-        if !self.top.iter().any(|(key, _)| *key == nj) && !m.at(k, nju).is_mapped() {
+        if !self.top.iter().any(|(key, _)| *key == nj) && m.mapped(k, nju).is_none() {
             self.next.top = Some((nj, start_get(m, k, nju)));
         }
     }
@@ -1458,14 +1464,7 @@ mod tests {
         }
         cantus::remote!(Base);
         let base = cantus::run(|| cantus::pgas::spmd(Base)).unwrap().unwrap()[0];
-        let (pr, pc) = GlobalTiles::grid(locales);
-        GlobalTiles {
-            base,
-            b: b as u32,
-            nb: nb as u32,
-            pr: pr as u32,
-            pc: pc as u32,
-        }
+        GlobalTiles::new(base, b, nb, locales)
     }
 
     #[test]
@@ -1492,14 +1491,8 @@ mod tests {
         let base = tiles(1, 1, 1).base;
         for locales in 1..=9 {
             for (b, nb) in [(1, 1), (1, 2), (2, 5), (1, 8), (3, 7)] {
-                let (pr, pc) = GlobalTiles::grid(locales);
-                let t = GlobalTiles {
-                    base,
-                    b: b as u32,
-                    nb: nb as u32,
-                    pr: pr as u32,
-                    pc: pc as u32,
-                };
+                let t = GlobalTiles::new(base, b, nb, locales);
+                let (pr, pc) = (t.pr as usize, t.pc as usize);
                 let len = GlobalTiles::part_len(nb * b, b, locales);
                 let mut seen = std::collections::HashSet::new();
                 let mut per_locale = vec![0usize; locales];

@@ -30,15 +30,7 @@ pub struct Held<W> {
     work: W,
     /// A piece split off and kept for the next split.
     spare: Option<Box<W>>,
-    /// Whether this piece holds while on the starting locale, until a
-    /// piece arrived elsewhere (false once that happened, or on a job of
-    /// one locale).
-    hold: bool,
-    /// The root's locale and the computation's token.
-    origin: usize,
-    token: u64,
-    /// Whether this piece already told the origin it arrived.
-    told: bool,
+    hold: Hold,
 }
 
 impl<W> Held<W> {
@@ -48,11 +40,55 @@ impl<W> Held<W> {
         Held {
             work,
             spare: None,
-            hold: cantus::num_locales() > 1,
+            hold: Hold::new(),
+        }
+    }
+}
+
+/// The hold of one computation, carried by each of its pieces: whether
+/// a piece must hold while on the starting locale, until a piece has run
+/// on another (false once that happened, or on a job of one locale).
+/// [`Held`] holds any work with it; work that splits on its own terms
+/// (by `split_for`, say) can carry one itself.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+pub struct Hold {
+    /// Whether pieces still hold.
+    on: bool,
+    /// The root's locale and the computation's token.
+    origin: usize,
+    token: u64,
+    /// Whether this piece already told the origin it arrived.
+    told: bool,
+}
+
+impl Hold {
+    /// A new computation's hold, started here.
+    pub fn new() -> Hold {
+        Hold {
+            on: cantus::num_locales() > 1,
             origin: cantus::here(),
             token: NEXT.fetch_add(1, Ordering::Relaxed) + 1,
             told: false,
         }
+    }
+
+    /// The locale the computation started on.
+    pub fn origin(&self) -> usize {
+        self.origin
+    }
+
+    /// Whether the piece carrying it must hold now. The first call on
+    /// another locale tells the origin that a piece arrived there.
+    pub fn holding(&mut self) -> bool {
+        let here = cantus::here();
+        if !self.told && here != self.origin {
+            self.told = true;
+            cantus::begin_on(self.origin, Arrived(self.token)).expect("the origin is there");
+        }
+        if self.on && (here != self.origin || ARRIVED.load(Ordering::Acquire) >= self.token) {
+            self.on = false;
+        }
+        self.on
     }
 }
 
@@ -75,16 +111,7 @@ impl<W: Splittable> Splittable for Held<W> {
     type Result = W::Result;
 
     fn run(&mut self, units: usize, result: &mut W::Result) -> bool {
-        if !self.told && cantus::here() != self.origin {
-            self.told = true;
-            cantus::begin_on(self.origin, Arrived(self.token)).expect("the origin is there");
-        }
-        if self.hold
-            && (cantus::here() != self.origin || ARRIVED.load(Ordering::Acquire) >= self.token)
-        {
-            self.hold = false;
-        }
-        if !self.hold {
+        if !self.hold.holding() {
             // The reserve, if any, is the root's work too: it runs once
             // the rest is done (or leaves at the next split).
             if self.work.run(units, result) {
@@ -119,9 +146,6 @@ impl<W: Splittable> Splittable for Held<W> {
             work: piece,
             spare: None,
             hold: self.hold,
-            origin: self.origin,
-            token: self.token,
-            told: self.told,
         })
     }
 
