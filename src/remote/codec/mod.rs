@@ -158,6 +158,7 @@ pub(crate) fn fuzz_values(bytes: &[u8]) {
     check::<Vec<f64>>(bytes);
     check::<(String, Vec<u8>)>(bytes);
     check::<Option<Vec<Shape>>>(bytes);
+    check::<(Vec<u32>, Vec<i64>, Vec<u16>)>(bytes);
 }
 
 #[cfg(test)]

@@ -21,8 +21,23 @@
 //!
 //! Both produce exactly the bytes and the value of the element-by-element
 //! path, which the tests compare.
+//!
+//! **Integer sequences** (`u16` ... `u64`, `i16` ... `i64`, and `usize`
+//! and `isize` where they are 64 bits) are varints in the format, so they
+//! cannot move as their memory. The encoder still recognizes a slice or a
+//! `Vec` of them ([`int_slice`]), makes room for the longest encoding
+//! once and writes every varint in one loop ([`IntSlice::write`]), the
+//! same bytes as element by element: 20% faster on lengths a branch
+//! predicts (1.9 against 2.3 ns a `u32` of 4-5 bytes, 1.1 against 1.4
+//! for 1-3 bytes; `bench/examples/varints.rs`). Decoding stays element by
+//! element: serde's loop over the decoder's varints already runs as fast
+//! as one of ours (1.8 ns a `u32`), and loading 8 bytes at a time to
+//! find a varint's end ran slower on such lengths (3.2-3.4 ns: each
+//! varint's place waits for the one before it), faster only on lengths
+//! that vary at random. A varint's cost is the format's; `Bulk` moves an
+//! integer array at memory speed.
 
-use super::Error;
+use super::{Error, varint_max};
 use serde::Deserialize;
 use serde::de::{self, Visitor};
 use std::any::TypeId;
@@ -50,6 +65,140 @@ impl Plain for f64 {
     const INDEX: usize = 3;
 }
 
+/// An integer element type, a varint in the format (zigzag first where
+/// signed): what [`IntSlice::write`] writes for it.
+pub(super) trait Varint: Copy {
+    /// The number the format writes for it.
+    fn to_wire(self) -> u64;
+}
+
+macro_rules! unsigned_varint {
+    ($($t:ty),*) => {$(
+        impl Varint for $t {
+            #[inline]
+            fn to_wire(self) -> u64 {
+                self as u64
+            }
+        }
+    )*};
+}
+
+macro_rules! signed_varint {
+    ($($t:ty),*) => {$(
+        impl Varint for $t {
+            #[inline]
+            fn to_wire(self) -> u64 {
+                super::ser::zigzag(self as i64)
+            }
+        }
+    )*};
+}
+
+unsigned_varint!(u16, u32, u64);
+signed_varint!(i16, i32, i64);
+// serde writes them as `u64` and `i64`: the same varints where they are
+// 64 bits wide.
+#[cfg(target_pointer_width = "64")]
+unsigned_varint!(usize);
+#[cfg(target_pointer_width = "64")]
+signed_varint!(isize);
+
+/// A slice of integers that `collect_seq` was given ([`int_slice`]).
+pub(super) enum IntSlice<'a> {
+    U16(&'a [u16]),
+    U32(&'a [u32]),
+    U64(&'a [u64]),
+    I16(&'a [i16]),
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    #[cfg(target_pointer_width = "64")]
+    Usize(&'a [usize]),
+    #[cfg(target_pointer_width = "64")]
+    Isize(&'a [isize]),
+}
+
+impl IntSlice<'_> {
+    /// Its number of elements.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            IntSlice::U16(s) => s.len(),
+            IntSlice::U32(s) => s.len(),
+            IntSlice::U64(s) => s.len(),
+            IntSlice::I16(s) => s.len(),
+            IntSlice::I32(s) => s.len(),
+            IntSlice::I64(s) => s.len(),
+            #[cfg(target_pointer_width = "64")]
+            IntSlice::Usize(s) => s.len(),
+            #[cfg(target_pointer_width = "64")]
+            IntSlice::Isize(s) => s.len(),
+        }
+    }
+
+    /// Appends its elements' varints to `out` (not its length).
+    pub(super) fn write(&self, out: &mut Vec<u8>) {
+        match self {
+            IntSlice::U16(s) => write_varints(s, out),
+            IntSlice::U32(s) => write_varints(s, out),
+            IntSlice::U64(s) => write_varints(s, out),
+            IntSlice::I16(s) => write_varints(s, out),
+            IntSlice::I32(s) => write_varints(s, out),
+            IntSlice::I64(s) => write_varints(s, out),
+            #[cfg(target_pointer_width = "64")]
+            IntSlice::Usize(s) => write_varints(s, out),
+            #[cfg(target_pointer_width = "64")]
+            IntSlice::Isize(s) => write_varints(s, out),
+        }
+    }
+}
+
+/// If `iter` (what `collect_seq` was given) is a slice or a `&Vec` of an
+/// integer type written as varints: that slice.
+#[inline]
+pub(super) fn int_slice<I>(iter: &I) -> Option<IntSlice<'_>> {
+    // A comparison of type ids each, constants once monomorphized.
+    let found = typed_slice::<u16, I>(iter)
+        .map(IntSlice::U16)
+        .or_else(|| typed_slice::<u32, I>(iter).map(IntSlice::U32))
+        .or_else(|| typed_slice::<u64, I>(iter).map(IntSlice::U64))
+        .or_else(|| typed_slice::<i16, I>(iter).map(IntSlice::I16))
+        .or_else(|| typed_slice::<i32, I>(iter).map(IntSlice::I32))
+        .or_else(|| typed_slice::<i64, I>(iter).map(IntSlice::I64));
+    #[cfg(target_pointer_width = "64")]
+    let found = found
+        .or_else(|| typed_slice::<usize, I>(iter).map(IntSlice::Usize))
+        .or_else(|| typed_slice::<isize, I>(iter).map(IntSlice::Isize));
+    found
+}
+
+/// Appends the varints of `s`'s elements to `out`: room for the longest
+/// encoding made once, then one loop of byte writes.
+fn write_varints<T: Varint>(s: &[T], out: &mut Vec<u8>) {
+    // At most 10 bytes an element (a u64's longest varint).
+    let most = s
+        .len()
+        .checked_mul(varint_max(64))
+        .expect("a slice's varints fit in memory");
+    out.reserve(most);
+    let len = out.len();
+    let spare = &mut out.spare_capacity_mut()[..most];
+    let mut at = 0;
+    for &x in s {
+        let mut n = x.to_wire();
+        while n >= 0x80 {
+            spare[at].write(n as u8 | 0x80);
+            n >>= 7;
+            at += 1;
+        }
+        spare[at].write(n as u8);
+        at += 1;
+    }
+    // SAFETY: the loop wrote bytes `len..len + at`, each element's varint
+    // at most 10 bytes, so all within the `most` bytes of spare room
+    // reserved above (the slicing checks it too); the new length covers
+    // only those.
+    unsafe { out.set_len(len + at) };
+}
+
 /// Whether this machine lays plain elements out as the format does.
 const LITTLE_ENDIAN: bool = cfg!(target_endian = "little");
 
@@ -68,6 +217,13 @@ pub(super) fn seq_bytes<I>(iter: &I) -> Option<(usize, &[u8])> {
 
 #[inline]
 fn slice_of<T: Plain, I>(iter: &I) -> Option<(usize, &[u8])> {
+    let slice = typed_slice::<T, I>(iter)?;
+    Some((slice.len(), bytemuck::cast_slice(slice)))
+}
+
+/// If `iter` is a `&[T]` or a `&Vec<T>`: that slice.
+#[inline]
+fn typed_slice<T: 'static, I>(iter: &I) -> Option<&[T]> {
     let id = typeid::of::<I>();
     let slice: &[T] = if id == typeid::of::<&[T]>() {
         // SAFETY: `I`'s type id, lifetimes erased, is `&[T]`'s, and `T`
@@ -82,7 +238,7 @@ fn slice_of<T: Plain, I>(iter: &I) -> Option<(usize, &[u8])> {
     } else {
         return None;
     };
-    Some((slice.len(), bytemuck::cast_slice(slice)))
+    Some(slice)
 }
 
 /// If `V` is serde's visitor of `Vec<T>` for a [`Plain`] `T`: the vector
@@ -248,6 +404,15 @@ mod tests {
         let s: &[u8] = b"abc";
         assert_eq!(seq_bytes(&s), Some((3, &b"abc"[..])));
         assert!(seq_bytes(&&vec![1u32, 2]).is_none(), "u32s are varints");
+        assert!(matches!(int_slice(&&vec![1u32, 2]), Some(IntSlice::U32(s)) if s == [1, 2]));
+        assert!(matches!(int_slice(&&[-1i64][..]), Some(IntSlice::I64(s)) if s == [-1]));
+        assert!(int_slice(&&v).is_none(), "f64s are their bytes");
+        assert!(int_slice(&&vec![1u8]).is_none(), "u8s are their bytes");
+        assert!(
+            int_slice(&[1u32].iter()).is_none(),
+            "an iterator is not a slice"
+        );
+        assert!(int_slice(&&[1u32; 3]).is_none(), "an array is a tuple");
         assert!(seq_bytes(&v.iter()).is_none(), "an iterator is not a slice");
         assert!(seq_bytes(&&[1.0f64; 3]).is_none(), "an array is a tuple");
     }

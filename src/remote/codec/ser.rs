@@ -139,7 +139,7 @@ fn grow(out: &mut Vec<u8>, n: usize) {
 
 /// Zigzag: small magnitudes of either sign to small unsigned numbers.
 #[inline]
-fn zigzag(n: i64) -> u64 {
+pub(super) fn zigzag(n: i64) -> u64 {
     ((n << 1) ^ (n >> 63)) as u64
 }
 
@@ -368,6 +368,17 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
         if let Some((len, bytes)) = plain::seq_bytes(&iter) {
             self.len(len);
             self.extend(bytes);
+            return Ok(());
+        }
+        if let Some(ints) = plain::int_slice(&iter) {
+            let len = ints.len();
+            self.len(len);
+            // Still a write per element for the debug hint: varints are
+            // not the array's memory (`Bulk` is).
+            if cfg!(debug_assertions) {
+                self.writes += len;
+            }
+            ints.write(self.out.bytes());
             return Ok(());
         }
         let iter = iter.into_iter();

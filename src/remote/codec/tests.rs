@@ -141,6 +141,45 @@ fn a_plain_sequence_is_its_bytes_and_comes_back_whole() {
     assert_eq!(back, [-3, 4]);
 }
 
+#[test]
+fn an_integer_sequence_written_in_one_loop_is_postcards_bytes() {
+    fn check<T>(edges: &[T])
+    where
+        T: Serialize + for<'de> Deserialize<'de> + PartialEq + Debug + Copy,
+    {
+        for len in [0usize, 1, 2, 127, 128, 4097] {
+            let v: Vec<T> = edges.iter().copied().cycle().take(len).collect();
+            same_as_postcard(&v);
+            // A slice, a boxed slice and a vector among other fields, as
+            // serde hands each over.
+            assert_eq!(encode(&v[..]), encode(&v));
+            assert_eq!(encode(&v.clone().into_boxed_slice()), encode(&v));
+            same_as_postcard(&(7u8, v.clone(), -1i32));
+        }
+    }
+    check(&[0u16, 1, 127, 128, 16383, 16384, u16::MAX]);
+    check(&[0u32, 1, 127, 128, 1 << 21, (1 << 28) - 1, 1 << 28, u32::MAX]);
+    check(&[
+        0u64,
+        1,
+        128,
+        1 << 35,
+        (1 << 56) - 1,
+        1 << 56,
+        1 << 63,
+        u64::MAX,
+    ]);
+    check(&[0i16, -1, 1, -64, 64, i16::MIN, i16::MAX]);
+    check(&[0i32, -1, 1, -65, 1 << 20, i32::MIN, i32::MAX]);
+    check(&[0i64, -1, 1, -(1 << 40), 1 << 55, i64::MIN, i64::MAX]);
+    check(&[0usize, 1, 300, usize::MAX]);
+    check(&[0isize, -1, 300, isize::MIN, isize::MAX]);
+    // Nested: each inner vector in one loop.
+    same_as_postcard(&vec![vec![1u32, 300], vec![], vec![u32::MAX]]);
+    let map: BTreeMap<String, Vec<i64>> = [("a".to_string(), vec![-5, 1 << 40])].into();
+    same_as_postcard(&map);
+}
+
 /// A visitor of the user's own that makes a `Vec<f64>` from a sequence of
 /// `u32`s: the one-copy path must leave it to read its own way.
 #[derive(Debug, PartialEq)]
