@@ -83,7 +83,7 @@ impl<'de> Decoder<'de> {
 
 /// `n`, whose last byte `last` was byte `i`, if its bits fit `bits`.
 #[inline]
-fn fits(n: u64, bits: u32, i: usize, last: u8) -> Result<u64, Error> {
+pub(super) fn fits(n: u64, bits: u32, i: usize, last: u8) -> Result<u64, Error> {
     let used = 7 * i as u32;
     if used + 7 > bits && u32::from(last) >> (bits - used) != 0 {
         return Err(Error::BadVarint);
@@ -93,7 +93,7 @@ fn fits(n: u64, bits: u32, i: usize, last: u8) -> Result<u64, Error> {
 
 /// Undoes the serializer's zigzag.
 #[inline]
-fn unzigzag(n: u64) -> i64 {
+pub(super) fn unzigzag(n: u64) -> i64 {
     ((n >> 1) as i64) ^ -((n & 1) as i64)
 }
 

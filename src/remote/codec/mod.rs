@@ -31,10 +31,13 @@
 //! moves them in one copy each way: the serializer recognizes a slice or
 //! a `Vec` of them in `collect_seq` (what serde's `Serialize` for `[T]`
 //! and `Vec<T>` call), and the deserializer recognizes serde's own
-//! visitor of `Vec<T>` in `deserialize_seq`. Anything else (a `Vec<u32>`,
-//! whose elements are varints; a user's visitor) goes element by element,
-//! to the same bytes. [`Bulk`](super::Bulk) remains the type for arrays
-//! of any plain type, and the one a receiver can keep in place.
+//! visitor of `Vec<T>` in `deserialize_seq`. A slice or `Vec` of wider
+//! integers (`u16` ... `u64`, `i16` ... `i64`, whose elements are
+//! varints) is recognized the same way and goes through one loop each
+//! way, varint by varint. Anything else (a user's visitor, a collection
+//! that is not a slice) goes element by element, to the same bytes.
+//! [`Bulk`](super::Bulk) remains the type for arrays of any plain type,
+//! and the one a receiver can keep in place.
 //!
 //! **Bad input** is an [`Error`] saying what was wrong, never a panic or
 //! an allocation the input's length does not cover; bytes left over

@@ -24,18 +24,18 @@
 //!
 //! **Integer sequences** (`u16` ... `u64`, `i16` ... `i64`, and `usize`
 //! and `isize` where they are 64 bits) are varints in the format, so they
-//! cannot move as their memory. The encoder still recognizes a slice or a
-//! `Vec` of them ([`int_slice`]), makes room for the longest encoding
-//! once and writes every varint in one loop ([`IntSlice::write`]), the
-//! same bytes as element by element: 20% faster on lengths a branch
-//! predicts (1.9 against 2.3 ns a `u32` of 4-5 bytes, 1.1 against 1.4
-//! for 1-3 bytes; `bench/examples/varints.rs`). Decoding stays element by
-//! element: serde's loop over the decoder's varints already runs as fast
-//! as one of ours (1.8 ns a `u32`), and loading 8 bytes at a time to
-//! find a varint's end ran slower on such lengths (3.2-3.4 ns: each
-//! varint's place waits for the one before it), faster only on lengths
-//! that vary at random. A varint's cost is the format's; `Bulk` moves an
-//! integer array at memory speed.
+//! cannot move as their memory. The same two recognitions still take them
+//! out of serde's per-element calls: the encoder makes room for the
+//! longest encoding once and writes every varint in one loop
+//! ([`IntSlice::write`]); the decoder fills a vector made once, reading
+//! each varint with the decoder's own rule and failing with the same
+//! error at the same element ([`read_varints`]). Measured against serde's
+//! loops (`bench/examples/varints.rs`, `Vec<u32>`): encoding 15-20%
+//! faster where a branch predicts the varints' lengths, decoding 5-15%;
+//! the `transfer_*.codec_vec_u32` rows 1.4x. Reading 8 bytes at a time to
+//! find a varint's end was slower on such lengths (each varint's place
+//! waits for the one before it) and was left out. A varint's cost is the
+//! format's; `Bulk` moves an integer array at memory speed.
 
 use super::{Error, varint_max};
 use serde::Deserialize;
@@ -66,42 +66,79 @@ impl Plain for f64 {
 }
 
 /// An integer element type, a varint in the format (zigzag first where
-/// signed): what [`IntSlice::write`] writes for it.
-pub(super) trait Varint: Copy {
+/// signed): what [`IntSlice::write`] writes for it and [`decode_vec`]
+/// reads back.
+pub(super) trait Varint: Copy + 'static + for<'de> Deserialize<'de> {
+    /// Its place in [`vec_visitors`].
+    const INDEX: usize;
+    /// The width its decoder checks a varint against: that of the serde
+    /// call its `Deserialize` makes (`usize` and `isize` make the 64-bit
+    /// ones).
+    const BITS: u32;
     /// The number the format writes for it.
     fn to_wire(self) -> u64;
+    /// The element a varint of at most `BITS` bits stands for.
+    fn from_wire(n: u64) -> Self;
 }
 
 macro_rules! unsigned_varint {
-    ($($t:ty),*) => {$(
+    ($($t:ty = $index:expr, $bits:expr;)*) => {$(
         impl Varint for $t {
+            const INDEX: usize = $index;
+            const BITS: u32 = $bits;
             #[inline]
             fn to_wire(self) -> u64 {
                 self as u64
+            }
+            #[inline]
+            fn from_wire(n: u64) -> Self {
+                n as $t
             }
         }
     )*};
 }
 
 macro_rules! signed_varint {
-    ($($t:ty),*) => {$(
+    ($($t:ty = $index:expr, $bits:expr;)*) => {$(
         impl Varint for $t {
+            const INDEX: usize = $index;
+            const BITS: u32 = $bits;
             #[inline]
             fn to_wire(self) -> u64 {
                 super::ser::zigzag(self as i64)
+            }
+            #[inline]
+            fn from_wire(n: u64) -> Self {
+                super::de::unzigzag(n) as $t
             }
         }
     )*};
 }
 
-unsigned_varint!(u16, u32, u64);
-signed_varint!(i16, i32, i64);
-// serde writes them as `u64` and `i64`: the same varints where they are
-// 64 bits wide.
+unsigned_varint! {
+    u16 = 4, 16;
+    u32 = 5, 32;
+    u64 = 6, 64;
+}
+signed_varint! {
+    i16 = 7, 16;
+    i32 = 8, 32;
+    i64 = 9, 64;
+}
+// serde writes and reads them as `u64` and `i64`: the same varints where
+// they are 64 bits wide.
 #[cfg(target_pointer_width = "64")]
-unsigned_varint!(usize);
+unsigned_varint! {
+    usize = 10, 64;
+}
 #[cfg(target_pointer_width = "64")]
-signed_varint!(isize);
+signed_varint! {
+    isize = 11, 64;
+}
+
+/// How many element types [`vec_visitors`] knows: the [`Plain`] ones,
+/// then the [`Varint`] ones.
+const KINDS: usize = 12;
 
 /// A slice of integers that `collect_seq` was given ([`int_slice`]).
 pub(super) enum IntSlice<'a> {
@@ -199,6 +236,56 @@ fn write_varints<T: Varint>(s: &[T], out: &mut Vec<u8>) {
     unsafe { out.set_len(len + at) };
 }
 
+/// The vector of `len` [`Varint`]s at the front of `input`, read in one
+/// loop (and `input` moved past them), or the error the element-by-element
+/// path meets first: `End` where the input ends inside them, `BadVarint`
+/// for a varint too long for `T` or with bits past its width.
+fn read_varints<T: Varint>(len: usize, input: &mut &[u8]) -> Result<Vec<T>, Error> {
+    let mut rest: &[u8] = input;
+    // Every varint takes a byte or more: no more elements than bytes, so
+    // a length the input cannot hold allocates no more than the input.
+    let room = len.min(rest.len());
+    let mut vec = Vec::<T>::with_capacity(room);
+    let mut filled = 0;
+    for slot in &mut vec.spare_capacity_mut()[..room] {
+        let (&first, after) = rest.split_first().ok_or(Error::End)?;
+        rest = after;
+        let n = if first < 0x80 {
+            first.into()
+        } else {
+            varint_after(first, &mut rest, T::BITS)?
+        };
+        slot.write(T::from_wire(n));
+        filled += 1;
+    }
+    // SAFETY: the loop wrote the first `filled` elements (all `room` of
+    // them, as it returns on any error).
+    unsafe { vec.set_len(filled) };
+    if len > room {
+        // `room` elements took every byte: the next one has none.
+        return Err(Error::End);
+    }
+    *input = rest;
+    Ok(vec)
+}
+
+/// The rest of a varint of a type of `bits` bits whose first byte,
+/// `first`, said more follows: the decoder's own rule (`de.rs`,
+/// `varint`), with its errors.
+#[inline]
+fn varint_after(first: u8, rest: &mut &[u8], bits: u32) -> Result<u64, Error> {
+    let mut n = u64::from(first & 0x7f);
+    for i in 1..varint_max(bits) {
+        let (&b, after) = rest.split_first().ok_or(Error::End)?;
+        *rest = after;
+        n |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return super::de::fits(n, bits, i, b);
+        }
+    }
+    Err(Error::BadVarint)
+}
+
 /// Whether this machine lays plain elements out as the format does.
 const LITTLE_ENDIAN: bool = cfg!(target_endian = "little");
 
@@ -250,10 +337,29 @@ pub(super) fn decode_vec<'de, V: Visitor<'de>>(
     len: usize,
     input: &mut &'de [u8],
 ) -> Option<Result<V::Value, Error>> {
+    let value = typeid::of::<V::Value>();
+    if value == TypeId::of::<Vec<u32>>() {
+        return varints_of::<u32, V>(len, input);
+    } else if value == TypeId::of::<Vec<u64>>() {
+        return varints_of::<u64, V>(len, input);
+    } else if value == TypeId::of::<Vec<i32>>() {
+        return varints_of::<i32, V>(len, input);
+    } else if value == TypeId::of::<Vec<i64>>() {
+        return varints_of::<i64, V>(len, input);
+    } else if value == TypeId::of::<Vec<u16>>() {
+        return varints_of::<u16, V>(len, input);
+    } else if value == TypeId::of::<Vec<i16>>() {
+        return varints_of::<i16, V>(len, input);
+    }
+    #[cfg(target_pointer_width = "64")]
+    if value == TypeId::of::<Vec<usize>>() {
+        return varints_of::<usize, V>(len, input);
+    } else if value == TypeId::of::<Vec<isize>>() {
+        return varints_of::<isize, V>(len, input);
+    }
     if !LITTLE_ENDIAN {
         return None;
     }
-    let value = typeid::of::<V::Value>();
     if value == TypeId::of::<Vec<u8>>() {
         vec_of::<u8, V>(len, input)
     } else if value == TypeId::of::<Vec<i8>>() {
@@ -272,7 +378,7 @@ fn vec_of<'de, T: Plain, V: Visitor<'de>>(
     len: usize,
     input: &mut &'de [u8],
 ) -> Option<Result<V::Value, Error>> {
-    if vec_visitors()[T::INDEX] != Some(typeid::of::<V>()) {
+    if !is_vec_visitor::<V>(T::INDEX) {
         return None;
     }
     let Some(n) = len
@@ -292,40 +398,71 @@ fn vec_of<'de, T: Plain, V: Visitor<'de>>(
         crate::copy::copy_raw(bytes.as_ptr(), vec.as_mut_ptr().cast::<u8>(), n);
         vec.set_len(len);
     }
+    Some(Ok(value_of::<T, V>(vec)))
+}
+
+/// [`decode_vec`] for one [`Varint`] `T`, where `V::Value` is `Vec<T>`.
+fn varints_of<'de, T: Varint, V: Visitor<'de>>(
+    len: usize,
+    input: &mut &'de [u8],
+) -> Option<Result<V::Value, Error>> {
+    is_vec_visitor::<V>(T::INDEX).then(|| read_varints::<T>(len, input).map(value_of::<T, V>))
+}
+
+/// Whether `V` is serde's visitor of `Vec<T>` for the element type at
+/// `index` in [`vec_visitors`].
+fn is_vec_visitor<'de, V: Visitor<'de>>(index: usize) -> bool {
+    vec_visitors()[index] == Some(typeid::of::<V>())
+}
+
+/// `vec` as the visitor's value, where [`decode_vec`] found that value's
+/// type to be `Vec<T>`.
+fn value_of<'de, T: 'static, V: Visitor<'de>>(vec: Vec<T>) -> V::Value {
     #[cfg(test)]
     WHOLE_DECODES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let vec = std::mem::ManuallyDrop::new(vec);
     // SAFETY: `decode_vec` calls this only where `V::Value`'s type id,
-    // lifetimes erased, is `Vec<T>`'s; `Vec<T>` has no lifetimes, so
-    // `V::Value` is `Vec<T>` and the copy moves the vector (the original
-    // is never dropped: `ManuallyDrop`).
-    Some(Ok(unsafe {
-        std::mem::transmute_copy::<Vec<T>, V::Value>(&vec)
-    }))
+    // lifetimes erased, is `Vec<T>`'s; `Vec<T>` has no lifetimes
+    // (`T: 'static`), so `V::Value` is `Vec<T>` and the copy moves the
+    // vector (the original is never dropped: `ManuallyDrop`).
+    unsafe { std::mem::transmute_copy::<Vec<T>, V::Value>(&vec) }
 }
 
-/// Vectors decoded in one copy, for the tests to see the path taken.
+/// Vectors decoded in one copy or one loop, for the tests to see the path
+/// taken.
 #[cfg(test)]
 pub(super) static WHOLE_DECODES: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
-/// The type of serde's visitor of `Vec<T>`, for each [`Plain`] `T` in
-/// [`Plain::INDEX`] order (`None` where `Vec<T>`'s `Deserialize` did not
-/// call `deserialize_seq`: then that type goes element by element).
-fn vec_visitors() -> &'static [Option<TypeId>; 4] {
-    static VISITORS: OnceLock<[Option<TypeId>; 4]> = OnceLock::new();
+/// The type of serde's visitor of `Vec<T>`, for each [`Plain`] and
+/// [`Varint`] `T` in `INDEX` order (`None` where `Vec<T>`'s `Deserialize`
+/// did not call `deserialize_seq`, or the type is not one here: then that
+/// type goes element by element).
+fn vec_visitors() -> &'static [Option<TypeId>; KINDS] {
+    static VISITORS: OnceLock<[Option<TypeId>; KINDS]> = OnceLock::new();
     VISITORS.get_or_init(|| {
-        [
-            visitor_of::<u8>(),
-            visitor_of::<i8>(),
-            visitor_of::<f32>(),
-            visitor_of::<f64>(),
-        ]
+        let mut all = [None; KINDS];
+        all[u8::INDEX] = visitor_of::<u8>();
+        all[i8::INDEX] = visitor_of::<i8>();
+        all[f32::INDEX] = visitor_of::<f32>();
+        all[f64::INDEX] = visitor_of::<f64>();
+        all[<u16 as Varint>::INDEX] = visitor_of::<u16>();
+        all[<u32 as Varint>::INDEX] = visitor_of::<u32>();
+        all[<u64 as Varint>::INDEX] = visitor_of::<u64>();
+        all[<i16 as Varint>::INDEX] = visitor_of::<i16>();
+        all[<i32 as Varint>::INDEX] = visitor_of::<i32>();
+        all[<i64 as Varint>::INDEX] = visitor_of::<i64>();
+        #[cfg(target_pointer_width = "64")]
+        {
+            all[<usize as Varint>::INDEX] = visitor_of::<usize>();
+            all[<isize as Varint>::INDEX] = visitor_of::<isize>();
+        }
+        all
     })
 }
 
 /// The visitor `Vec<T>`'s `Deserialize` hands `deserialize_seq`.
-fn visitor_of<T: Plain>() -> Option<TypeId> {
+fn visitor_of<T: for<'de> Deserialize<'de>>() -> Option<TypeId> {
     match Vec::<T>::deserialize(Probe) {
         Err(Found(id)) => id,
         Ok(_) => None,
@@ -377,14 +514,18 @@ mod tests {
 
     #[test]
     fn serde_s_vec_visitor_is_found_for_every_plain_type() {
-        assert!(
-            vec_visitors().iter().all(Option::is_some),
-            "Vec<T>'s Deserialize calls deserialize_seq: {:?}",
-            vec_visitors()
-        );
-        // Four different visitors.
         let ids = vec_visitors();
-        for i in 0..4 {
+        let known = if cfg!(target_pointer_width = "64") {
+            KINDS
+        } else {
+            KINDS - 2
+        };
+        assert!(
+            ids[..known].iter().all(Option::is_some),
+            "Vec<T>'s Deserialize calls deserialize_seq: {ids:?}"
+        );
+        // As many different visitors.
+        for i in 0..known {
             for j in 0..i {
                 assert_ne!(ids[i], ids[j]);
             }

@@ -180,6 +180,95 @@ fn an_integer_sequence_written_in_one_loop_is_postcards_bytes() {
     same_as_postcard(&map);
 }
 
+/// Calls `f` with every prefix of `bytes` and with `bytes` with each bit
+/// flipped in turn.
+fn every_cut_and_flip(bytes: &[u8], f: impl Fn(&[u8])) {
+    for cut in 0..=bytes.len() {
+        f(&bytes[..cut]);
+    }
+    for i in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut flipped = bytes.to_vec();
+            flipped[i] ^= 1 << bit;
+            f(&flipped);
+        }
+    }
+}
+
+/// A vector read element by element, through a visitor of its own: what
+/// the codec's one loop must agree with.
+#[derive(Debug, PartialEq)]
+struct ByElement<T>(Vec<T>);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ByElement<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ByElement<T>, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = Vec<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a sequence")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Vec<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(x) = s.next_element()? {
+                    out.push(x);
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V(std::marker::PhantomData))
+            .map(ByElement)
+    }
+}
+
+#[test]
+fn an_integer_vector_read_in_one_loop_fails_as_element_by_element_does() {
+    fn check<T>(edges: &[T])
+    where
+        T: Serialize + for<'de> Deserialize<'de> + PartialEq + Debug + Copy,
+    {
+        let v: Vec<T> = edges
+            .iter()
+            .copied()
+            .cycle()
+            .take(3 * edges.len())
+            .collect();
+        let bytes = encode(&(v.clone(), 9u8));
+        let before = plain::WHOLE_DECODES.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(from_bytes::<(Vec<T>, u8)>(&bytes), Ok((v.clone(), 9)));
+        let after = plain::WHOLE_DECODES.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(after > before, "read in one loop");
+        let alike = |input: &[u8]| {
+            assert_eq!(
+                from_bytes::<(Vec<T>, u8)>(input),
+                from_bytes::<(ByElement<T>, u8)>(input).map(|(b, x)| (b.0, x)),
+                "{input:?}"
+            );
+        };
+        every_cut_and_flip(&bytes, alike);
+        // Too long for the type where it is read, far from the end.
+        let mut long = vec![2u8];
+        long.extend_from_slice(&[0xff; 11]);
+        long.extend_from_slice(&[0; 16]);
+        alike(&long);
+    }
+    check(&[0u16, 127, 128, 16384, u16::MAX]);
+    check(&[0u32, 127, 128, 1 << 21, u32::MAX]);
+    check(&[0u64, 1 << 35, 1 << 63, u64::MAX]);
+    check(&[0i16, -1, 64, i16::MIN, i16::MAX]);
+    check(&[0i32, -65, 1 << 20, i32::MIN, i32::MAX]);
+    check(&[0i64, -(1 << 40), i64::MIN, i64::MAX]);
+    check(&[0usize, 300, usize::MAX]);
+    check(&[0isize, -300, isize::MIN, isize::MAX]);
+    // A length past the input: the end, with nothing read.
+    let huge = encode(&(u64::MAX >> 4));
+    assert_eq!(from_bytes::<Vec<u32>>(&huge), Err(Error::End));
+    assert_eq!(
+        from_bytes::<Vec<u32>>(&[&encode(&3usize)[..], &[1, 2]].concat()),
+        Err(Error::End)
+    );
+}
+
 /// A visitor of the user's own that makes a `Vec<f64>` from a sequence of
 /// `u32`s: the one-copy path must leave it to read its own way.
 #[derive(Debug, PartialEq)]
@@ -301,17 +390,7 @@ fn every_cut_and_every_flipped_byte_of_an_encoding_decodes_or_fails_cleanly() {
             [9u64, u64::MAX],
         ),
     );
-    let bytes = encode(&value);
-    for cut in 0..=bytes.len() {
-        fuzz_values(&bytes[..cut]);
-    }
-    for i in 0..bytes.len() {
-        for bit in 0..8 {
-            let mut flipped = bytes.clone();
-            flipped[i] ^= 1 << bit;
-            fuzz_values(&flipped);
-        }
-    }
+    every_cut_and_flip(&encode(&value), fuzz_values);
     // A few lengths near the top of the range.
     for n in [u32::MAX as u64, u64::MAX] {
         fuzz_values(&encode(&n));
