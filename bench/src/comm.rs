@@ -20,9 +20,9 @@
 //!   (no locale), as a `Vec<u8>`, as a `ByteBuf` and as a `Bulk<f64>`:
 //!   the floor under the call rows; `.codec_vec` and `.codec_vec_f64`:
 //!   cantus's codec encoding and decoding a `Vec<u8>` and a `Vec<f64>`
-//!   here (and `.codec_vec_u32`, a `Vec<u32>`, whose varints are
-//!   written in one loop and read one at a time), beside postcard's `.postcard_vec`, `.postcard_vec_f64`
-//!   and `.postcard_vec_u32`
+//!   here (and `.codec_vec_u32`, a `Vec<u32>`, whose varints go through
+//!   one loop each way), beside postcard's `.postcard_vec`,
+//!   `.postcard_vec_f64` and `.postcard_vec_u32`
 //!   (`codec_vec/postcard`: the ratio of their bandwidths); `transfer_bulk_arg_*`
 //!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
 //!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain

@@ -330,8 +330,10 @@ fn typed_slice<T: 'static, I>(iter: &I) -> Option<&[T]> {
 
 /// If `V` is serde's visitor of `Vec<T>` for a [`Plain`] `T`: the vector
 /// of `len` elements whose bytes start `input`, decoded in one copy (and
-/// `input` moved past them), or `Error::End` if `input` is shorter.
-/// `None` for any other visitor.
+/// `input` moved past them), or `Error::End` if `input` is shorter. For a
+/// [`Varint`] `T`: the vector read in one loop ([`read_varints`]), or the
+/// error reading element by element meets first. `None` for any other
+/// visitor.
 #[inline]
 pub(super) fn decode_vec<'de, V: Visitor<'de>>(
     len: usize,

@@ -357,9 +357,10 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
     }
 
     /// What serde's `Serialize` for `[T]` and `Vec<T>` calls: a slice or
-    /// `Vec` of plain data goes as its bytes in one copy (`plain.rs`);
-    /// any other sequence element by element, its length checked against
-    /// the iterator's promise.
+    /// `Vec` of plain data goes as its bytes in one copy, one of wider
+    /// integers as varints written in one loop (`plain.rs`); any other
+    /// sequence element by element, its length checked against the
+    /// iterator's promise.
     fn collect_seq<I>(self, iter: I) -> Result<(), Error>
     where
         I: IntoIterator,
