@@ -184,7 +184,7 @@ impl Inline {
             }
             period = (period * 2).min(HELPER_PERIOD);
             if life() == seen {
-                self.progress();
+                self.pass_with(Progress::pass_all);
                 // MPI's arrivals, or the node's rings' (which no MPI pass
                 // shows: in a job of one node nobody else makes passes).
                 if s.has_arrivals() || s.node_ready() {
