@@ -43,19 +43,7 @@ impl<'de> Decoder<'de> {
     /// A varint of a type of `bits` bits (at most 64).
     #[inline]
     fn varint(&mut self, bits: u32) -> Result<u64, Error> {
-        let first = self.byte()?;
-        if first < 0x80 {
-            return Ok(first.into());
-        }
-        let mut n = u64::from(first & 0x7f);
-        for i in 1..varint_max(bits) {
-            let b = self.byte()?;
-            n |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                return fits(n, bits, i, b);
-            }
-        }
-        Err(Error::BadVarint)
+        read_varint(&mut self.input, bits)
     }
 
     fn varint128(&mut self) -> Result<u128, Error> {
@@ -81,9 +69,31 @@ impl<'de> Decoder<'de> {
     }
 }
 
+/// A varint of a type of `bits` bits (at most 64) from the front of
+/// `input`, which moves past it: the decoder's reading of every integer,
+/// and of the integer sequences `plain.rs` reads in one loop.
+#[inline]
+pub(super) fn read_varint(input: &mut &[u8], bits: u32) -> Result<u64, Error> {
+    let (&first, rest) = input.split_first().ok_or(Error::End)?;
+    *input = rest;
+    if first < 0x80 {
+        return Ok(first.into());
+    }
+    let mut n = u64::from(first & 0x7f);
+    for i in 1..varint_max(bits) {
+        let (&b, rest) = input.split_first().ok_or(Error::End)?;
+        *input = rest;
+        n |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return fits(n, bits, i, b);
+        }
+    }
+    Err(Error::BadVarint)
+}
+
 /// `n`, whose last byte `last` was byte `i`, if its bits fit `bits`.
 #[inline]
-pub(super) fn fits(n: u64, bits: u32, i: usize, last: u8) -> Result<u64, Error> {
+fn fits(n: u64, bits: u32, i: usize, last: u8) -> Result<u64, Error> {
     let used = 7 * i as u32;
     if used + 7 > bits && u32::from(last) >> (bits - used) != 0 {
         return Err(Error::BadVarint);

@@ -37,6 +37,8 @@
 //! waits for the one before it) and was left out. A varint's cost is the
 //! format's; `Bulk` moves an integer array at memory speed.
 
+use super::de::{read_varint, unzigzag};
+use super::ser::zigzag;
 use super::{Error, varint_max};
 use serde::Deserialize;
 use serde::de::{self, Visitor};
@@ -66,7 +68,7 @@ impl Plain for f64 {
 }
 
 /// An integer element type, a varint in the format (zigzag first where
-/// signed): what [`IntSlice::write`] writes for it and [`decode_vec`]
+/// signed): what [`write_int_seq`] writes for it and [`decode_vec`]
 /// reads back.
 pub(super) trait Varint: Copy + 'static + for<'de> Deserialize<'de> {
     /// Its place in [`vec_visitors`].
@@ -81,129 +83,68 @@ pub(super) trait Varint: Copy + 'static + for<'de> Deserialize<'de> {
     fn from_wire(n: u64) -> Self;
 }
 
-macro_rules! unsigned_varint {
-    ($($t:ty = $index:expr, $bits:expr;)*) => {$(
+/// `type = index, bits, |x| its number, |n| the element;` for each type.
+macro_rules! varint_elements {
+    ($($t:ty = $index:expr, $bits:expr, |$x:ident| $to:expr, |$n:ident| $from:expr;)*) => {$(
         impl Varint for $t {
             const INDEX: usize = $index;
             const BITS: u32 = $bits;
             #[inline]
             fn to_wire(self) -> u64 {
-                self as u64
+                let $x = self;
+                $to
             }
             #[inline]
-            fn from_wire(n: u64) -> Self {
-                n as $t
+            fn from_wire($n: u64) -> Self {
+                $from
             }
         }
     )*};
 }
 
-macro_rules! signed_varint {
-    ($($t:ty = $index:expr, $bits:expr;)*) => {$(
-        impl Varint for $t {
-            const INDEX: usize = $index;
-            const BITS: u32 = $bits;
-            #[inline]
-            fn to_wire(self) -> u64 {
-                super::ser::zigzag(self as i64)
-            }
-            #[inline]
-            fn from_wire(n: u64) -> Self {
-                super::de::unzigzag(n) as $t
-            }
-        }
-    )*};
-}
-
-unsigned_varint! {
-    u16 = 4, 16;
-    u32 = 5, 32;
-    u64 = 6, 64;
-}
-signed_varint! {
-    i16 = 7, 16;
-    i32 = 8, 32;
-    i64 = 9, 64;
+varint_elements! {
+    u16 = 4, 16, |x| x.into(), |n| n as u16;
+    u32 = 5, 32, |x| x.into(), |n| n as u32;
+    u64 = 6, 64, |x| x, |n| n;
+    i16 = 7, 16, |x| zigzag(x.into()), |n| unzigzag(n) as i16;
+    i32 = 8, 32, |x| zigzag(x.into()), |n| unzigzag(n) as i32;
+    i64 = 9, 64, |x| zigzag(x), |n| unzigzag(n);
 }
 // serde writes and reads them as `u64` and `i64`: the same varints where
 // they are 64 bits wide.
 #[cfg(target_pointer_width = "64")]
-unsigned_varint! {
-    usize = 10, 64;
-}
-#[cfg(target_pointer_width = "64")]
-signed_varint! {
-    isize = 11, 64;
+varint_elements! {
+    usize = 10, 64, |x| x as u64, |n| n as usize;
+    isize = 11, 64, |x| zigzag(x as i64), |n| unzigzag(n) as isize;
 }
 
 /// How many element types [`vec_visitors`] knows: the [`Plain`] ones,
 /// then the [`Varint`] ones.
 const KINDS: usize = 12;
 
-/// A slice of integers that `collect_seq` was given ([`int_slice`]).
-pub(super) enum IntSlice<'a> {
-    U16(&'a [u16]),
-    U32(&'a [u32]),
-    U64(&'a [u64]),
-    I16(&'a [i16]),
-    I32(&'a [i32]),
-    I64(&'a [i64]),
-    #[cfg(target_pointer_width = "64")]
-    Usize(&'a [usize]),
-    #[cfg(target_pointer_width = "64")]
-    Isize(&'a [isize]),
-}
-
-impl IntSlice<'_> {
-    /// Its number of elements.
-    pub(super) fn len(&self) -> usize {
-        match self {
-            IntSlice::U16(s) => s.len(),
-            IntSlice::U32(s) => s.len(),
-            IntSlice::U64(s) => s.len(),
-            IntSlice::I16(s) => s.len(),
-            IntSlice::I32(s) => s.len(),
-            IntSlice::I64(s) => s.len(),
-            #[cfg(target_pointer_width = "64")]
-            IntSlice::Usize(s) => s.len(),
-            #[cfg(target_pointer_width = "64")]
-            IntSlice::Isize(s) => s.len(),
-        }
-    }
-
-    /// Appends its elements' varints to `out` (not its length).
-    pub(super) fn write(&self, out: &mut Vec<u8>) {
-        match self {
-            IntSlice::U16(s) => write_varints(s, out),
-            IntSlice::U32(s) => write_varints(s, out),
-            IntSlice::U64(s) => write_varints(s, out),
-            IntSlice::I16(s) => write_varints(s, out),
-            IntSlice::I32(s) => write_varints(s, out),
-            IntSlice::I64(s) => write_varints(s, out),
-            #[cfg(target_pointer_width = "64")]
-            IntSlice::Usize(s) => write_varints(s, out),
-            #[cfg(target_pointer_width = "64")]
-            IntSlice::Isize(s) => write_varints(s, out),
-        }
-    }
-}
-
-/// If `iter` (what `collect_seq` was given) is a slice or a `&Vec` of an
-/// integer type written as varints: that slice.
+/// If `iter` (what `collect_seq` was given) is a slice or a `&Vec` of a
+/// [`Varint`] type: writes its length and its elements' varints to `out`
+/// and returns its length.
 #[inline]
-pub(super) fn int_slice<I>(iter: &I) -> Option<IntSlice<'_>> {
+pub(super) fn write_int_seq<I>(iter: &I, out: &mut Vec<u8>) -> Option<usize> {
+    /// The same for one `T`.
+    fn write<T: Varint, I>(iter: &I, out: &mut Vec<u8>) -> Option<usize> {
+        let s = typed_slice::<T, I>(iter)?;
+        write_varints(&[s.len() as u64], out);
+        write_varints(s, out);
+        Some(s.len())
+    }
     // A comparison of type ids each, constants once monomorphized.
-    let found = typed_slice::<u16, I>(iter)
-        .map(IntSlice::U16)
-        .or_else(|| typed_slice::<u32, I>(iter).map(IntSlice::U32))
-        .or_else(|| typed_slice::<u64, I>(iter).map(IntSlice::U64))
-        .or_else(|| typed_slice::<i16, I>(iter).map(IntSlice::I16))
-        .or_else(|| typed_slice::<i32, I>(iter).map(IntSlice::I32))
-        .or_else(|| typed_slice::<i64, I>(iter).map(IntSlice::I64));
+    let found = write::<u16, I>(iter, out);
+    let found = found.or_else(|| write::<u32, I>(iter, out));
+    let found = found.or_else(|| write::<u64, I>(iter, out));
+    let found = found.or_else(|| write::<i16, I>(iter, out));
+    let found = found.or_else(|| write::<i32, I>(iter, out));
+    let found = found.or_else(|| write::<i64, I>(iter, out));
     #[cfg(target_pointer_width = "64")]
     let found = found
-        .or_else(|| typed_slice::<usize, I>(iter).map(IntSlice::Usize))
-        .or_else(|| typed_slice::<isize, I>(iter).map(IntSlice::Isize));
+        .or_else(|| write::<usize, I>(iter, out))
+        .or_else(|| write::<isize, I>(iter, out));
     found
 }
 
@@ -248,14 +189,8 @@ fn read_varints<T: Varint>(len: usize, input: &mut &[u8]) -> Result<Vec<T>, Erro
     let mut vec = Vec::<T>::with_capacity(room);
     let mut filled = 0;
     for slot in &mut vec.spare_capacity_mut()[..room] {
-        let (&first, after) = rest.split_first().ok_or(Error::End)?;
-        rest = after;
-        let n = if first < 0x80 {
-            first.into()
-        } else {
-            varint_after(first, &mut rest, T::BITS)?
-        };
-        slot.write(T::from_wire(n));
+        // The decoder's own reading, with its errors.
+        slot.write(T::from_wire(read_varint(&mut rest, T::BITS)?));
         filled += 1;
     }
     // SAFETY: the loop wrote the first `filled` elements (all `room` of
@@ -267,23 +202,6 @@ fn read_varints<T: Varint>(len: usize, input: &mut &[u8]) -> Result<Vec<T>, Erro
     }
     *input = rest;
     Ok(vec)
-}
-
-/// The rest of a varint of a type of `bits` bits whose first byte,
-/// `first`, said more follows: the decoder's own rule (`de.rs`,
-/// `varint`), with its errors.
-#[inline]
-fn varint_after(first: u8, rest: &mut &[u8], bits: u32) -> Result<u64, Error> {
-    let mut n = u64::from(first & 0x7f);
-    for i in 1..varint_max(bits) {
-        let (&b, after) = rest.split_first().ok_or(Error::End)?;
-        *rest = after;
-        n |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return super::de::fits(n, bits, i, b);
-        }
-    }
-    Err(Error::BadVarint)
 }
 
 /// Whether this machine lays plain elements out as the format does.
@@ -547,15 +465,39 @@ mod tests {
         let s: &[u8] = b"abc";
         assert_eq!(seq_bytes(&s), Some((3, &b"abc"[..])));
         assert!(seq_bytes(&&vec![1u32, 2]).is_none(), "u32s are varints");
-        assert!(matches!(int_slice(&&vec![1u32, 2]), Some(IntSlice::U32(s)) if s == [1, 2]));
-        assert!(matches!(int_slice(&&[-1i64][..]), Some(IntSlice::I64(s)) if s == [-1]));
-        assert!(int_slice(&&v).is_none(), "f64s are their bytes");
-        assert!(int_slice(&&vec![1u8]).is_none(), "u8s are their bytes");
-        assert!(
-            int_slice(&[1u32].iter()).is_none(),
+        let ints = |iter: &dyn Fn(&mut Vec<u8>) -> Option<usize>| {
+            let mut out = vec![9];
+            iter(&mut out).map(|len| (len, out))
+        };
+        assert_eq!(
+            ints(&|out| write_int_seq(&&vec![1u32, 300], out)),
+            Some((2, vec![9, 2, 1, 0xac, 0x02])),
+            "after what was there: the length, then the varints"
+        );
+        assert_eq!(
+            ints(&|out| write_int_seq(&&[-1i64][..], out)),
+            Some((1, vec![9, 1, 1]))
+        );
+        assert_eq!(
+            ints(&|out| write_int_seq(&&v, out)),
+            None,
+            "f64s are their bytes"
+        );
+        assert_eq!(
+            ints(&|out| write_int_seq(&&vec![1u8], out)),
+            None,
+            "u8s are their bytes"
+        );
+        assert_eq!(
+            ints(&|out| write_int_seq(&[1u32].iter(), out)),
+            None,
             "an iterator is not a slice"
         );
-        assert!(int_slice(&&[1u32; 3]).is_none(), "an array is a tuple");
+        assert_eq!(
+            ints(&|out| write_int_seq(&&[1u32; 3], out)),
+            None,
+            "an array is a tuple"
+        );
         assert!(seq_bytes(&v.iter()).is_none(), "an iterator is not a slice");
         assert!(seq_bytes(&&[1.0f64; 3]).is_none(), "an array is a tuple");
     }

@@ -371,15 +371,12 @@ impl<O: Output> ser::Serializer for &mut Encoder<O> {
             self.extend(bytes);
             return Ok(());
         }
-        if let Some(ints) = plain::int_slice(&iter) {
-            let len = ints.len();
-            self.len(len);
-            // Still a write per element for the debug hint: varints are
-            // not the array's memory (`Bulk` is).
+        if let Some(len) = plain::write_int_seq(&iter, self.out.bytes()) {
+            // Still a write per element (and the length's) for the debug
+            // hint: varints are not the array's memory (`Bulk` is).
             if cfg!(debug_assertions) {
-                self.writes += len;
+                self.writes += len + 1;
             }
-            ints.write(self.out.bytes());
             return Ok(());
         }
         let iter = iter.into_iter();
