@@ -36,6 +36,53 @@ fn yield_lets_a_task_on_the_same_worker_run() {
     );
 }
 
+/// Spins with `yield_now` until `flag` is set or 10 s pass; returns
+/// whether it saw the flag.
+fn yield_until(flag: &AtomicBool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !flag.load(Ordering::Acquire) && Instant::now() < deadline {
+        cantus::task::yield_now();
+    }
+    flag.load(Ordering::Acquire)
+}
+
+#[test]
+fn yield_lets_a_task_queued_from_outside_run() {
+    // A task that a thread outside the runtime starts (a C caller, a
+    // transport's helper thread handing on a request) waits in the
+    // runtime's shared queue, not in the worker's deque: a task that
+    // yields until it ran must let the worker take it.
+    static SET: AtomicBool = AtomicBool::new(false);
+    let (saw, outside) = rt().block_on(|| {
+        let outside = std::thread::spawn(|| cantus::begin(|| SET.store(true, Ordering::Release)));
+        (yield_until(&SET), outside)
+    });
+    outside.join().unwrap();
+    assert!(
+        saw,
+        "the yielding task never saw the flag within 10 s: the task queued from outside never ran"
+    );
+}
+
+#[test]
+fn yield_lets_another_threads_block_on_run() {
+    // Another thread's `block_on` queues its closure for the workers: a
+    // task that yields until that closure ran must let it start.
+    let set = std::sync::Arc::new(AtomicBool::new(false));
+    let seen = set.clone();
+    // (Joined once the worker is free again: a failure ends, not hangs.)
+    let (saw, outside) = rt().block_on(move || {
+        let outside =
+            std::thread::spawn(move || rt().block_on(move || set.store(true, Ordering::Release)));
+        (yield_until(&seen), outside)
+    });
+    outside.join().unwrap();
+    assert!(
+        saw,
+        "the yielding task never saw the flag within 10 s: the other thread's block_on never ran"
+    );
+}
+
 #[test]
 fn a_sleeping_task_does_not_hold_the_worker() {
     let order = std::sync::Mutex::new(Vec::new());

@@ -425,13 +425,20 @@ impl WorkerLocal {
         }
     }
 
-    /// Lets other tasks of this worker run, then continues. With nothing
+    /// Lets other tasks of this worker run, then continues: those in its
+    /// own queues, and those outside threads queued for any worker (the
+    /// loop takes them before it resumes a yielded task). With nothing
     /// else to run here, returns at once (no switch).
     pub(crate) fn yield_current(&self) {
         // On a hosted worker, the host's own code is something else to
         // run (`host.rs`): the task yields to the loop, which returns to
         // the host if its wait is over or its round done.
-        if self.nothing_else_here() && self.registry.injector.is_empty() && !self.hosted.get() {
+        let reg = &*self.registry;
+        if self.nothing_else_here()
+            && reg.injector.is_empty()
+            && reg.roots.is_empty()
+            && !self.hosted.get()
+        {
             return;
         }
         self.suspend_current(Suspend::Yielded);
@@ -525,6 +532,28 @@ impl WorkerLocal {
                     return;
                 }
                 self.round_yielded.set(left - 1);
+            } else if !disabled && !self.yielded.borrow().is_empty() {
+                // A task that yielded goes behind the tasks outside threads
+                // queued (the injector, other threads' `block_on`s), which
+                // it may be waiting for: a request handed on by a
+                // transport's helper thread, say. Resumed first, a task
+                // that yields in a loop would keep them from this worker
+                // for ever (`yield_current` counts them as work to let
+                // run).
+                if let Some(t) = self.take_injected() {
+                    if crate::trace::on() {
+                        self.trace_how.set((crate::trace::how::INJECTED, 0));
+                    }
+                    self.start(t);
+                    continue;
+                }
+                if let Some(t) = reg.roots.pop() {
+                    if crate::trace::on() {
+                        self.trace_how.set((crate::trace::how::ROOT, 0));
+                    }
+                    self.start_root(t);
+                    continue;
+                }
             }
             let yielded = self.yielded.borrow_mut().pop_front();
             if let Some(slot) = yielded {

@@ -84,7 +84,7 @@ impl WorkerLocal {
     /// onto the own deque (where other idle workers can steal them), so a
     /// burst of tasks from outside threads costs each worker one trip to
     /// the shared queue per batch, not per task.
-    fn take_injected(&self) -> Option<Task> {
+    pub(super) fn take_injected(&self) -> Option<Task> {
         let reg = &*self.registry;
         let first = steal_injected(&reg.injector)?;
         for _ in 1..INJECT_BATCH {
