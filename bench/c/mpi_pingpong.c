@@ -11,6 +11,10 @@
  *   the peer of `am_stream`;
  * - ping-pongs of 1 B, 1 KiB, 64 KiB and 1 MiB messages (MPI_Send/Recv):
  *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`;
+ * - streams of 1 KiB, 64 KiB and 1 MiB messages from rank 0 to rank 1:
+ *   windows of 64 MPI_Isend that rank 1 receives into 64 MPI_Irecv posted
+ *   before the window, then a 4-byte ack (osu_bw's scheme):
+ *   `stream_us_SIZE`, per message, the peer of `chant_stream`;
  * - MPI_Barrier: `barrier_us`, per barrier (the peer of pgas's barrier).
  * Run as `mpirun -np 2 mpi_pingpong ROUNDS`; `mpi_pingpong ROUNDS barrier`
  * times MPI_Barrier alone, on any number of ranks. */
@@ -157,6 +161,40 @@ int main(int argc, char **argv) {
             }
         }
         if (rank == 0) printf("oneway_us_%d %.4f\n", size, oneway * 1e6);
+    }
+    /* Streams of each size, windows of WINDOW messages then an ack; the
+     * last window's bytes checked. */
+    static const int stream_sizes[] = {1 << 10, 64 << 10, 1 << 20};
+    for (int s = 0; s < 3; s++) {
+        int size = stream_sizes[s];
+        long n_windows = rounds / ((long)WINDOW * (1 + size / 1024));
+        if (n_windows < 10) n_windows = 10;
+        for (int i = 0; i < size; i++) buf[i] = rank == 0 ? (unsigned char)(i * 5 + s) : 0;
+        uint32_t ack = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long w = -1; w < n_windows; w++) {
+            /* Window -1 warms up, untimed. */
+            if (w == 0) start = MPI_Wtime();
+            for (int k = 0; k < WINDOW; k++) {
+                if (rank == 0)
+                    MPI_Isend(buf, size, MPI_BYTE, 1, 6, MPI_COMM_WORLD, &reqs[k]);
+                else
+                    MPI_Irecv(buf, size, MPI_BYTE, 0, 6, MPI_COMM_WORLD, &reqs[k]);
+            }
+            MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+            if (rank == 0)
+                MPI_Recv(&ack, 1, MPI_UINT32_T, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            else
+                MPI_Send(&ack, 1, MPI_UINT32_T, 0, 7, MPI_COMM_WORLD);
+        }
+        double per = (MPI_Wtime() - start) / (double)(n_windows * WINDOW);
+        for (int i = 0; i < size; i++) {
+            if (buf[i] != (unsigned char)(i * 5 + s)) {
+                fprintf(stderr, "mpi_pingpong: a %d-byte streamed message changed\n", size);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        }
+        if (rank == 0) printf("stream_us_%d %.4f\n", size, per * 1e6);
     }
     free(buf);
     long barriers = rounds / 10 < 100 ? 100 : rounds / 10;

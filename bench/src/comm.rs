@@ -39,13 +39,19 @@
 //!
 //! - `chant_sizes_*`: Chant messages of 1 B, 1 KiB, 64 KiB and 1 MiB, one
 //!   way (the MPI peer's `oneway_us_*` are the same sizes' ping-pongs).
+//! - `chant_stream_*`: Chant messages of 1 KiB, 64 KiB and 1 MiB streamed
+//!   to a task on locale 1, in windows of 64 that it acknowledges (time
+//!   per message, and GB/s); the MPI peer's `stream_us_*` are the same
+//!   windows of `MPI_Isend` into `MPI_Irecv`s posted before them
+//!   (osu_bw's scheme): a bandwidth, where `chant_sizes` is a latency.
 //!
 //! - `quiet_*`: each locale's CPU use while nothing happens for 2 s, and
 //!   the round trip of inline calls to locale 1 while every worker there
 //!   computes for 1 s in a loop that never polls (longest and median).
 //!
 //! `--only ROW` runs the rows whose name starts with ROW (`am` all of
-//! them, `transfer` the transfer rows, `chant_sizes` the sweep).
+//! them, `transfer` the transfer rows, `chant_sizes` and `chant_stream`
+//! the sweeps, `chant` both).
 //!
 //! The locales are copies of this program: locale 1 re-runs
 //! `cantus-bench comm ...` and serves until locale 0 is done.
@@ -126,6 +132,36 @@ impl cantus::Remote for Echo {
                 return;
             }
             chant::send(self.boss, m.tag(), m.bytes()).expect("echo");
+        }
+    }
+}
+
+/// Takes Chant messages of tag 2 from its boss and acknowledges every
+/// `window` of them (tag 3, empty), until tag 0.
+#[derive(Serialize, Deserialize)]
+struct Drain {
+    boss: cantus::chant::TaskId,
+    window: usize,
+}
+impl cantus::Remote for Drain {
+    type Output = ();
+    fn run(self) {
+        use cantus::chant::{self, Source, Tag};
+        chant::send(self.boss, 1, &[]).expect("hello");
+        let mut taken = 0;
+        let mut len = None;
+        loop {
+            let m = chant::recv(Source::Task(self.boss), Tag::Any);
+            if m.tag() == 0 {
+                return;
+            }
+            // Every message of a stream is whole: as long as the first.
+            assert_eq!(*len.get_or_insert(m.bytes().len()), m.bytes().len());
+            taken += 1;
+            if taken == self.window {
+                taken = 0;
+                chant::send(self.boss, 3, &[]).expect("ack");
+            }
         }
     }
 }
@@ -243,6 +279,7 @@ cantus::remote!(
     Ping,
     PingInline,
     Tick,
+    Drain,
     Arrived,
     Sink,
     SinkBytes,
@@ -390,6 +427,9 @@ pub(crate) fn run(opts: &Options) {
     }
     if opts.wants("chant_sizes") {
         chant_sizes(&rt, reps, opts.quick);
+    }
+    if opts.wants("chant_stream") {
+        chant_stream(&rt, reps, opts.quick);
     }
     if opts.wants("quiet") {
         quiet(&rt, if opts.quick { 1 } else { reps.min(3) });
@@ -571,6 +611,97 @@ fn chant_sizes(rt: &cantus::Runtime, reps: usize, quick: bool) {
     if let Some(e) = peer_error {
         note(&format!("MPI peer unavailable: {e}"));
     }
+}
+
+/// Sizes of the `chant_stream` rows (the MPI peer's `stream_us_SIZE`).
+const STREAM_SIZES: [usize; 3] = [1 << 10, 64 << 10, 1 << 20];
+/// Messages in flight in a stream, before the receiver's acknowledgement
+/// (osu_bw's window; the MPI peer's too).
+const STREAM_WINDOW: usize = 64;
+
+/// `chant_stream`: microseconds per message, and GB/s, of a stream of
+/// Chant messages of each size to a task on locale 1, in windows of
+/// [`STREAM_WINDOW`] that it acknowledges, beside Open MPI's stream of the
+/// same windows when the peer runs here.
+fn chant_stream(rt: &cantus::Runtime, reps: usize, quick: bool) {
+    let mut samples: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
+    let mut gb: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
+    let mut peer: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
+    let mut peer_error = None;
+    // Messages per size: as the MPI peer's (ROUNDS / (1 + KiB)), at
+    // least 10 windows.
+    let base: u64 = if quick { 200 } else { 20_000 };
+    let windows = |size: usize| (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(10);
+    section("chant_stream", || {
+        for _ in 0..reps {
+            if peer_error.is_none() {
+                match mpi(base) {
+                    Ok(m) => {
+                        for (s, f) in peer.iter_mut().zip(m.stream_sizes) {
+                            s.push(f);
+                        }
+                    }
+                    Err(e) => peer_error = Some(e),
+                }
+            }
+            let figures: Vec<f64> = rt.block_on(|| {
+                STREAM_SIZES
+                    .iter()
+                    .map(|&size| chant_streamed(size, windows(size)).as_secs_f64() * 1e6)
+                    .collect()
+            });
+            for ((s, g), (f, size)) in samples
+                .iter_mut()
+                .zip(&mut gb)
+                .zip(figures.into_iter().zip(STREAM_SIZES))
+            {
+                s.push(f);
+                g.push(size as f64 / f / 1e3);
+            }
+        }
+    });
+    for (((size, s), g), p) in STREAM_SIZES.iter().zip(&samples).zip(&gb).zip(&peer) {
+        let c = figure(&format!("chant_stream_{size}"), s, "us");
+        figure(&format!("chant_stream_{size}.gb_per_s"), g, "GB/s");
+        if peer_error.is_none() {
+            let m = figure(&format!("chant_stream_{size}.mpi"), p, "us");
+            ratio(&format!("chant_stream_{size}"), "mpi", c, m);
+        }
+    }
+    if let Some(e) = peer_error {
+        note(&format!("MPI peer unavailable: {e}"));
+    }
+}
+
+/// Time per message of `windows` windows of [`STREAM_WINDOW`] Chant
+/// messages of `size` bytes to a [`Drain`] on locale 1, each window
+/// acknowledged before the next (after one untimed window).
+fn chant_streamed(size: usize, windows: u64) -> Duration {
+    use cantus::chant::{self, Source, Tag};
+    cantus::begin_on(
+        1,
+        Drain {
+            boss: chant::me(),
+            window: STREAM_WINDOW,
+        },
+    )
+    .expect("drain");
+    let drain = chant::recv(Source::Any, Tag::Is(1)).source();
+    let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
+    let window = || {
+        for _ in 0..STREAM_WINDOW {
+            chant::send(drain, 2, &msg).expect("send");
+        }
+        chant::recv(Source::Task(drain), Tag::Is(3));
+    };
+    window();
+    let start = Instant::now();
+    for _ in 0..windows {
+        window();
+    }
+    let took = start.elapsed();
+    chant::send(drain, 0, &[]).expect("stop");
+    took / (windows as usize * STREAM_WINDOW) as u32
 }
 
 /// Sizes of the transfer rows.
@@ -903,6 +1034,8 @@ struct Mpi {
     stream: f64,
     /// One way, half a ping-pong, per size of `CHANT_SIZES`.
     one_way: Vec<f64>,
+    /// Per message of a stream in windows, per size of `STREAM_SIZES`.
+    stream_sizes: Vec<f64>,
 }
 
 /// Runs the MPI peer at its best: with Open MPI's shared-memory
@@ -924,6 +1057,12 @@ fn mpi(rounds: u64) -> Result<Mpi, String> {
             .one_way
             .iter()
             .zip(&without.one_way)
+            .map(|(a, b)| a.min(*b))
+            .collect(),
+        stream_sizes: with
+            .stream_sizes
+            .iter()
+            .zip(&without.stream_sizes)
             .map(|(a, b)| a.min(*b))
             .collect(),
     })
@@ -974,6 +1113,10 @@ fn mpi_run(rounds: u64, mca: &[&str]) -> Result<Mpi, String> {
         one_way: CHANT_SIZES
             .iter()
             .map(|s| get(&format!("oneway_us_{s}")))
+            .collect::<Result<_, _>>()?,
+        stream_sizes: STREAM_SIZES
+            .iter()
+            .map(|s| get(&format!("stream_us_{s}")))
             .collect::<Result<_, _>>()?,
     })
 }
