@@ -571,46 +571,19 @@ const CHANT_SIZES: [usize; 4] = [1, 1 << 10, 64 << 10, 1 << 20];
 /// (half a ping-pong's round trip with an echoing task on locale 1),
 /// beside Open MPI's ping-pong of the same sizes when the peer runs here.
 fn chant_sizes(rt: &cantus::Runtime, reps: usize, quick: bool) {
-    let mut samples: Vec<Samples> = CHANT_SIZES.iter().map(|_| Samples::new()).collect();
-    let mut peer: Vec<Samples> = CHANT_SIZES.iter().map(|_| Samples::new()).collect();
-    let mut peer_error = None;
-    let base: u64 = if quick { 200 } else { 20_000 };
-    section("chant_sizes", || {
-        for _ in 0..reps {
-            if peer_error.is_none() {
-                match mpi(base) {
-                    Ok(m) => {
-                        for (s, f) in peer.iter_mut().zip(m.one_way) {
-                            s.push(f);
-                        }
-                    }
-                    Err(e) => peer_error = Some(e),
-                }
-            }
-            let figures: Vec<f64> = rt.block_on(|| {
-                CHANT_SIZES
-                    .iter()
-                    .map(|&size| {
-                        let rounds = (base / (1 + size as u64 / 1024)).max(20);
-                        chant_one_way(size, rounds).as_secs_f64() * 1e6
-                    })
-                    .collect()
-            });
-            for (s, f) in samples.iter_mut().zip(figures) {
-                s.push(f);
-            }
-        }
-    });
-    for ((size, s), p) in CHANT_SIZES.iter().zip(&samples).zip(&peer) {
-        let c = figure(&format!("chant_sizes_{size}"), s, "us");
-        if peer_error.is_none() {
-            let m = figure(&format!("chant_sizes_{size}.mpi"), p, "us");
-            ratio(&format!("chant_sizes_{size}"), "mpi", c, m);
-        }
-    }
-    if let Some(e) = peer_error {
-        note(&format!("MPI peer unavailable: {e}"));
-    }
+    sweep(
+        rt,
+        "chant_sizes",
+        &CHANT_SIZES,
+        reps,
+        quick,
+        |m| m.one_way,
+        false,
+        |size, base| {
+            let rounds = (base / (1 + size as u64 / 1024)).max(20);
+            chant_one_way(size, rounds).as_secs_f64() * 1e6
+        },
+    );
 }
 
 /// Sizes of the `chant_stream` rows (the MPI peer's `stream_us_SIZE`).
@@ -624,48 +597,74 @@ const STREAM_WINDOW: usize = 64;
 /// [`STREAM_WINDOW`] that it acknowledges, beside Open MPI's stream of the
 /// same windows when the peer runs here.
 fn chant_stream(rt: &cantus::Runtime, reps: usize, quick: bool) {
-    let mut samples: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
-    let mut gb: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
-    let mut peer: Vec<Samples> = STREAM_SIZES.iter().map(|_| Samples::new()).collect();
-    let mut peer_error = None;
-    // Messages per size: as the MPI peer's (ROUNDS / (1 + KiB)), at
-    // least 10 windows.
+    sweep(
+        rt,
+        "chant_stream",
+        &STREAM_SIZES,
+        reps,
+        quick,
+        |m| m.stream_sizes,
+        true,
+        |size, base| {
+            // Messages per size: as the MPI peer's (ROUNDS / (1 + KiB)),
+            // at least 10 windows.
+            let windows = (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(10);
+            chant_streamed(size, windows).as_secs_f64() * 1e6
+        },
+    );
+}
+
+/// A sweep over message sizes: in each of `reps` repetitions the MPI
+/// peer (`mpi(base)`, its figures per size taken by `peer_of`) and then
+/// `measure(size, base)` for every size, in microseconds, in a task
+/// (`base`: 200 rounds if `quick`, else 20,000, scaled down by size as
+/// each row says); then the rows `NAME_SIZE` (and, if `gb_per_s`,
+/// `NAME_SIZE.gb_per_s`), beside `NAME_SIZE.mpi` and their ratio while
+/// the peer runs.
+#[allow(clippy::too_many_arguments)]
+fn sweep(
+    rt: &cantus::Runtime,
+    name: &str,
+    sizes: &[usize],
+    reps: usize,
+    quick: bool,
+    peer_of: fn(Mpi) -> Vec<f64>,
+    gb_per_s: bool,
+    measure: impl Fn(usize, u64) -> f64 + Sync,
+) {
     let base: u64 = if quick { 200 } else { 20_000 };
-    let windows = |size: usize| (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(10);
-    section("chant_stream", || {
+    let mut samples: Vec<Samples> = sizes.iter().map(|_| Samples::new()).collect();
+    let mut gb: Vec<Samples> = sizes.iter().map(|_| Samples::new()).collect();
+    let mut peer: Vec<Samples> = sizes.iter().map(|_| Samples::new()).collect();
+    let mut peer_error = None;
+    section(name, || {
         for _ in 0..reps {
             if peer_error.is_none() {
                 match mpi(base) {
                     Ok(m) => {
-                        for (s, f) in peer.iter_mut().zip(m.stream_sizes) {
+                        for (s, f) in peer.iter_mut().zip(peer_of(m)) {
                             s.push(f);
                         }
                     }
                     Err(e) => peer_error = Some(e),
                 }
             }
-            let figures: Vec<f64> = rt.block_on(|| {
-                STREAM_SIZES
-                    .iter()
-                    .map(|&size| chant_streamed(size, windows(size)).as_secs_f64() * 1e6)
-                    .collect()
-            });
-            for ((s, g), (f, size)) in samples
-                .iter_mut()
-                .zip(&mut gb)
-                .zip(figures.into_iter().zip(STREAM_SIZES))
-            {
+            let figures: Vec<f64> =
+                rt.block_on(|| sizes.iter().map(|&size| measure(size, base)).collect());
+            for (((s, g), f), &size) in samples.iter_mut().zip(&mut gb).zip(figures).zip(sizes) {
                 s.push(f);
                 g.push(size as f64 / f / 1e3);
             }
         }
     });
-    for (((size, s), g), p) in STREAM_SIZES.iter().zip(&samples).zip(&gb).zip(&peer) {
-        let c = figure(&format!("chant_stream_{size}"), s, "us");
-        figure(&format!("chant_stream_{size}.gb_per_s"), g, "GB/s");
+    for (((size, s), g), p) in sizes.iter().zip(&samples).zip(&gb).zip(&peer) {
+        let c = figure(&format!("{name}_{size}"), s, "us");
+        if gb_per_s {
+            figure(&format!("{name}_{size}.gb_per_s"), g, "GB/s");
+        }
         if peer_error.is_none() {
-            let m = figure(&format!("chant_stream_{size}.mpi"), p, "us");
-            ratio(&format!("chant_stream_{size}"), "mpi", c, m);
+            let m = figure(&format!("{name}_{size}.mpi"), p, "us");
+            ratio(&format!("{name}_{size}"), "mpi", c, m);
         }
     }
     if let Some(e) = peer_error {
