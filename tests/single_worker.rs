@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
@@ -36,14 +37,26 @@ fn yield_lets_a_task_on_the_same_worker_run() {
     );
 }
 
-/// Spins with `yield_now` until `flag` is set or 10 s pass; returns
-/// whether it saw the flag.
-fn yield_until(flag: &AtomicBool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !flag.load(Ordering::Acquire) && Instant::now() < deadline {
-        cantus::task::yield_now();
-    }
-    flag.load(Ordering::Acquire)
+/// Runs, on the one worker, a task that starts `outside` on a thread of
+/// its own (given a flag to set from work it queues for the runtime) and
+/// then spins with `yield_now` until the flag is set or 10 s pass;
+/// returns whether it saw the flag. The thread is joined once the worker
+/// is free again, so a failure ends rather than hangs.
+fn yield_until_outside_work_ran(outside: impl FnOnce(Arc<AtomicBool>) + Send + 'static) -> bool {
+    let set = Arc::new(AtomicBool::new(false));
+    let (saw, thread) = rt().block_on(|| {
+        let thread = std::thread::spawn({
+            let set = set.clone();
+            move || outside(set)
+        });
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !set.load(Ordering::Acquire) && Instant::now() < deadline {
+            cantus::task::yield_now();
+        }
+        (set.load(Ordering::Acquire), thread)
+    });
+    thread.join().unwrap();
+    saw
 }
 
 #[test]
@@ -52,12 +65,9 @@ fn yield_lets_a_task_queued_from_outside_run() {
     // transport's helper thread handing on a request) waits in the
     // runtime's shared queue, not in the worker's deque: a task that
     // yields until it ran must let the worker take it.
-    static SET: AtomicBool = AtomicBool::new(false);
-    let (saw, outside) = rt().block_on(|| {
-        let outside = std::thread::spawn(|| cantus::begin(|| SET.store(true, Ordering::Release)));
-        (yield_until(&SET), outside)
+    let saw = yield_until_outside_work_ran(|set| {
+        cantus::begin(move || set.store(true, Ordering::Release))
     });
-    outside.join().unwrap();
     assert!(
         saw,
         "the yielding task never saw the flag within 10 s: the task queued from outside never ran"
@@ -68,15 +78,9 @@ fn yield_lets_a_task_queued_from_outside_run() {
 fn yield_lets_another_threads_block_on_run() {
     // Another thread's `block_on` queues its closure for the workers: a
     // task that yields until that closure ran must let it start.
-    let set = std::sync::Arc::new(AtomicBool::new(false));
-    let seen = set.clone();
-    // (Joined once the worker is free again: a failure ends, not hangs.)
-    let (saw, outside) = rt().block_on(move || {
-        let outside =
-            std::thread::spawn(move || rt().block_on(move || set.store(true, Ordering::Release)));
-        (yield_until(&seen), outside)
+    let saw = yield_until_outside_work_ran(|set| {
+        rt().block_on(move || set.store(true, Ordering::Release))
     });
-    outside.join().unwrap();
     assert!(
         saw,
         "the yielding task never saw the flag within 10 s: the other thread's block_on never ran"

@@ -541,17 +541,10 @@ impl WorkerLocal {
                 // for ever (`yield_current` counts them as work to let
                 // run).
                 if let Some(t) = self.take_injected() {
-                    if crate::trace::on() {
-                        self.trace_how.set((crate::trace::how::INJECTED, 0));
-                    }
                     self.start(t);
                     continue;
                 }
-                if let Some(t) = reg.roots.pop() {
-                    if crate::trace::on() {
-                        self.trace_how.set((crate::trace::how::ROOT, 0));
-                    }
-                    self.start_root(t);
+                if self.start_root_task() {
                     continue;
                 }
             }
@@ -562,11 +555,7 @@ impl WorkerLocal {
             }
             // A disabled worker takes no root task and steals nothing.
             if !disabled {
-                if let Some(t) = reg.roots.pop() {
-                    if crate::trace::on() {
-                        self.trace_how.set((crate::trace::how::ROOT, 0));
-                    }
-                    self.start_root(t);
+                if self.start_root_task() {
                     continue;
                 }
                 if let Some(t) = self.steal() {

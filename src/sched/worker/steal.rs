@@ -38,9 +38,6 @@ impl WorkerLocal {
     pub(super) fn steal(&self) -> Option<Task> {
         let reg = &*self.registry;
         if let Some(t) = self.take_injected() {
-            if crate::trace::on() {
-                self.trace_how.set((crate::trace::how::INJECTED, 0));
-            }
             return Some(t);
         }
         let n = reg.workers.len();
@@ -83,7 +80,8 @@ impl WorkerLocal {
     /// Takes a task from the injector, and up to `INJECT_BATCH - 1` more
     /// onto the own deque (where other idle workers can steal them), so a
     /// burst of tasks from outside threads costs each worker one trip to
-    /// the shared queue per batch, not per task.
+    /// the shared queue per batch, not per task. The first is traced as
+    /// injected.
     pub(super) fn take_injected(&self) -> Option<Task> {
         let reg = &*self.registry;
         let first = steal_injected(&reg.injector)?;
@@ -93,7 +91,23 @@ impl WorkerLocal {
                 None => break,
             }
         }
+        if crate::trace::on() {
+            self.trace_how.set((crate::trace::how::INJECTED, 0));
+        }
         Some(first)
+    }
+
+    /// Starts a root task (another thread's `block_on`) if one waits;
+    /// whether it did.
+    pub(super) fn start_root_task(&self) -> bool {
+        let Some(t) = self.registry.roots.pop() else {
+            return false;
+        };
+        if crate::trace::on() {
+            self.trace_how.set((crate::trace::how::ROOT, 0));
+        }
+        self.start_root(t);
+        true
     }
 
     /// Could anything be done right now? Looks at every other worker's
