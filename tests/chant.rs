@@ -255,6 +255,63 @@ fn messages_keep_their_order_per_sender_and_tag() {
 }
 
 #[test]
+fn a_window_sends_to_every_locale_in_order_and_waits_even_when_it_panics() {
+    talk(
+        "a_window_sends_to_every_locale_in_order_and_waits_even_when_it_panics",
+        &[1, 2, 3],
+        |_| {
+            let ids = echoes();
+            // Large and small, to every locale at once (this one too).
+            let sizes = [300usize << 10, 1, 100 << 10, 0, 3 << 20, 8];
+            let messages: Vec<Vec<u8>> = sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| (0..n).map(|b| (b * 7 + i) as u8).collect())
+                .collect();
+            chant::window(|w| {
+                for (tag, m) in messages.iter().enumerate() {
+                    for &id in &ids {
+                        w.send(id, tag as u32, m).unwrap();
+                    }
+                }
+            });
+            for &id in &ids {
+                for (tag, sent) in messages.iter().enumerate() {
+                    let m = chant::recv(Source::Task(id), Tag::Any);
+                    assert_eq!(m.tag(), tag as u32, "order from {id}");
+                    assert!(
+                        m.bytes() == sent.as_slice(),
+                        "{} bytes from {id}",
+                        sent.len()
+                    );
+                }
+            }
+            // A panic inside the window comes out of it, after its sends.
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                chant::window(|w| {
+                    for &id in &ids {
+                        w.send(id, 7, &messages[0]).unwrap();
+                    }
+                    panic!("a panic inside a window");
+                })
+            }));
+            let panic = caught.expect_err("the window's panic comes out of it");
+            assert_eq!(
+                panic.downcast_ref::<&str>(),
+                Some(&"a panic inside a window")
+            );
+            for &id in &ids {
+                let m = chant::recv(Source::Task(id), Tag::Is(7));
+                assert!(m.bytes() == messages[0].as_slice());
+            }
+            // What a window returns, it returns.
+            assert_eq!(chant::window(|_| 42), 42);
+            stop_all(&ids);
+        },
+    );
+}
+
+#[test]
 fn receives_pick_by_source_and_tag_from_queued_messages() {
     const COUNT: u32 = 90;
     talk(

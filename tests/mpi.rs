@@ -583,10 +583,57 @@ fn chant_both_ways() {
                     "{size} bytes via locale {l}"
                 );
             }
+            // In a window: large messages in flight together, small ones
+            // sent behind them still come (and come back) in order.
+            let mixed = [
+                300usize << 10,
+                1,
+                100 << 10,
+                0,
+                70 << 10,
+                8,
+                4096,
+                1 << 20,
+                3,
+            ];
+            let messages: Vec<Vec<u8>> = mixed.iter().map(|&size| pattern(size + l)).collect();
+            chant::window(|w| {
+                for (i, m) in messages.iter().enumerate() {
+                    w.send(to, 100 + i as u32, m).unwrap();
+                }
+            });
+            for (i, sent) in messages.iter().enumerate() {
+                let m = chant::recv(Source::Task(to), Tag::Any);
+                assert_eq!(m.tag(), 100 + i as u32, "order in a window via locale {l}");
+                assert!(
+                    m.bytes() == sent.as_slice(),
+                    "{} bytes via locale {l}",
+                    sent.len()
+                );
+            }
+            // A panic inside a window waits for its sends before it goes
+            // on: the bytes arrive whole.
+            let big = pattern((512 << 10) + l);
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                chant::window(|w| {
+                    w.send(to, 200, &big).unwrap();
+                    w.send(to, 201, &big).unwrap();
+                    panic!("a panic inside a window");
+                })
+            }));
+            assert!(caught.is_err());
+            for tag in [200, 201] {
+                let m = chant::recv(Source::Task(to), Tag::Any);
+                assert_eq!(m.tag(), tag);
+                assert!(
+                    m.bytes() == big.as_slice(),
+                    "a window's bytes after its panic"
+                );
+            }
             chant::send(to, 0, &[]).unwrap();
         }
         for e in echoes {
-            assert_eq!(e.join().unwrap(), sizes.len() as u64);
+            assert_eq!(e.join().unwrap(), (sizes.len() + 9 + 2) as u64);
         }
     });
     rt.shutdown();

@@ -44,14 +44,16 @@
 //!   per message, and GB/s); the MPI peer's `stream_us_*` are the same
 //!   windows of `MPI_Isend` into `MPI_Irecv`s posted before them
 //!   (osu_bw's scheme): a bandwidth, where `chant_sizes` is a latency.
+//! - `chant_window_*`: the same streams with each window's messages sent
+//!   in a `chant::window`, in flight together as the peer's `MPI_Isend`s.
 //!
 //! - `quiet_*`: each locale's CPU use while nothing happens for 2 s, and
 //!   the round trip of inline calls to locale 1 while every worker there
 //!   computes for 1 s in a loop that never polls (longest and median).
 //!
 //! `--only ROW` runs the rows whose name starts with ROW (`am` all of
-//! them, `transfer` the transfer rows, `chant_sizes` and `chant_stream`
-//! the sweeps, `chant` both).
+//! them, `transfer` the transfer rows, `chant_sizes`, `chant_stream` and
+//! `chant_window` the sweeps, `chant` all three).
 //!
 //! The locales are copies of this program: locale 1 re-runs
 //! `cantus-bench comm ...` and serves until locale 0 is done.
@@ -431,6 +433,9 @@ pub(crate) fn run(opts: &Options) {
     if opts.wants("chant_stream") {
         chant_stream(&rt, reps, opts.quick);
     }
+    if opts.wants("chant_window") {
+        chant_window(&rt, reps, opts.quick);
+    }
     if opts.wants("quiet") {
         quiet(&rt, if opts.quick { 1 } else { reps.min(3) });
     }
@@ -597,9 +602,21 @@ const STREAM_WINDOW: usize = 64;
 /// [`STREAM_WINDOW`] that it acknowledges, beside Open MPI's stream of the
 /// same windows when the peer runs here.
 fn chant_stream(rt: &cantus::Runtime, reps: usize, quick: bool) {
+    stream_sweep(rt, "chant_stream", reps, quick, false);
+}
+
+/// `chant_window`: [`chant_stream`] with each window's messages sent in a
+/// [`cantus::chant::window`], in flight together as the MPI peer's
+/// `MPI_Isend`s are before their `MPI_Waitall`.
+fn chant_window(rt: &cantus::Runtime, reps: usize, quick: bool) {
+    stream_sweep(rt, "chant_window", reps, quick, true);
+}
+
+/// The streams' sweep: rows `NAME_SIZE` of [`streamed_to_drain`].
+fn stream_sweep(rt: &cantus::Runtime, name: &str, reps: usize, quick: bool, in_window: bool) {
     sweep(
         rt,
-        "chant_stream",
+        name,
         &STREAM_SIZES,
         reps,
         quick,
@@ -609,7 +626,7 @@ fn chant_stream(rt: &cantus::Runtime, reps: usize, quick: bool) {
             // Messages per size: as the MPI peer's (ROUNDS / (1 + KiB)),
             // at least 10 windows.
             let windows = (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(10);
-            chant_streamed(size, windows).as_secs_f64() * 1e6
+            streamed_to_drain(size, windows, in_window).as_secs_f64() * 1e6
         },
     );
 }
@@ -674,8 +691,10 @@ fn sweep(
 
 /// Time per message of `windows` windows of [`STREAM_WINDOW`] Chant
 /// messages of `size` bytes to a [`Drain`] on locale 1, each window
-/// acknowledged before the next (after one untimed window).
-fn chant_streamed(size: usize, windows: u64) -> Duration {
+/// acknowledged before the next (after one untimed window); each window's
+/// sends in one [`cantus::chant::window`] if `in_window`, else plain
+/// sends.
+fn streamed_to_drain(size: usize, windows: u64, in_window: bool) -> Duration {
     use cantus::chant::{self, Source, Tag};
     cantus::begin_on(
         1,
@@ -688,8 +707,16 @@ fn chant_streamed(size: usize, windows: u64) -> Duration {
     let drain = chant::recv(Source::Any, Tag::Is(1)).source();
     let msg: Vec<u8> = (0..size).map(|i| i as u8).collect();
     let window = || {
-        for _ in 0..STREAM_WINDOW {
-            chant::send(drain, 2, &msg).expect("send");
+        if in_window {
+            chant::window(|w| {
+                for _ in 0..STREAM_WINDOW {
+                    w.send(drain, 2, &msg).expect("send");
+                }
+            });
+        } else {
+            for _ in 0..STREAM_WINDOW {
+                chant::send(drain, 2, &msg).expect("send");
+            }
         }
         chant::recv(Source::Task(drain), Tag::Is(3));
     };

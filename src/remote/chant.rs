@@ -53,7 +53,7 @@
 //! `README.md` beside this file describes the message frame and the
 //! mailbox rules (how receives count as work in flight).
 
-use super::engine::Body;
+use super::engine::{Body, InFlight};
 use super::wire::{Header, MAX_PAYLOAD, TAG_LEN};
 use crate::comm::transport::{Lent, Network};
 use crate::error::{Error, ErrorKind, Locales};
@@ -337,6 +337,26 @@ pub fn send(to: TaskId, tag: u32, bytes: &[u8]) -> Result<(), Error> {
 /// transport, or into the message of a task of this locale).
 #[track_caller]
 fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
+    // SAFETY: no frame is left in flight (`None`): the call returns once
+    // the transport is done with `parts`.
+    unsafe { send_parts_from(to, tag, parts, None) }
+}
+
+/// [`send_parts`], or, with `in_flight`, leaving a frame that the transport
+/// sends from `parts` in flight, its flag pushed on `in_flight`
+/// (`Engine::send_parts_in_flight`; [`window`]).
+///
+/// # Safety
+///
+/// With `in_flight`, `parts` stay valid and unwritten until the engine's
+/// `wait_sent` returned for what this call pushed on it.
+#[track_caller]
+unsafe fn send_parts_from(
+    to: TaskId,
+    tag: u32,
+    parts: &[&[u8]],
+    in_flight: Option<&mut Vec<InFlight>>,
+) -> Result<(), Error> {
     // Not from a remote call declared inline: it is no task to send from
     // (whatever task's poll runs it), and a send may wait for room.
     crate::sched::no_wait::check_task("cantus::chant::send");
@@ -362,14 +382,23 @@ fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
                     ),
                 ));
             }
-            super::encode::with_head(&[&tag.to_le_bytes()], parts, |frame| {
-                e.send_parts(
-                    to.locale,
-                    Network::Reply,
-                    Header::message(to.task, from.task),
-                    frame,
-                )
-            })
+            let header = Header::message(to.task, from.task);
+            match in_flight {
+                None => super::encode::with_head(&[&tag.to_le_bytes()], parts, |frame| {
+                    e.send_parts(to.locale, Network::Reply, header, frame)
+                }),
+                // SAFETY: passed on from this function's contract.
+                Some(in_flight) => unsafe {
+                    e.send_parts_in_flight(
+                        to.locale,
+                        Network::Reply,
+                        header,
+                        &[&tag.to_le_bytes()],
+                        parts,
+                        in_flight,
+                    )
+                },
+            }
         }
         _ => {
             if !issued(to.task) {
@@ -388,6 +417,116 @@ fn send_parts(to: TaskId, tag: u32, parts: &[&[u8]]) -> Result<(), Error> {
             );
             Ok(())
         }
+    }
+}
+
+/// Sends that may be in flight together, like MPI's `MPI_Isend`s before
+/// an `MPI_Waitall`: runs `f` with a [`Window`], whose
+/// [`send`](Window::send)s may return before the transport is done with
+/// their bytes, and returns once it is done with all of them (also when
+/// `f` panics). The bytes are borrowed for the whole call, so they cannot
+/// change or go before then.
+///
+/// Where it pays: over MPI, a message longer than a batch (64 KiB) is sent
+/// from where it lies, so a plain [`send`] returns only once MPI completed
+/// it (about once its receiver took it): one such message in flight at a
+/// time. In a window, the next message is sent while the first travels, to
+/// the same task or to others (a halo to each neighbour at once). Every
+/// other message (shorter, on shared memory, to a task of this locale, or
+/// longer than one frame: fragments) is sent as [`send`] sends it, copied
+/// before the call returns. Order and matching are [`send`]'s.
+///
+/// ```
+/// use cantus::chant::{self, Source, Tag};
+/// let total = cantus::run(|| {
+///     let me = chant::me();
+///     let left = vec![1u8; 1 << 17];
+///     let right = vec![2u8; 1 << 17];
+///     chant::window(|w| {
+///         w.send(me, 1, &left).unwrap();
+///         w.send(me, 2, &right).unwrap();
+///     });
+///     let a = chant::recv(Source::Any, Tag::Is(1)).into_bytes();
+///     let b = chant::recv(Source::Any, Tag::Is(2)).into_bytes();
+///     a.iter().chain(&b).map(|&x| x as usize).sum::<usize>()
+/// })
+/// .unwrap();
+/// assert_eq!(total, 3 << 17);
+/// ```
+///
+/// A buffer made inside the window would go before its send is done, and
+/// does not compile:
+///
+/// ```compile_fail
+/// cantus::run(|| {
+///     let me = cantus::chant::me();
+///     cantus::chant::window(|w| {
+///         let bytes = vec![0u8; 1 << 20];
+///         w.send(me, 1, &bytes).unwrap();
+///     });
+/// })
+/// .unwrap();
+/// ```
+///
+/// nor does one changed while it is sent:
+///
+/// ```compile_fail
+/// cantus::run(|| {
+///     let me = cantus::chant::me();
+///     let mut bytes = vec![0u8; 1 << 20];
+///     cantus::chant::window(|w| {
+///         w.send(me, 1, &bytes).unwrap();
+///         bytes[0] = 1;
+///     });
+/// })
+/// .unwrap();
+/// ```
+///
+/// Panics outside a task. A panic while waiting for the sends aborts the
+/// process (unwinding would free bytes the transport may still read).
+pub fn window<'env, R>(f: impl FnOnce(&Window<'env>) -> R) -> R {
+    let window = Window {
+        in_flight: std::cell::RefCell::new(Vec::new()),
+        _env: std::marker::PhantomData,
+    };
+    // A panic in `f` is caught, the sends waited for, and the panic
+    // resumed: waiting while unwinding would poison the locks a wait
+    // takes (a lock released during a panic counts as poisoned).
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&window)));
+    let mut in_flight = window.in_flight.into_inner();
+    if !in_flight.is_empty() {
+        match super::engine() {
+            Some(e) => e.wait_sent(&mut in_flight),
+            // Frames in flight need the engine that sent them.
+            None => unreachable!("cantus::chant::window: sends in flight without an engine"),
+        }
+    }
+    r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Sends in flight together ([`window`]). `'env` is the window's whole
+/// call: every byte sent through it is borrowed for that long.
+pub struct Window<'env> {
+    /// The frames the transport may still read, with their flags.
+    in_flight: std::cell::RefCell<Vec<InFlight>>,
+    /// Invariant in `'env`, so that a `&Window<'env>` cannot pass for a
+    /// window of a shorter call and take bytes that go first.
+    _env: std::marker::PhantomData<std::cell::Cell<&'env ()>>,
+}
+
+impl<'env> Window<'env> {
+    /// [`send`], without waiting for the transport to be done with
+    /// `bytes`: the window waits, when its call ends. Errors and panics
+    /// as [`send`]'s.
+    #[track_caller]
+    pub fn send(&self, to: TaskId, tag: u32, bytes: &'env [u8]) -> Result<(), Error> {
+        let mut in_flight = self.in_flight.borrow_mut();
+        // SAFETY: `bytes` is borrowed (shared) for `'env`, the whole call
+        // of `window`, which waits for every frame pushed on `in_flight`
+        // before it returns or unwinds (a panic in its closure is caught
+        // first), its wait aborting on a panic of its own; `Window` is
+        // invariant in `'env`, so no shorter borrow passes for it.
+        unsafe { send_parts_from(to, tag, &[bytes], Some(&mut in_flight)) }
     }
 }
 

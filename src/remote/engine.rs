@@ -34,6 +34,8 @@ mod deadlock;
 mod dispatch;
 mod send;
 
+pub(crate) use send::InFlight;
+
 /// Handler tasks a locale lets run (or wait) at once before it stops
 /// taking requests off the transport: requests then stay in the
 /// transport's queues, whose senders poll and retry (bounded memory under

@@ -185,6 +185,10 @@ impl Inline {
             period = (period * 2).min(HELPER_PERIOD);
             if life() == seen {
                 self.pass_with(Progress::pass_all);
+                if s.receiving.load(Ordering::Relaxed) > 0 {
+                    // A batch being received needs passes to come in.
+                    period = SOON;
+                }
                 // MPI's arrivals, or the node's rings' (which no MPI pass
                 // shows: in a job of one node nobody else makes passes).
                 if s.has_arrivals() || s.node_ready() {

@@ -14,6 +14,7 @@ use super::sys::{self, MPI_Comm, MPI_Request};
 use super::transport::{Batch, FRAME_PREFIX, Outgoing, Shared, count_frames};
 use crate::comm::transport::Network;
 use crate::error::Error;
+use std::collections::VecDeque;
 use std::os::raw::c_int;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,12 @@ pub(super) const TAG_CREDIT: c_int = 2;
 pub(super) const BATCH_BYTES: usize = 64 << 10;
 /// Messages taken per receiving pass, so that sends are not starved.
 const RECEIVE_BUDGET: usize = 64;
+/// Batches longer than this are received without waiting for them
+/// (`MPI_Imrecv`): past MPI's eager sizes (4 KiB in Open MPI's
+/// shared-memory transport, 64 KiB over TCP) a message comes by
+/// rendezvous, and a blocking receive would hold the pass until its
+/// sender's progress brought all of it.
+const STARTED_FROM: usize = 16 << 10;
 /// Bytes of a credit message: network, frames, bytes.
 const CREDIT_BYTES: usize = 24;
 
@@ -72,6 +79,11 @@ pub(super) struct Progress {
     received_from: Vec<u64>,
     /// The last pass handed frames to the locale's threads.
     delivered: bool,
+    /// Per source, what came from it that waits behind a batch still being
+    /// received ([`STARTED_FROM`]), in the order it came, so that batches
+    /// are handed on in their sender's order; `incoming` counts them.
+    behind: Vec<VecDeque<Incoming>>,
+    incoming: usize,
     /// The last receiving pass found a batch: batches come in a stream,
     /// so a pass takes all that arrived (up to the budget); otherwise it
     /// ends at the first, which the engine's poll then hands on at once
@@ -114,6 +126,8 @@ impl Progress {
             sent_to: vec![0; n],
             received_from: vec![0; n],
             delivered: false,
+            behind: (0..n).map(|_| VecDeque::new()).collect(),
+            incoming: 0,
             streaming: false,
             collective_comm,
             collectives: Vec::new(),
@@ -158,6 +172,7 @@ impl Progress {
             if idle < SPIN_PASSES {
                 std::hint::spin_loop();
             } else if !self.requests.is_empty()
+                || self.incoming > 0
                 || !self.collectives.is_empty()
                 || last_work.elapsed() < YIELD_FOR
                 || self.shared.expecting.load(Ordering::Relaxed) > 0
@@ -363,10 +378,13 @@ impl Progress {
 
     /// Takes what arrived: batches go to the locale's threads (if
     /// `deliver`; at shutdown they are only counted), credit to its
-    /// senders' windows.
+    /// senders' windows. A long batch is received without waiting for it
+    /// ([`STARTED_FROM`]), and what comes after it from the same source
+    /// waits behind it; a later pass hands them on, in order, once it is
+    /// all there.
     fn receive(&mut self, deliver: bool) -> Result<bool, Error> {
         let s = self.shared.clone();
-        let mut any = false;
+        let mut any = self.hand_on_behind(deliver)?;
         // Parked landing messages claimed (or refused) since the last pass.
         for a in s.landings.take_ready() {
             any = true;
@@ -392,8 +410,20 @@ impl Progress {
                 self.on_landing(s.landings.arrived(p))?;
                 continue;
             }
-            // A large frame's first byte (after its length prefix) is
-            // placed at a multiple of 64 bytes.
+            if p.src < s.locales
+                && p.len > STARTED_FROM
+                && matches!(p.tag, TAG_REQUESTS | TAG_REPLIES)
+            {
+                // A large frame's first byte (after its length prefix) is
+                // placed at a multiple of 64 bytes.
+                let src = p.src;
+                self.received_from[src] += 1;
+                let r = sys::start_receive_probed(p, FRAME_PREFIX)?;
+                self.behind[src].push_back(Incoming::Receiving(r));
+                self.incoming += 1;
+                batches += 1;
+                continue;
+            }
             let m = sys::receive_probed(p, FRAME_PREFIX)?;
             if m.src >= s.locales {
                 eprintln!(
@@ -403,53 +433,109 @@ impl Progress {
                 continue;
             }
             self.received_from[m.src] += 1;
-            match m.tag {
-                TAG_REQUESTS | TAG_REPLIES => {
-                    if !deliver {
-                        continue;
-                    }
-                    let net = if m.tag == TAG_REQUESTS {
-                        Network::Request
-                    } else {
-                        Network::Reply
-                    };
-                    match count_frames(&m.bytes[m.start..]) {
-                        Ok(0) => {}
-                        Ok(n) => {
-                            self.delivered = true;
-                            batches += 1;
-                            s.arrive(
-                                net,
-                                n,
-                                Batch {
-                                    src: m.src,
-                                    bytes: m.bytes,
-                                    start: m.start,
-                                    at: m.start,
-                                },
-                            )
-                        }
-                        Err(why) => eprintln!(
-                            "cantus: locale {}: a malformed batch from locale {} was dropped: {why}",
-                            s.here, m.src
-                        ),
+            if matches!(m.tag, TAG_REQUESTS | TAG_REPLIES) && !self.behind[m.src].is_empty() {
+                // Behind a batch of its sender still being received.
+                self.behind[m.src].push_back(Incoming::Received(m));
+                self.incoming += 1;
+                batches += 1;
+                continue;
+            }
+            if self.take(m, deliver) {
+                batches += 1;
+            }
+        }
+        self.streaming = batches > 0;
+        s.receiving.store(self.incoming, Ordering::Relaxed);
+        Ok(any)
+    }
+
+    /// Hands on, in their order, what waits behind batches still being
+    /// received, up to the first of each source that is not all there.
+    fn hand_on_behind(&mut self, deliver: bool) -> Result<bool, Error> {
+        if self.incoming == 0 {
+            return Ok(false);
+        }
+        let mut any = false;
+        for src in 0..self.behind.len() {
+            while let Some(front) = self.behind[src].front_mut() {
+                if let Incoming::Receiving(r) = front {
+                    if !r.test()? {
+                        break;
                     }
                 }
-                TAG_CREDIT => match parse_credit(&m.bytes[m.start..]) {
+                let m = match self.behind[src].pop_front().expect("a front") {
+                    Incoming::Receiving(r) => r.take(),
+                    Incoming::Received(m) => m,
+                };
+                self.incoming -= 1;
+                any = true;
+                self.take(m, deliver);
+            }
+        }
+        self.shared
+            .receiving
+            .store(self.incoming, Ordering::Relaxed);
+        Ok(any)
+    }
+
+    /// Takes one message received from a locale of the job: a batch goes
+    /// to the locale's threads (if `deliver`), credit to its sender's
+    /// window. Returns whether it handed on a batch.
+    fn take(&mut self, m: sys::Received, deliver: bool) -> bool {
+        let s = &*self.shared;
+        match m.tag {
+            TAG_REQUESTS | TAG_REPLIES => {
+                if !deliver {
+                    return false;
+                }
+                let net = if m.tag == TAG_REQUESTS {
+                    Network::Request
+                } else {
+                    Network::Reply
+                };
+                match count_frames(&m.bytes[m.start..]) {
+                    Ok(0) => false,
+                    Ok(n) => {
+                        self.delivered = true;
+                        s.arrive(
+                            net,
+                            n,
+                            Batch {
+                                src: m.src,
+                                bytes: m.bytes,
+                                start: m.start,
+                                at: m.start,
+                            },
+                        );
+                        true
+                    }
+                    Err(why) => {
+                        eprintln!(
+                            "cantus: locale {}: a malformed batch from locale {} was dropped: {why}",
+                            s.here, m.src
+                        );
+                        false
+                    }
+                }
+            }
+            TAG_CREDIT => {
+                match parse_credit(&m.bytes[m.start..]) {
                     Some((net, frames, bytes)) => s.credit[m.src][net as usize].give(frames, bytes),
                     None => eprintln!(
                         "cantus: locale {}: a malformed credit message from locale {} was dropped",
                         s.here, m.src
                     ),
-                },
-                tag => eprintln!(
+                }
+                false
+            }
+            tag => {
+                eprintln!(
                     "cantus: locale {}: a message with tag {tag} from locale {} was dropped",
                     s.here, m.src
-                ),
+                );
+                false
             }
         }
-        self.streaming = batches > 0;
-        Ok(any)
     }
 
     /// Does what the landings' table says with a landing's message
@@ -511,6 +597,13 @@ impl Progress {
                 std::thread::yield_now();
             }
         }
+        // Batches still being received: all there before the
+        // communicator goes (their buffers are MPI's until then).
+        while self.incoming > 0 {
+            if !self.receive(false)? {
+                std::thread::yield_now();
+            }
+        }
         sys::free(&mut self.comm)?;
         if self.collectives.is_empty() {
             sys::free(&mut self.collective_comm)?;
@@ -527,6 +620,15 @@ impl Progress {
         }
         Ok(())
     }
+}
+
+/// What came from a source and waits to be handed on in its order
+/// ([`Progress::receive`]).
+enum Incoming {
+    /// A batch still being received.
+    Receiving(sys::Receiving),
+    /// One received, behind such a batch.
+    Received(sys::Received),
 }
 
 /// A credit message: (network, frames, bytes).

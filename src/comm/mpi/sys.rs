@@ -692,6 +692,20 @@ pub(super) fn probe_any(comm: MPI_Comm) -> Result<Option<Probed>, Error> {
     }))
 }
 
+/// An empty buffer with room for a `len`-byte message and the offset to
+/// receive it at: past a few bytes for one longer than 64 KiB, so that
+/// its byte `align_at` lies at a multiple of 64 bytes ([`receive_probed`]).
+fn placed_buffer(len: usize, align_at: usize) -> (Vec<u8>, usize) {
+    let room = if len > PLACED_FROM { 64 } else { 0 };
+    let bytes: Vec<u8> = Vec::with_capacity(room + len);
+    let start = if room > 0 {
+        (64 - (bytes.as_ptr() as usize).wrapping_add(align_at) % 64) % 64
+    } else {
+        0
+    };
+    (bytes, start)
+}
+
 /// Receives the probed message into a new buffer. A message longer than
 /// 64 KiB (a frame alone) is received so that its byte `align_at` lies
 /// at a multiple of 64 bytes: an array in the frame, padded to 64 bytes
@@ -700,13 +714,7 @@ pub(super) fn probe_any(comm: MPI_Comm) -> Result<Option<Probed>, Error> {
 /// writes every byte of it.
 pub(super) fn receive_probed(probed: Probed, align_at: usize) -> Result<Received, Error> {
     let len = probed.len;
-    let room = if len > PLACED_FROM { 64 } else { 0 };
-    let mut bytes: Vec<u8> = Vec::with_capacity(room + len);
-    let start = if room > 0 {
-        (64 - (bytes.as_ptr() as usize).wrapping_add(align_at) % 64) % 64
-    } else {
-        0
-    };
+    let (mut bytes, start) = placed_buffer(len, align_at);
     let (src, tag) = (probed.src, probed.tag);
     // SAFETY: `bytes` has room for `start` bytes, zeroed here, and the
     // message's `len` bytes after them, which MPI writes on success (all
@@ -723,6 +731,111 @@ pub(super) fn receive_probed(probed: Probed, align_at: usize) -> Result<Received
         start,
         bytes,
     })
+}
+
+/// A probed message being received into a buffer of its own
+/// (`MPI_Imrecv`, [`start_receive_probed`]), until [`Receiving::test`]
+/// says it is there.
+pub(super) struct Receiving {
+    pub(super) src: usize,
+    pub(super) tag: c_int,
+    /// Its length in bytes.
+    len: usize,
+    /// Where the message starts in `bytes`, whose capacity holds it.
+    start: usize,
+    bytes: Vec<u8>,
+    /// `MPI_REQUEST_NULL` once complete.
+    req: MPI_Request,
+}
+
+// SAFETY: as `Probed`: the request is passed to MPI only by whoever makes
+// the locale's MPI calls, one at a time; the buffer it writes is owned
+// here and moves with it (moving a Vec does not move its block).
+unsafe impl Send for Receiving {}
+
+/// Starts receiving the probed message into a new buffer, placed as
+/// [`receive_probed`] places it (`MPI_Imrecv`): returns at once; MPI
+/// writes the buffer as the message comes, while the locale's passes go
+/// on (a large message's rendezvous needs its sender's progress: a
+/// blocking receive would hold the pass until it is all there).
+pub(super) fn start_receive_probed(probed: Probed, align_at: usize) -> Result<Receiving, Error> {
+    let len = probed.len;
+    let (mut bytes, start) = placed_buffer(len, align_at);
+    let mut msg = probed.msg;
+    // SAFETY: reads an extern static that rsmpi's shim initialized to MPI's
+    // constant and nothing writes; MPI_Imrecv below overwrites the copy.
+    let mut req: MPI_Request = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: `bytes` has room for `start` bytes and the message's `len`
+    // after them; its block is not read, written, moved or freed until the
+    // request completes (`Receiving::test`; a `Receiving` dropped before
+    // leaks its block: `Drop`). `msg` is the matched message, received
+    // exactly once (`Probed` is consumed).
+    unsafe {
+        check(
+            ffi::MPI_Imrecv(
+                bytes.as_mut_ptr().add(start).cast::<c_void>(),
+                len as c_int,
+                ffi::RSMPI_UINT8_T,
+                &mut msg,
+                &mut req,
+            ),
+            "MPI_Imrecv",
+        )?;
+    }
+    Ok(Receiving {
+        src: probed.src,
+        tag: probed.tag,
+        len,
+        start,
+        bytes,
+        req,
+    })
+}
+
+impl Receiving {
+    /// Whether the message is all there (`MPI_Test`); then
+    /// [`take`](Self::take) gives it.
+    pub(super) fn test(&mut self) -> Result<bool, Error> {
+        if is_null(self.req) {
+            return Ok(true);
+        }
+        test(&mut self.req)
+    }
+
+    /// The message received, once [`test`](Self::test) said so.
+    pub(super) fn take(mut self) -> Received {
+        assert!(is_null(self.req), "a message taken before it was received");
+        let mut bytes = std::mem::take(&mut self.bytes);
+        // SAFETY: the request completed: MPI wrote the message's `len`
+        // bytes after `start`; the first `start` bytes are zeroed here.
+        unsafe {
+            bytes.as_mut_ptr().write_bytes(0, self.start);
+            bytes.set_len(self.start + self.len);
+        }
+        Received {
+            src: self.src,
+            tag: self.tag,
+            start: self.start,
+            bytes,
+        }
+    }
+}
+
+/// Whether `req` is `MPI_REQUEST_NULL` (a completed request).
+fn is_null(req: MPI_Request) -> bool {
+    // SAFETY: reads an extern static that rsmpi's shim initialized to MPI's
+    // constant and nothing writes.
+    req == unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+impl Drop for Receiving {
+    fn drop(&mut self) {
+        if !is_null(self.req) {
+            // MPI may still write the block: leaked, never freed under it
+            // (only on a path that gives up on MPI: a fatal error).
+            std::mem::forget(std::mem::take(&mut self.bytes));
+        }
+    }
 }
 
 /// Receives the probed message at `place` (`MPI_Mrecv`), its

@@ -176,6 +176,11 @@ pub(super) struct Shared {
     /// (`Transport::expect_arrivals`): while above zero, the MPI thread
     /// yields instead of sleeping when idle.
     pub(super) expecting: AtomicUsize,
+    /// Batches being received, and what waits behind them
+    /// (`Progress::receive`), as the last pass left them: while above
+    /// zero, inline, the locale's idle threads go on passing instead of
+    /// napping (the receive needs MPI calls to progress).
+    pub(super) receiving: AtomicUsize,
     /// A fatal error's message, for the MPI thread to print before it
     /// aborts the job (`MPI_Abort` is an MPI call: the MPI thread's).
     aborting: AtomicBool,
@@ -241,6 +246,7 @@ impl Shared {
             landings: Default::default(),
             finishing: AtomicBool::new(false),
             expecting: AtomicUsize::new(0),
+            receiving: AtomicUsize::new(0),
             aborting: AtomicBool::new(false),
             abort_message: Mutex::new(None),
         }
@@ -628,7 +634,8 @@ impl Transport for MpiTransport {
         match &self.inline {
             Some(inline) => {
                 inline.progress();
-                self.shared.has_arrivals()
+                // A batch being received needs passes: polls make them.
+                self.shared.has_arrivals() || self.shared.receiving.load(Ordering::Relaxed) > 0
             }
             None => false,
         }
@@ -691,6 +698,9 @@ impl MpiTransport {
         let s = &*self.shared;
         let ready = || s.has_arrivals() || also_ready();
         match &self.inline {
+            // Inline, a batch being received needs passes: no nap (the
+            // worker's idle loop passes again at once).
+            Some(_) if s.receiving.load(Ordering::Relaxed) > 0 => {}
             Some(inline) => inline.park_on(timeout, &ready, sleep),
             None => {
                 sleep(timeout, &ready);

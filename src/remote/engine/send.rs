@@ -49,6 +49,77 @@ impl Engine {
         crate::remote::encode::with_head(&[&h], payload, |parts| self.send_frame(dest, net, parts))
     }
 
+    /// [`send_parts`](Self::send_parts) of the payload `head` then `body`,
+    /// without waiting for a frame the transport sends from where its parts
+    /// lie (MPI, a frame sent alone: `Transport::sends_borrowed`): such a
+    /// frame's flag goes onto `in_flight`, with a copy of the frame's head
+    /// (the engine's header and `head`), and the caller waits for it with
+    /// [`wait_sent`](Self::wait_sent). Any other frame (copied by the
+    /// transport, or too large for one frame: fragments) is sent as
+    /// `send_parts` sends it, waited for here. Chant's windows
+    /// (`chant::window`).
+    ///
+    /// # Safety
+    ///
+    /// Every byte of `body` stays valid, unmoved and unwritten until
+    /// `wait_sent` returned for every entry this call pushed on
+    /// `in_flight`, and nothing unwinds past the call that owns them
+    /// before it did.
+    pub(crate) unsafe fn send_parts_in_flight(
+        &self,
+        dest: usize,
+        net: Network,
+        header: Header,
+        head: &[&[u8]],
+        body: &[&[u8]],
+        in_flight: &mut Vec<InFlight>,
+    ) -> Result<(), Error> {
+        let len: usize = head.iter().chain(body).map(|p| p.len()).sum();
+        if len > self.max_message.load(Ordering::Relaxed)
+            || HEADER_LEN + len > self.transport.max_frame()
+            || !self.transport.sends_borrowed(dest, HEADER_LEN + len)
+        {
+            return crate::remote::encode::with_head(head, body, |payload| {
+                self.send_parts(dest, net, header, payload)
+            });
+        }
+        crate::sched::no_wait::check_send(dest);
+        let h = self.stamp(dest, header, len).encode(len);
+        let mut frame_head = Vec::with_capacity(HEADER_LEN + 8);
+        frame_head.extend_from_slice(&h);
+        for p in head {
+            frame_head.extend_from_slice(p);
+        }
+        let offered = crate::remote::encode::with_head(&[&frame_head], body, |parts| {
+            self.offer_until_taken(dest, net, parts)
+        })?;
+        match offered {
+            Offered::Taken(Some(done)) => in_flight.push(InFlight {
+                done,
+                net,
+                _head: frame_head,
+            }),
+            Offered::Taken(None) => {}
+            // Not said by a transport that sends from the parts; as
+            // `send_until_taken` does if it were.
+            Offered::NoLargeRoom => {
+                crate::remote::encode::with_head(&[&frame_head], body, |parts| {
+                    self.send_fragments(dest, net, parts, HEADER_LEN + len)
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits, polling, until the transport is done with every frame of
+    /// `in_flight` ([`send_parts_in_flight`](Self::send_parts_in_flight)),
+    /// and empties it. A panic in the wait aborts the process.
+    pub(crate) fn wait_sent(&self, in_flight: &mut Vec<InFlight>) {
+        for f in in_flight.drain(..) {
+            self.wait_until_sent(f.net, &f.done);
+        }
+    }
+
     /// Counts a program message (not a control frame) about to be sent to
     /// `dest` with `len` payload bytes, and with tracing on gives it its
     /// trace sequence number and records it. Every program message is
@@ -96,7 +167,12 @@ impl Engine {
         parts: &[&[u8]],
     ) -> Result<(), Error> {
         match self.offer_until_taken(dest, net, parts)? {
-            Offered::Taken => Ok(()),
+            Offered::Taken(done) => {
+                if let Some(done) = done {
+                    self.wait_until_sent(net, &done);
+                }
+                Ok(())
+            }
             // Its receiver keeps the memory of large frames (rule L of
             // `comm/shm/README.md`): the frame goes in eager pieces.
             Offered::NoLargeRoom => {
@@ -109,7 +185,12 @@ impl Engine {
     /// Offers a frame until the transport takes it, polling while there is
     /// no room; gives up with `NoLargeRoom` once the transport said so
     /// [`LARGE_ROOM_TRIES`] times (its receiver keeps the memory such a
-    /// frame needs: waiting longer could wait forever).
+    /// frame needs: waiting longer could wait forever). A frame the
+    /// transport sends from `parts` comes back with its flag
+    /// (`Offered::Taken(Some(done))`), which the caller waits for
+    /// ([`wait_until_sent`](Self::wait_until_sent)) before `parts` may
+    /// change or go: every caller does, and never unwinds before it does
+    /// (it aborts instead).
     fn offer_until_taken(
         &self,
         dest: usize,
@@ -119,16 +200,13 @@ impl Engine {
         let mut tries = 0u32;
         let mut no_large_room = 0u32;
         loop {
-            // SAFETY: `parts` are borrowed for this call, which returns only
-            // after the transport is done with them (`wait_until_sent`),
-            // and never unwinds before (it aborts instead).
+            // SAFETY: every caller keeps `parts` valid and unchanged until
+            // the flag returned reads true (this function's contract,
+            // above).
             match unsafe { self.transport.try_send_borrowed(dest, net, parts) } {
                 Ok(done) => {
                     self.offered(parts);
-                    if let Some(done) = done {
-                        self.wait_until_sent(net, &done);
-                    }
-                    return Ok(Offered::Taken);
+                    return Ok(Offered::Taken(done));
                 }
                 Err(SendError::Failed(e)) => return Err(e),
                 Err(SendError::Full) => {}
@@ -237,7 +315,7 @@ impl Engine {
     ) -> Result<(), Error> {
         if dest >= self.locales {
             // As the transport would say for a whole frame.
-            return self.offer_until_taken(dest, net, parts).map(|_| ());
+            return self.send_until_taken(dest, net, parts);
         }
         let mut tries = 0u32;
         let _stream = loop {
@@ -260,7 +338,14 @@ impl Engine {
             frame.push(&total);
             crate::remote::fragment::slices(parts, at, n, &mut frame);
             match self.offer_until_taken(dest, net, &frame)? {
-                Offered::Taken => at += n,
+                Offered::Taken(done) => {
+                    // The piece's head lies on this stack frame: sent
+                    // before the next.
+                    if let Some(done) = done {
+                        self.wait_until_sent(net, &done);
+                    }
+                    at += n
+                }
                 // The same bytes again, in eager pieces from here on (the
                 // receiver takes pieces of any size, in order).
                 Offered::NoLargeRoom => piece = eager,
@@ -472,9 +557,20 @@ fn abort_on_unwind<R>(f: impl FnOnce() -> R) -> R {
 /// mailbox) may stay for as long as the program likes.
 const LARGE_ROOM_TRIES: u32 = 64;
 
+/// A frame the transport may still read from its sender's parts
+/// ([`Engine::send_parts_in_flight`]), until its flag reads true.
+pub(crate) struct InFlight {
+    done: Arc<std::sync::atomic::AtomicBool>,
+    /// What its wait polls.
+    net: Network,
+    /// The frame's head: one of its parts points into this block.
+    _head: Vec<u8>,
+}
+
 /// What became of a frame offered until the transport took it.
 enum Offered {
-    Taken,
+    /// Taken; with the flag to wait for where it is sent from its parts.
+    Taken(Option<Arc<std::sync::atomic::AtomicBool>>),
     /// The transport said `NoLargeRoom` [`LARGE_ROOM_TRIES`] times.
     NoLargeRoom,
 }
