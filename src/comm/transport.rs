@@ -340,6 +340,20 @@ pub(crate) trait Transport: Send + Sync + 'static {
         self.try_send(dest, net, parts).map(|()| None)
     }
 
+    /// [`try_send`](Self::try_send), but the transport may hold the
+    /// frame back, to send it together with the frames its sender offers
+    /// next (a Chant window's sends, `chant::window`): it leaves at the
+    /// latest at the next [`flush`](Self::flush), or once enough are held
+    /// to fill a batch, or with any pass that sends what is queued. Order
+    /// is `try_send`'s. By default, `try_send` itself.
+    fn try_send_held(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        self.try_send(dest, net, parts)
+    }
+
+    /// Sends every frame [`try_send_held`](Self::try_send_held) held back
+    /// (as `try_send` would have sent each). By default, nothing to do.
+    fn flush(&self) {}
+
     /// Whether [`try_send_borrowed`](Self::try_send_borrowed) sends a
     /// `len`-byte frame to `dest` from its parts (its sender then waits
     /// until the transport is done with them) rather than copying it.

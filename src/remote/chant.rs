@@ -355,7 +355,7 @@ unsafe fn send_parts_from(
     to: TaskId,
     tag: u32,
     parts: &[&[u8]],
-    in_flight: Option<&mut Vec<InFlight>>,
+    in_flight: Option<&mut VecDeque<InFlight>>,
 ) -> Result<(), Error> {
     // Not from a remote call declared inline: it is no task to send from
     // (whatever task's poll runs it), and a send may wait for room.
@@ -427,14 +427,21 @@ unsafe fn send_parts_from(
 /// `f` panics). The bytes are borrowed for the whole call, so they cannot
 /// change or go before then.
 ///
-/// Where it pays: over MPI, a message longer than a batch (64 KiB) is sent
-/// from where it lies, so a plain [`send`] returns only once MPI completed
-/// it (about once its receiver took it): one such message in flight at a
-/// time. In a window, the next message is sent while the first travels, to
-/// the same task or to others (a halo to each neighbour at once). Every
-/// other message (shorter, on shared memory, to a task of this locale, or
-/// longer than one frame: fragments) is sent as [`send`] sends it, copied
-/// before the call returns. Order and matching are [`send`]'s.
+/// Where it pays, over MPI:
+/// - A message longer than a batch (64 KiB) is sent from where it lies, so
+///   a plain [`send`] returns only once MPI completed it (about once its
+///   receiver took it): one such message in flight at a time. In a window,
+///   the next one is sent while the first travels, to the same task or to
+///   others (a halo to each neighbour at once), up to 512 KiB of them in
+///   flight (a send that would pass that first waits for the oldest).
+/// - Shorter messages are copied, and may wait to travel together in one
+///   MPI message with the window's next ones: they leave with the next
+///   pass that sends (the calling task waiting for anything makes one),
+///   once 64 wait, or when the window ends.
+///
+/// On shared memory, and to a task of this locale, a window's sends are
+/// [`send`]s. A message longer than one frame (fragments) is sent as
+/// [`send`] sends it. Order and matching are [`send`]'s.
 ///
 /// ```
 /// use cantus::chant::{self, Source, Tag};
@@ -486,7 +493,7 @@ unsafe fn send_parts_from(
 /// process (unwinding would free bytes the transport may still read).
 pub fn window<'env, R>(f: impl FnOnce(&Window<'env>) -> R) -> R {
     let window = Window {
-        in_flight: std::cell::RefCell::new(Vec::new()),
+        in_flight: std::cell::RefCell::new(VecDeque::new()),
         _env: std::marker::PhantomData,
     };
     // A panic in `f` is caught, the sends waited for, and the panic
@@ -494,21 +501,28 @@ pub fn window<'env, R>(f: impl FnOnce(&Window<'env>) -> R) -> R {
     // takes (a lock released during a panic counts as poisoned).
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&window)));
     let mut in_flight = window.in_flight.into_inner();
-    if !in_flight.is_empty() {
-        match super::engine() {
-            Some(e) => e.wait_sent(&mut in_flight),
-            // Frames in flight need the engine that sent them.
-            None => unreachable!("cantus::chant::window: sends in flight without an engine"),
-        }
+    if let Some(e) = super::engine() {
+        // The frames held back to go together go now.
+        e.flush();
+        e.wait_sent(&mut in_flight, 0);
     }
+    debug_assert!(in_flight.is_empty(), "sends in flight without an engine");
     r.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
+
+/// Bytes of a window's messages in flight at once, the next one's
+/// included: a send that would pass it first waits for the oldest.
+/// Measured over MPI (`cantus-bench comm --only chant_window`,
+/// BENCHMARKS.md): 1 MiB messages in flight together took 3-4x as long
+/// per message in some runs (the receiver's copies of several interleave
+/// and all finish late); 64 KiB ones gain from several.
+const WINDOW_BYTES: usize = 512 << 10;
 
 /// Sends in flight together ([`window`]). `'env` is the window's whole
 /// call: every byte sent through it is borrowed for that long.
 pub struct Window<'env> {
     /// The frames the transport may still read, with their flags.
-    in_flight: std::cell::RefCell<Vec<InFlight>>,
+    in_flight: std::cell::RefCell<VecDeque<InFlight>>,
     /// Invariant in `'env`, so that a `&Window<'env>` cannot pass for a
     /// window of a shorter call and take bytes that go first.
     _env: std::marker::PhantomData<std::cell::Cell<&'env ()>>,
@@ -521,6 +535,11 @@ impl<'env> Window<'env> {
     #[track_caller]
     pub fn send(&self, to: TaskId, tag: u32, bytes: &'env [u8]) -> Result<(), Error> {
         let mut in_flight = self.in_flight.borrow_mut();
+        if let Some(e) = super::engine() {
+            // At most WINDOW_BYTES in flight with this one: large
+            // messages received together interleave and all finish late.
+            e.wait_sent(&mut in_flight, WINDOW_BYTES.saturating_sub(bytes.len()));
+        }
         // SAFETY: `bytes` is borrowed (shared) for `'env`, the whole call
         // of `window`, which waits for every frame pushed on `in_flight`
         // before it returns or unwinds (a panic in its closure is caught

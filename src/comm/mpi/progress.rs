@@ -445,7 +445,7 @@ impl Progress {
             }
         }
         self.streaming = batches > 0;
-        s.receiving.store(self.incoming, Ordering::Relaxed);
+        self.publish_receiving();
         Ok(any)
     }
 
@@ -472,10 +472,19 @@ impl Progress {
                 self.take(m, deliver);
             }
         }
-        self.shared
-            .receiving
-            .store(self.incoming, Ordering::Relaxed);
+        self.publish_receiving();
         Ok(any)
+    }
+
+    /// Tells the locale's threads how many receives are open
+    /// (`Shared::receiving`), writing only a change: the word is read on
+    /// every idle poll, and a pass that wrote it each time would take its
+    /// cache line from them.
+    fn publish_receiving(&self) {
+        let r = &self.shared.receiving;
+        if r.load(Ordering::Relaxed) != self.incoming {
+            r.store(self.incoming, Ordering::Relaxed);
+        }
     }
 
     /// Takes one message received from a locale of the job: a batch goes

@@ -165,6 +165,17 @@ impl Transport for RoutingTransport {
         }
     }
 
+    fn try_send_held(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        match self.on_this_node(dest) {
+            Some(i) => self.shm.try_send(i, net, parts),
+            None => self.mpi.try_send_held(dest, net, parts),
+        }
+    }
+
+    fn flush(&self) {
+        self.mpi.flush();
+    }
+
     fn sends_borrowed(&self, dest: usize, len: usize) -> bool {
         self.on_this_node(dest).is_none() && self.mpi.sends_borrowed(dest, len)
     }

@@ -49,6 +49,11 @@ pub(super) struct Borrowed {
 /// the queue: one that travels alone anyway (larger than a batch).
 const BORROW_FROM: usize = super::progress::BATCH_BYTES;
 
+/// Frames queued before a held frame (`Transport::try_send_held`) asks
+/// for a pass itself: 64 frames of 1 KiB fill a batch, and 64 small ones
+/// make one MPI message of 64.
+const HELD_FRAMES: usize = 64;
+
 /// Frames received in one MPI message (a batch), handed on one by one.
 pub(super) struct Batch {
     pub(super) src: usize,
@@ -353,17 +358,41 @@ impl MpiTransport {
     /// Queues a frame whose credit was taken, and sends it now (inline, if
     /// no other thread is making a pass) or wakes the MPI thread.
     fn queue(&self, frame: Outgoing) {
-        let s = &*self.shared;
-        {
-            let mut out = s.outgoing.lock().unwrap();
-            // A landing's message is not a frame (`landing.rs`).
-            out.1 += u64::from(frame.landing_tag.is_none());
-            out.0.push(frame);
-            // Release (under the lock as well): the MPI thread's Acquire
-            // load that sees it finds the frame when it takes the lock.
-            s.outgoing_len.store(out.0.len(), Ordering::Release);
-        }
+        self.push(frame);
         self.ask_for_pass();
+    }
+
+    /// Queues `frame` for the next pass, without asking for one; returns
+    /// how many frames are queued now.
+    fn push(&self, frame: Outgoing) -> usize {
+        let s = &*self.shared;
+        let mut out = s.outgoing.lock().unwrap();
+        // A landing's message is not a frame (`landing.rs`).
+        out.1 += u64::from(frame.landing_tag.is_none());
+        out.0.push(frame);
+        // Release (under the lock as well): the MPI thread's Acquire
+        // load that sees it finds the frame when it takes the lock.
+        s.outgoing_len.store(out.0.len(), Ordering::Release);
+        out.0.len()
+    }
+
+    /// A frame of `parts` copied with its length prefix, its credit taken
+    /// (C1).
+    fn copied(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<Outgoing, SendError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.admit(dest, net, len)?;
+        let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
+        bytes.extend_from_slice(&(len as u32).to_le_bytes());
+        for p in parts {
+            bytes.extend_from_slice(p);
+        }
+        Ok(Outgoing {
+            dest,
+            net,
+            bytes,
+            borrowed: None,
+            landing_tag: None,
+        })
     }
 
     /// Has what was queued for a pass done: now (inline, unless another
@@ -410,21 +439,27 @@ impl Transport for MpiTransport {
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        self.admit(dest, net, len)?;
-        let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
-        bytes.extend_from_slice(&(len as u32).to_le_bytes());
-        for p in parts {
-            bytes.extend_from_slice(p);
-        }
-        self.queue(Outgoing {
-            dest,
-            net,
-            bytes,
-            borrowed: None,
-            landing_tag: None,
-        });
+        let frame = self.copied(dest, net, parts)?;
+        self.queue(frame);
         Ok(())
+    }
+
+    fn try_send_held(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
+        let frame = self.copied(dest, net, parts)?;
+        // A pass now only once a batch's worth waits: the frames held
+        // before it go with it.
+        if self.push(frame) >= HELD_FRAMES {
+            self.ask_for_pass();
+        }
+        Ok(())
+    }
+
+    fn flush(&self) {
+        // Acquire: pairs with the Release store of `push`; a frame held by
+        // another thread that this misses is that thread's to flush.
+        if self.shared.outgoing_len.load(Ordering::Acquire) > 0 {
+            self.ask_for_pass();
+        }
     }
 
     fn sends_borrowed(&self, _dest: usize, len: usize) -> bool {

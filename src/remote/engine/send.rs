@@ -50,14 +50,15 @@ impl Engine {
     }
 
     /// [`send_parts`](Self::send_parts) of the payload `head` then `body`,
-    /// without waiting for a frame the transport sends from where its parts
-    /// lie (MPI, a frame sent alone: `Transport::sends_borrowed`): such a
-    /// frame's flag goes onto `in_flight`, with a copy of the frame's head
-    /// (the engine's header and `head`), and the caller waits for it with
-    /// [`wait_sent`](Self::wait_sent). Any other frame (copied by the
-    /// transport, or too large for one frame: fragments) is sent as
-    /// `send_parts` sends it, waited for here. Chant's windows
-    /// (`chant::window`).
+    /// for a Chant window (`chant::window`): a frame the transport sends
+    /// from where its parts lie (MPI, a frame sent alone:
+    /// `Transport::sends_borrowed`) is not waited for: its flag goes onto
+    /// `in_flight`, with a copy of the frame's head (the engine's header
+    /// and `head`), and the caller waits for it with
+    /// [`wait_sent`](Self::wait_sent); any other frame is offered to be
+    /// held back (`Transport::try_send_held`), to go with the window's
+    /// next ones, and the caller [`flush`](Self::flush)es them. One too
+    /// large for a frame goes in fragments, as `send_parts` sends it.
     ///
     /// # Safety
     ///
@@ -72,50 +73,75 @@ impl Engine {
         header: Header,
         head: &[&[u8]],
         body: &[&[u8]],
-        in_flight: &mut Vec<InFlight>,
+        in_flight: &mut VecDeque<InFlight>,
     ) -> Result<(), Error> {
+        use crate::remote::encode::with_head;
         let len: usize = head.iter().chain(body).map(|p| p.len()).sum();
         if len > self.max_message.load(Ordering::Relaxed)
             || HEADER_LEN + len > self.transport.max_frame()
-            || !self.transport.sends_borrowed(dest, HEADER_LEN + len)
         {
-            return crate::remote::encode::with_head(head, body, |payload| {
+            return with_head(head, body, |payload| {
                 self.send_parts(dest, net, header, payload)
             });
         }
         crate::sched::no_wait::check_send(dest);
         let h = self.stamp(dest, header, len).encode(len);
+        if !self.transport.sends_borrowed(dest, HEADER_LEN + len) {
+            // Copied by the transport: the head may stay on this stack.
+            return with_head(&[&h], head, |frame_head| {
+                with_head(frame_head, body, |parts| {
+                    match self.offer_until_taken(dest, net, parts, true)? {
+                        Offered::Taken(_) => Ok(()),
+                        Offered::NoLargeRoom => {
+                            self.send_fragments(dest, net, parts, HEADER_LEN + len)
+                        }
+                    }
+                })
+            });
+        }
         let mut frame_head = Vec::with_capacity(HEADER_LEN + 8);
         frame_head.extend_from_slice(&h);
         for p in head {
             frame_head.extend_from_slice(p);
         }
-        let offered = crate::remote::encode::with_head(&[&frame_head], body, |parts| {
-            self.offer_until_taken(dest, net, parts)
+        let offered = with_head(&[&frame_head], body, |parts| {
+            match self.offer_until_taken(dest, net, parts, false)? {
+                // Not said by a transport that sends from the parts; as
+                // `send_until_taken` does if it were.
+                Offered::NoLargeRoom => {
+                    self.send_fragments(dest, net, parts, HEADER_LEN + len)?;
+                    Ok(None)
+                }
+                Offered::Taken(done) => Ok(done),
+            }
         })?;
-        match offered {
-            Offered::Taken(Some(done)) => in_flight.push(InFlight {
+        if let Some(done) = offered {
+            // The frame's first part points into `frame_head`'s block,
+            // which moves here unmoved (moving a Vec does not move it).
+            in_flight.push_back(InFlight {
                 done,
                 net,
+                bytes: HEADER_LEN + len,
                 _head: frame_head,
-            }),
-            Offered::Taken(None) => {}
-            // Not said by a transport that sends from the parts; as
-            // `send_until_taken` does if it were.
-            Offered::NoLargeRoom => {
-                crate::remote::encode::with_head(&[&frame_head], body, |parts| {
-                    self.send_fragments(dest, net, parts, HEADER_LEN + len)
-                })?;
-            }
+            });
         }
         Ok(())
     }
 
-    /// Waits, polling, until the transport is done with every frame of
-    /// `in_flight` ([`send_parts_in_flight`](Self::send_parts_in_flight)),
-    /// and empties it. A panic in the wait aborts the process.
-    pub(crate) fn wait_sent(&self, in_flight: &mut Vec<InFlight>) {
-        for f in in_flight.drain(..) {
+    /// Sends the frames held back by
+    /// [`send_parts_in_flight`](Self::send_parts_in_flight)
+    /// (`Transport::flush`).
+    pub(crate) fn flush(&self) {
+        self.transport.flush();
+    }
+
+    /// Waits, polling, until the transport is done with the oldest frames
+    /// of `in_flight` ([`send_parts_in_flight`](Self::send_parts_in_flight))
+    /// and takes them out, until those left hold `keep` bytes or fewer (0:
+    /// all of them). A panic in the wait aborts the process.
+    pub(crate) fn wait_sent(&self, in_flight: &mut VecDeque<InFlight>, keep: usize) {
+        while in_flight.iter().map(|f| f.bytes).sum::<usize>() > keep {
+            let f = in_flight.pop_front().expect("a frame in flight");
             self.wait_until_sent(f.net, &f.done);
         }
     }
@@ -166,7 +192,7 @@ impl Engine {
         net: Network,
         parts: &[&[u8]],
     ) -> Result<(), Error> {
-        match self.offer_until_taken(dest, net, parts)? {
+        match self.offer_until_taken(dest, net, parts, false)? {
             Offered::Taken(done) => {
                 if let Some(done) = done {
                     self.wait_until_sent(net, &done);
@@ -190,20 +216,30 @@ impl Engine {
     /// (`Offered::Taken(Some(done))`), which the caller waits for
     /// ([`wait_until_sent`](Self::wait_until_sent)) before `parts` may
     /// change or go: every caller does, and never unwinds before it does
-    /// (it aborts instead).
+    /// (it aborts instead). `held`: offered with `Transport::try_send_held`
+    /// (copied, maybe held back until the caller flushes), not from
+    /// `parts`.
     fn offer_until_taken(
         &self,
         dest: usize,
         net: Network,
         parts: &[&[u8]],
+        held: bool,
     ) -> Result<Offered, Error> {
         let mut tries = 0u32;
         let mut no_large_room = 0u32;
         loop {
-            // SAFETY: every caller keeps `parts` valid and unchanged until
-            // the flag returned reads true (this function's contract,
-            // above).
-            match unsafe { self.transport.try_send_borrowed(dest, net, parts) } {
+            let offered = if held {
+                self.transport
+                    .try_send_held(dest, net, parts)
+                    .map(|()| None)
+            } else {
+                // SAFETY: every caller keeps `parts` valid and unchanged
+                // until the flag returned reads true (this function's
+                // contract, above).
+                unsafe { self.transport.try_send_borrowed(dest, net, parts) }
+            };
+            match offered {
                 Ok(done) => {
                     self.offered(parts);
                     return Ok(Offered::Taken(done));
@@ -337,7 +373,7 @@ impl Engine {
             frame.push(&h);
             frame.push(&total);
             crate::remote::fragment::slices(parts, at, n, &mut frame);
-            match self.offer_until_taken(dest, net, &frame)? {
+            match self.offer_until_taken(dest, net, &frame, false)? {
                 Offered::Taken(done) => {
                     // The piece's head lies on this stack frame: sent
                     // before the next.
@@ -563,6 +599,8 @@ pub(crate) struct InFlight {
     done: Arc<std::sync::atomic::AtomicBool>,
     /// What its wait polls.
     net: Network,
+    /// The frame's length.
+    bytes: usize,
     /// The frame's head: one of its parts points into this block.
     _head: Vec<u8>,
 }
