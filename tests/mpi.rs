@@ -308,8 +308,41 @@ impl Remote for GlobalWork {
     }
 }
 
+/// Takes `senders * WINDOW_SIZES.len()` messages from any task, checks
+/// each sender's come in order (tag: its index in the window) and whole
+/// (`pattern` of its size and sender), and returns how many it took.
+#[derive(Serialize, Deserialize)]
+struct Sink {
+    boss: chant::TaskId,
+    senders: usize,
+}
+/// A window's messages: large ones that pass the receiver's open bytes
+/// together, with short ones between.
+const WINDOW_SIZES: [usize; 7] = [300 << 10, 1, 700 << 10, 100 << 10, 8, 1 << 20, 20 << 10];
+impl Remote for Sink {
+    type Output = u64;
+    fn run(self) -> u64 {
+        chant::send(self.boss, HELLO, &[]).expect("hello");
+        let mut next = std::collections::HashMap::new();
+        let total = self.senders * WINDOW_SIZES.len();
+        for _ in 0..total {
+            let m = chant::recv(Source::Any, Tag::Any);
+            let seq = next.entry(m.source()).or_insert(0u32);
+            assert_eq!(m.tag(), *seq, "order from {}", m.source());
+            let size = WINDOW_SIZES[*seq as usize];
+            assert!(
+                m.bytes() == pattern(size + m.source().task as usize % 251).as_slice(),
+                "{size} bytes from {}",
+                m.source()
+            );
+            *seq += 1;
+        }
+        total as u64
+    }
+}
+
 cantus::remote!(
-    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, Explode, Echo, Die, GlobalWork
+    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, Explode, Echo, Sink, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -645,6 +678,52 @@ fn chant_both_ways() {
         }
     });
     rt.shutdown();
+}
+
+/// Several tasks of rank 0 send windows of large and short messages to
+/// one task of every other rank at once: each arrives whole, each
+/// sender's in order.
+fn chant_windows_at_once() {
+    const SENDERS: usize = 4;
+    let rt = job();
+    let n = cantus::num_locales();
+    rt.block_on(|| {
+        let me = chant::me();
+        for l in 1..n {
+            let sink = cantus::on(
+                l,
+                Sink {
+                    boss: me,
+                    senders: SENDERS,
+                },
+            );
+            let to = chant::recv(Source::Any, Tag::Is(HELLO)).source();
+            cantus::coforall(SENDERS, |_| {
+                let salt = chant::me().task as usize % 251;
+                let messages: Vec<Vec<u8>> = WINDOW_SIZES
+                    .iter()
+                    .map(|&size| pattern(size + salt))
+                    .collect();
+                chant::window(|w| {
+                    for (i, m) in messages.iter().enumerate() {
+                        w.send(to, i as u32, m).unwrap();
+                    }
+                });
+            });
+            assert_eq!(sink.join().unwrap(), (SENDERS * WINDOW_SIZES.len()) as u64);
+        }
+    });
+    rt.shutdown();
+}
+
+#[test]
+fn chant_windows_from_many_tasks_at_once_arrive_whole_and_in_order() {
+    on_ranks(
+        "chant_windows_from_many_tasks_at_once_arrive_whole_and_in_order",
+        &[2, 3],
+        &[],
+        chant_windows_at_once,
+    );
 }
 
 #[test]

@@ -37,6 +37,11 @@ const RECEIVE_BUDGET: usize = 64;
 /// rendezvous, and a blocking receive would hold the pass until its
 /// sender's progress brought all of it.
 const STARTED_FROM: usize = 16 << 10;
+/// Bytes of batches being received from one source at once (one is always
+/// let in): several small rendezvous overlap their handshakes, but large
+/// messages received together interleave their copies and all finish late
+/// (1 MiB messages took 3-4x as long each in some runs, BENCHMARKS.md).
+const OPEN_BYTES: usize = 512 << 10;
 /// Bytes of a credit message: network, frames, bytes.
 const CREDIT_BYTES: usize = 24;
 
@@ -84,6 +89,14 @@ pub(super) struct Progress {
     /// are handed on in their sender's order; `incoming` counts them.
     behind: Vec<VecDeque<Incoming>>,
     incoming: usize,
+    /// Per source, the bytes of its batches being received
+    /// ([`OPEN_BYTES`]), and how many of its messages wait matched, their
+    /// receives not started: while one does, what comes after it from that
+    /// source waits matched behind it, so that receives start in the order
+    /// sent (MPI may send a later message's bytes only after an earlier
+    /// one's: a receive started past one not started could wait for ever).
+    open_bytes: Vec<usize>,
+    matched: Vec<usize>,
     /// The last receiving pass found a batch: batches come in a stream,
     /// so a pass takes all that arrived (up to the budget); otherwise it
     /// ends at the first, which the engine's poll then hands on at once
@@ -128,6 +141,8 @@ impl Progress {
             delivered: false,
             behind: (0..n).map(|_| VecDeque::new()).collect(),
             incoming: 0,
+            open_bytes: vec![0; n],
+            matched: vec![0; n],
             streaming: false,
             collective_comm,
             collectives: Vec::new(),
@@ -410,19 +425,28 @@ impl Progress {
                 self.on_landing(s.landings.arrived(p))?;
                 continue;
             }
-            if p.src < s.locales
-                && p.len > STARTED_FROM
-                && matches!(p.tag, TAG_REQUESTS | TAG_REPLIES)
-            {
-                // A large frame's first byte (after its length prefix) is
-                // placed at a multiple of 64 bytes.
-                let src = p.src;
-                self.received_from[src] += 1;
-                let r = sys::start_receive_probed(p, FRAME_PREFIX)?;
-                self.behind[src].push_back(Incoming::Receiving(r));
-                self.incoming += 1;
-                batches += 1;
-                continue;
+            if p.src < s.locales && matches!(p.tag, TAG_REQUESTS | TAG_REPLIES) {
+                let (src, len) = (p.src, p.len);
+                if self.matched[src] > 0 || (len > STARTED_FROM && !self.may_open(src, len)) {
+                    // After its source's messages (receives start in order).
+                    self.received_from[src] += 1;
+                    self.behind[src].push_back(Incoming::Matched(Some(p)));
+                    self.matched[src] += 1;
+                    self.incoming += 1;
+                    batches += 1;
+                    continue;
+                }
+                if len > STARTED_FROM {
+                    self.received_from[src] += 1;
+                    self.open_bytes[src] += len;
+                    // A large frame's first byte (after its length prefix)
+                    // is placed at a multiple of 64 bytes.
+                    let r = sys::start_receive_probed(p, FRAME_PREFIX)?;
+                    self.behind[src].push_back(Incoming::Receiving(r));
+                    self.incoming += 1;
+                    batches += 1;
+                    continue;
+                }
             }
             let m = sys::receive_probed(p, FRAME_PREFIX)?;
             if m.src >= s.locales {
@@ -457,15 +481,27 @@ impl Progress {
         }
         let mut any = false;
         for src in 0..self.behind.len() {
+            self.start_matched(src, false)?;
             while let Some(front) = self.behind[src].front_mut() {
-                if let Incoming::Receiving(r) = front {
-                    if !r.test()? {
-                        break;
+                match front {
+                    Incoming::Receiving(r) => {
+                        if !r.test()? {
+                            break;
+                        }
+                        self.open_bytes[src] -= r.len();
                     }
+                    // Its turn came as the receives before it ended: it
+                    // starts now (nothing is open).
+                    Incoming::Matched(_) => {
+                        self.start_matched(src, false)?;
+                        continue;
+                    }
+                    Incoming::Received(_) => {}
                 }
                 let m = match self.behind[src].pop_front().expect("a front") {
                     Incoming::Receiving(r) => r.take(),
                     Incoming::Received(m) => m,
+                    Incoming::Matched(_) => unreachable!("a matched message at the front"),
                 };
                 self.incoming -= 1;
                 any = true;
@@ -474,6 +510,43 @@ impl Progress {
         }
         self.publish_receiving();
         Ok(any)
+    }
+
+    /// Whether a batch of `len` bytes from `src` may start being received
+    /// now ([`OPEN_BYTES`]).
+    fn may_open(&self, src: usize, len: usize) -> bool {
+        let open = self.open_bytes[src];
+        open == 0 || open + len <= OPEN_BYTES
+    }
+
+    /// Starts the receives of `src`'s matched messages, in order, as far
+    /// as the open bytes allow (all of them if `all`: before a landing of
+    /// `src` is received, whose bytes MPI may send only after theirs); a
+    /// short one is received at once, everything before it being started.
+    fn start_matched(&mut self, src: usize, all: bool) -> Result<(), Error> {
+        if self.matched[src] == 0 {
+            return Ok(());
+        }
+        for e in self.behind[src].iter_mut() {
+            let Incoming::Matched(p) = e else {
+                continue;
+            };
+            let len = p.as_ref().expect("a matched message").len;
+            let open = self.open_bytes[src];
+            let large = len > STARTED_FROM;
+            if large && !all && open > 0 && open + len > OPEN_BYTES {
+                break;
+            }
+            let p = p.take().expect("a matched message");
+            *e = if large {
+                self.open_bytes[src] += len;
+                Incoming::Receiving(sys::start_receive_probed(p, FRAME_PREFIX)?)
+            } else {
+                Incoming::Received(sys::receive_probed(p, FRAME_PREFIX)?)
+            };
+            self.matched[src] -= 1;
+        }
+        Ok(())
     }
 
     /// Tells the locale's threads how many receives are open
@@ -552,6 +625,13 @@ impl Progress {
     /// into a buffer it drops (with a note where nobody said why), or
     /// leaves it parked.
     fn on_landing(&mut self, a: Arrived<sys::Probed>) -> Result<(), Error> {
+        // Every earlier message of its sender is received or being
+        // received before a landing's blocking receive.
+        if let Arrived::Land(p, _) | Arrived::Drop(p, _) | Arrived::Discard(p) = &a
+            && p.src < self.matched.len()
+        {
+            self.start_matched(p.src, true)?;
+        }
         match a {
             Arrived::Land(p, place) => {
                 let (at, len) = place.at();
@@ -634,6 +714,9 @@ impl Progress {
 /// What came from a source and waits to be handed on in its order
 /// ([`Progress::receive`]).
 enum Incoming {
+    /// A batch matched by a probe, its receive not started yet (`None`
+    /// only while it starts).
+    Matched(Option<sys::Probed>),
     /// A batch still being received.
     Receiving(sys::Receiving),
     /// One received, behind such a batch.

@@ -802,6 +802,11 @@ impl Receiving {
         test(&mut self.req)
     }
 
+    /// The message's length in bytes.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The message received, once [`test`](Self::test) said so.
     pub(super) fn take(mut self) -> Received {
         assert!(is_null(self.req), "a message taken before it was received");
