@@ -5,6 +5,8 @@
 //! - [`me`] is the calling task's [`TaskId`]: its locale and its task id
 //!   there ([`query::current_task_id`](crate::query::current_task_id)).
 //! - [`send`] (and [`send_value`]) sends bytes with a tag to a task;
+//!   [`window`] sends several that may be in flight together (MPI's
+//!   `MPI_Isend`s before an `MPI_Waitall`);
 //!   [`recv`] waits for a message matching a [`Source`] and a [`Tag`]
 //!   (either may be `Any`); [`irecv`] posts the receive and returns a
 //!   [`RecvHandle`] to [`test`](RecvHandle::test),
