@@ -438,11 +438,8 @@ impl Progress {
                 }
                 if len > STARTED_FROM {
                     self.received_from[src] += 1;
-                    self.open_bytes[src] += len;
-                    // A large frame's first byte (after its length prefix)
-                    // is placed at a multiple of 64 bytes.
-                    let r = sys::start_receive_probed(p, FRAME_PREFIX)?;
-                    self.behind[src].push_back(Incoming::Receiving(r));
+                    let e = start(p, &mut self.open_bytes[src])?;
+                    self.behind[src].push_back(e);
                     self.incoming += 1;
                     batches += 1;
                     continue;
@@ -491,9 +488,11 @@ impl Progress {
                         self.open_bytes[src] -= r.len();
                     }
                     // Its turn came as the receives before it ended: it
-                    // starts now (nothing is open).
-                    Incoming::Matched(_) => {
-                        self.start_matched(src, false)?;
+                    // starts now (nothing before it is open).
+                    Incoming::Matched(p) => {
+                        let p = p.take().expect("a matched message");
+                        *front = start(p, &mut self.open_bytes[src])?;
+                        self.matched[src] -= 1;
                         continue;
                     }
                     Incoming::Received(_) => {}
@@ -538,12 +537,7 @@ impl Progress {
                 break;
             }
             let p = p.take().expect("a matched message");
-            *e = if large {
-                self.open_bytes[src] += len;
-                Incoming::Receiving(sys::start_receive_probed(p, FRAME_PREFIX)?)
-            } else {
-                Incoming::Received(sys::receive_probed(p, FRAME_PREFIX)?)
-            };
+            *e = start(p, &mut self.open_bytes[src])?;
             self.matched[src] -= 1;
         }
         Ok(())
@@ -721,6 +715,19 @@ enum Incoming {
     Receiving(sys::Receiving),
     /// One received, behind such a batch.
     Received(sys::Received),
+}
+
+/// Starts receiving a matched batch, its turn come: a long one without
+/// waiting (its bytes counted in `open_bytes`), a short one at once.
+fn start(p: sys::Probed, open_bytes: &mut usize) -> Result<Incoming, Error> {
+    Ok(if p.len > STARTED_FROM {
+        *open_bytes += p.len;
+        // A large frame's first byte (after its length prefix) is placed
+        // at a multiple of 64 bytes.
+        Incoming::Receiving(sys::start_receive_probed(p, FRAME_PREFIX)?)
+    } else {
+        Incoming::Received(sys::receive_probed(p, FRAME_PREFIX)?)
+    })
 }
 
 /// A credit message: (network, frames, bytes).
