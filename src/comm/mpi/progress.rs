@@ -420,27 +420,25 @@ impl Progress {
                 break;
             };
             any = true;
-            if landing::is_landing(p.tag) && p.src < s.locales {
+            if p.src < s.locales {
                 self.received_from[p.src] += 1;
+            }
+            if landing::is_landing(p.tag) && p.src < s.locales {
                 self.on_landing(s.landings.arrived(p))?;
                 continue;
             }
             if p.src < s.locales && matches!(p.tag, TAG_REQUESTS | TAG_REPLIES) {
                 let (src, len) = (p.src, p.len);
-                if self.matched[src] > 0 || (len > STARTED_FROM && !self.may_open(src, len)) {
+                let open = self.open_bytes[src];
+                if self.matched[src] > 0 || (len > STARTED_FROM && !may_open(open, len)) {
                     // After its source's messages (receives start in order).
-                    self.received_from[src] += 1;
-                    self.behind[src].push_back(Incoming::Matched(Some(p)));
-                    self.matched[src] += 1;
-                    self.incoming += 1;
+                    self.put_behind(src, Incoming::Matched(Some(p)));
                     batches += 1;
                     continue;
                 }
                 if len > STARTED_FROM {
-                    self.received_from[src] += 1;
                     let e = start(p, &mut self.open_bytes[src])?;
-                    self.behind[src].push_back(e);
-                    self.incoming += 1;
+                    self.put_behind(src, e);
                     batches += 1;
                     continue;
                 }
@@ -453,11 +451,9 @@ impl Progress {
                 );
                 continue;
             }
-            self.received_from[m.src] += 1;
             if matches!(m.tag, TAG_REQUESTS | TAG_REPLIES) && !self.behind[m.src].is_empty() {
                 // Behind a batch of its sender still being received.
-                self.behind[m.src].push_back(Incoming::Received(m));
-                self.incoming += 1;
+                self.put_behind(m.src, Incoming::Received(m));
                 batches += 1;
                 continue;
             }
@@ -511,11 +507,13 @@ impl Progress {
         Ok(any)
     }
 
-    /// Whether a batch of `len` bytes from `src` may start being received
-    /// now ([`OPEN_BYTES`]).
-    fn may_open(&self, src: usize, len: usize) -> bool {
-        let open = self.open_bytes[src];
-        open == 0 || open + len <= OPEN_BYTES
+    /// Queues `e` behind what came from `src` before it.
+    fn put_behind(&mut self, src: usize, e: Incoming) {
+        if matches!(e, Incoming::Matched(_)) {
+            self.matched[src] += 1;
+        }
+        self.behind[src].push_back(e);
+        self.incoming += 1;
     }
 
     /// Starts the receives of `src`'s matched messages, in order, as far
@@ -531,9 +529,7 @@ impl Progress {
                 continue;
             };
             let len = p.as_ref().expect("a matched message").len;
-            let open = self.open_bytes[src];
-            let large = len > STARTED_FROM;
-            if large && !all && open > 0 && open + len > OPEN_BYTES {
+            if len > STARTED_FROM && !all && !may_open(self.open_bytes[src], len) {
                 break;
             }
             let p = p.take().expect("a matched message");
@@ -715,6 +711,12 @@ enum Incoming {
     Receiving(sys::Receiving),
     /// One received, behind such a batch.
     Received(sys::Received),
+}
+
+/// Whether a batch of `len` bytes may start being received from a source
+/// with `open` bytes being received ([`OPEN_BYTES`]: one always may).
+fn may_open(open: usize, len: usize) -> bool {
+    open == 0 || open + len <= OPEN_BYTES
 }
 
 /// Starts receiving a matched batch, its turn come: a long one without
