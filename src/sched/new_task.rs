@@ -24,6 +24,7 @@ use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Payload capacity in machine words.
 pub(crate) const INLINE_WORDS: usize = 2;
@@ -212,11 +213,39 @@ impl Task {
     }
 }
 
+/// The code of the tasks that thieves take in batches (0: none yet): a
+/// plain Qthreads fork's (`ffi/qthread/spawn.rs`), registered by the C
+/// ABI, which lies above this layer. Such a task is never popped back by
+/// its forker (its result goes to a full/empty word or a sinc), and a
+/// program forks it in loops, many at a time: taken one steal each, the
+/// forker's deque is the one line every idle worker fights over
+/// (`deque/README.md`, "Batch steals"). Every other task is taken one at
+/// a time: the oldest of a recursion's joins is already the largest
+/// piece, and taking the younger ones too would leave its owner's joins
+/// waiting on a thief instead of popping their jobs back.
+static BATCHED_CODE: AtomicUsize = AtomicUsize::new(0);
+
+/// Registers `code` as the code of tasks stolen in batches (see
+/// [`BATCHED_CODE`]); one kind at a time, the last registered.
+pub(crate) fn steal_in_batches(code: VTable) {
+    if BATCHED_CODE.load(Ordering::Relaxed) != code as usize {
+        BATCHED_CODE.store(code as usize, Ordering::Relaxed);
+    }
+}
+
 impl Queued {
     /// The end count this task reports to (null for detached tasks).
     #[inline]
     pub(crate) fn group(&self) -> *const () {
         self.group
+    }
+
+    /// Whether thieves take this task in a batch with the ones queued
+    /// after it ([`steal_in_batches`]). A policy, not a rule: whatever the
+    /// answer, each task is taken once.
+    #[inline]
+    pub(crate) fn stolen_in_batches(&self) -> bool {
+        self.vtable as usize == BATCHED_CODE.load(Ordering::Relaxed)
     }
 
     /// The task again.
@@ -379,6 +408,9 @@ mod tests {
         assert_eq!(hits.load(Ordering::Relaxed), 1 + 7 * 16);
     }
 
+    // A real deque and threads: not a loom model (under `--cfg loom` the
+    // deque's atomics are loom's, usable only inside one).
+    #[cfg(not(loom))]
     #[test]
     fn closures_with_padding_cross_a_deque_intact() {
         use crate::sched::deque::{Steal, Worker};

@@ -9,7 +9,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cantus.h> /* cantus_last_error */
 #include <qthread/qthread.h>
+#include <qthread/sinc.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "check.h"
@@ -310,12 +312,67 @@ static void test_teams(void)
     CHECK_EQ(t1, mine);
 }
 
+/* Plain forks in a loop, from main (shepherd 0's hosted worker) and from
+ * a forked task, into return words and into a sinc: each runs exactly
+ * once and delivers its own result, whatever batches the other workers
+ * steal them in (src/sched/deque/README.md, "Batch steals"). */
+#define FORKS 50000
+static aligned_t fork_rets[FORKS];
+static aligned_t fork_runs[FORKS];
+
+static aligned_t mark_fork(void *arg)
+{
+    size_t i = (size_t)arg;
+    __atomic_fetch_add(&fork_runs[i], 1, __ATOMIC_RELAXED);
+    return i + 1;
+}
+
+/* The number of forks that ran once and gave their result (FORKS: all). */
+static aligned_t forks_each_once(void *how)
+{
+    memset(fork_runs, 0, sizeof fork_runs);
+    if (how == NULL) {
+        for (size_t i = 0; i < FORKS; i++)
+            qthread_fork(mark_fork, (void *)i, &fork_rets[i]);
+        for (size_t i = 0; i < FORKS; i++)
+            qthread_readFF(NULL, &fork_rets[i]);
+    } else {
+        qt_sinc_t s;
+        qt_sinc_init(&s, 0, NULL, NULL, FORKS);
+        for (size_t i = 0; i < FORKS; i++) {
+            fork_rets[i] = i + 1;
+            qthread_spawn(mark_fork, (void *)i, 0, &s, 0, NULL, NO_SHEPHERD,
+                          QTHREAD_SPAWN_RET_SINC_VOID);
+        }
+        qt_sinc_wait(&s, NULL);
+        qt_sinc_fini(&s);
+    }
+    aligned_t good = 0;
+    for (size_t i = 0; i < FORKS; i++)
+        good += fork_runs[i] == 1 && fork_rets[i] == i + 1;
+    return good;
+}
+
+static void test_fork_loops(void)
+{
+    static int sinc_mode;
+    for (int mode = 0; mode < 2; mode++) {
+        void *how = mode ? (void *)&sinc_mode : NULL;
+        CHECK_EQ(forks_each_once(how), FORKS);
+        aligned_t r;
+        CHECK_EQ(qthread_fork(forks_each_once, how, &r), QTHREAD_SUCCESS);
+        qthread_readFF(&r, &r);
+        CHECK_EQ(r, FORKS);
+    }
+}
+
 int main(void)
 {
     setenv("QT_HWPAR", "3", 1);
     unsetenv("CANTUS_WORKERS"); /* it would override QT_HWPAR */
     CHECK_EQ(qthread_disable_shepherd(1), QTHREAD_NOT_ALLOWED); /* no runtime */
     CHECK_EQ(qthread_initialize(), QTHREAD_SUCCESS);
+    test_fork_loops();
     test_shepherds();
     test_queues();
     test_teams();

@@ -218,6 +218,9 @@ pub(super) fn plain_fork_task(
         return None;
     }
     let ret = ret.to_word()?;
+    // Thieves take plain forks in batches (`sched/deque/README.md`,
+    // "Batch steals"): a relaxed load per fork once registered.
+    crate::sched::new_task::steal_in_batches(run_plain_fork);
     let mut payload: Payload = [MaybeUninit::new(0); INLINE_WORDS];
     // SAFETY: PlainFork is two words with no padding, the payload's size
     // and alignment (a const assertion below), so every payload byte is

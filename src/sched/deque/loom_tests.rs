@@ -202,3 +202,66 @@ fn loom_deque_pop_if_puts_back() {
         assert_exactly_once(got, 2);
     });
 }
+
+/// A batch steal against the owner's pops: the thief takes up to three
+/// of three elements one CAS at a time into a deque of its own, while the
+/// owner pops from the bottom without a CAS whenever it sees `top` below
+/// the element. Capacity 2, so the third push grows the buffer (the
+/// thief may read the old one). Moving `top` by the whole batch in one
+/// CAS fails this model: the owner pops an element inside the batch.
+#[test]
+fn loom_deque_batch_steal_against_pops() {
+    model(Some(5), || {
+        let w = Worker::with_capacity(2);
+        let s = w.stealer();
+        for k in 1..=3 {
+            w.push(element(k));
+        }
+        let thief = thread::spawn(move || {
+            let mine = Worker::with_capacity(1);
+            let mut got = Vec::new();
+            s.steal_into(&mine, 3, |_| true);
+            drain(&mine, &mut got);
+            got
+        });
+        let mut got = Vec::new();
+        got.extend(w.pop().map(number));
+        got.extend(w.pop().map(number));
+        drain(&w, &mut got);
+        got.extend(thief.join().unwrap());
+        assert_exactly_once(got, 3);
+    });
+}
+
+/// Two batch thieves and the owner, pushing while they steal: each
+/// batch's later elements are steals of their own, racing the other
+/// thief's and the owner's last-element CAS.
+#[test]
+fn loom_deque_two_batch_thieves() {
+    model(Some(4), || {
+        let w = Worker::with_capacity(4);
+        let s = w.stealer();
+        w.push(element(1));
+        w.push(element(2));
+        let thieves: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || {
+                    let mine = Worker::with_capacity(2);
+                    let mut got = Vec::new();
+                    s.steal_into(&mine, 2, |_| true);
+                    drain(&mine, &mut got);
+                    got
+                })
+            })
+            .collect();
+        w.push(element(3));
+        let mut got = Vec::new();
+        got.extend(w.pop().map(number));
+        drain(&w, &mut got);
+        for t in thieves {
+            got.extend(t.join().unwrap());
+        }
+        assert_exactly_once(got, 3);
+    });
+}

@@ -521,7 +521,22 @@ impl<T: Element> Stealer<T> {
         if b.wrapping_sub(t) <= 0 {
             return Steal::Empty;
         }
-        // Acquire (the paper's consume): the buffer's copied words.
+        match self.take(t) {
+            Some(v) => Steal::Success(v),
+            // Someone else took index t.
+            None => Steal::Retry,
+        }
+    }
+
+    /// Steps 2 and 3 of a steal (README): reads element `t` and takes it
+    /// if `top` is still `t`. The caller read `bottom > t` after its
+    /// SeqCst fence (step 1).
+    #[inline(always)]
+    fn take(&self, t: isize) -> Option<T> {
+        let inner = &*self.inner;
+        // Acquire (the paper's consume), after the caller's `bottom` load:
+        // the buffer's copied words, and an element pushed after a growth
+        // is only in the new buffer.
         let buffer = inner.front.buffer.load(Ordering::Acquire);
         // SAFETY: buffers are freed only with `inner`, which our Arc keeps
         // alive; the slot lies within the buffer. The read may race with
@@ -529,19 +544,72 @@ impl<T: Element> Stealer<T> {
         // is no data race, and the value is kept only if the CAS below
         // shows no reuse happened.
         let value = unsafe { read_slot::<T>((*buffer).slot(t, Words::<T>::N)) };
-        if inner
+        inner
             .front
             .top
             .compare_exchange(t, t.wrapping_add(1), Ordering::SeqCst, Ordering::Relaxed)
-            .is_err()
-        {
-            // Someone else took index t; what we read may be anything.
-            return Steal::Retry;
-        }
+            .ok()?;
         // SAFETY: we took index t. The owner reuses its slot only after it
         // saw top > t, i.e. after our CAS, and our read happened before
         // the CAS; the words we read are those of element t's push.
-        Steal::Success(unsafe { value.assume_init() })
+        Some(unsafe { value.assume_init() })
+    }
+
+    /// Steals up to half of the elements (rounded up), at most `max`, onto
+    /// `dest` (the thief's own deque), oldest first, so that `dest`'s
+    /// thieves take the older ones and its owner pops the newest first.
+    /// The batch goes on only while `more` accepts what it took: an
+    /// element it refuses is the last taken. Returns how many were taken
+    /// (0: the deque looked empty, or the first steal lost its race).
+    ///
+    /// The elements are taken one at a time, each by a steal's own fence,
+    /// `bottom` load and CAS (README, "Batch steals"): one CAS moving `top`
+    /// by `n` could take an element that the owner pops meanwhile without
+    /// a CAS (its pop sees `top` below the element). The batch costs the
+    /// thief one transfer of `top`'s line, where `n` separate steals cost
+    /// `n`, each contended by the other thieves.
+    ///
+    /// `dest` must not be this deque's own `Worker` (a worker never steals
+    /// from itself).
+    pub fn steal_into(&self, dest: &Worker<T>, max: usize, more: impl Fn(&T) -> bool) -> usize {
+        debug_assert!(
+            !Arc::ptr_eq(&self.inner, &dest.inner),
+            "a deque's owner steals from itself"
+        );
+        let inner = &*self.inner;
+        let mut t = inner.front.top.load(Ordering::Acquire);
+        fence(Ordering::SeqCst);
+        let mut b = inner.bottom.load(Ordering::Acquire);
+        let len = b.wrapping_sub(t);
+        if len <= 0 {
+            return 0;
+        }
+        let want = (len as usize).div_ceil(2).min(max);
+        let mut taken = 0;
+        while taken < want {
+            if taken > 0 {
+                // Every element after the first is a steal of its own
+                // (see `steal`): our last CAS wrote `top = t`, so it plays
+                // the part of the Acquire load of `top`.
+                fence(Ordering::SeqCst);
+                b = inner.bottom.load(Ordering::Acquire);
+                if b.wrapping_sub(t) <= 0 {
+                    break;
+                }
+            }
+            // The buffer is loaded after each `bottom` load (in `take`).
+            let Some(value) = self.take(t) else {
+                break;
+            };
+            t = t.wrapping_add(1);
+            taken += 1;
+            let go_on = more(&value);
+            dest.push(value);
+            if !go_on {
+                break;
+            }
+        }
+        taken
     }
 
     /// Whether the deque looked empty: the same reads as a steal, so a

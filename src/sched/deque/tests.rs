@@ -204,6 +204,39 @@ fn check(e: [usize; 4]) -> usize {
     e[0]
 }
 
+/// The stress tests' owner: pushes elements `0..n` in bursts of 1..=257,
+/// each followed by popping about half, then pops what is left; hands
+/// each element it pops, checked whole, to `took`. Stops pushing early
+/// once `stop` says so.
+fn owner_bursts(
+    w: &Worker<[usize; 4]>,
+    n: usize,
+    stop: &dyn Fn() -> bool,
+    mut took: impl FnMut(usize),
+) {
+    let mut next = 0usize;
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    while next < n && !stop() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let burst = (1 + (x % 257) as usize).min(n - next);
+        for _ in 0..burst {
+            w.push(element(next));
+            next += 1;
+        }
+        for _ in 0..burst / 2 {
+            match w.pop() {
+                Some(e) => took(check(e)),
+                None => break,
+            }
+        }
+    }
+    while let Some(e) = w.pop() {
+        took(check(e));
+    }
+}
+
 /// One owner pushing and popping 10^6 elements in bursts of varying size,
 /// three thieves stealing all along: every element is taken exactly once,
 /// whole, and the deque grows from a small buffer.
@@ -256,34 +289,10 @@ fn stress_one_owner_three_thieves() {
             })
             .collect();
         start.wait();
-        // Bursts of 1..=257 pushes, each followed by popping about half.
-        let mut next = 0usize;
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        while next < N {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let burst = (1 + (x % 257) as usize).min(N - next);
-            for _ in 0..burst {
-                w.push(element(next));
-                next += 1;
-            }
-            for _ in 0..burst / 2 {
-                match w.pop() {
-                    Some(e) => {
-                        let k = check(e);
-                        record(k);
-                        popped_sum += k;
-                    }
-                    None => break,
-                }
-            }
-        }
-        while let Some(e) = w.pop() {
-            let k = check(e);
+        owner_bursts(&w, N, &|| false, |k| {
             record(k);
             popped_sum += k;
-        }
+        });
         done.store(true, Ordering::Release);
         stolen_counts = thieves.into_iter().map(|t| t.join().unwrap()).collect();
     });
@@ -355,4 +364,133 @@ fn stress_last_element_race() {
         done.store(true, Ordering::Release);
     });
     assert!(seen[1..].iter().all(|s| s.load(Ordering::Relaxed) == 1));
+}
+
+#[test]
+fn a_batch_steal_takes_half_rounded_up_oldest_first() {
+    let all = |_: &usize| true;
+    let w = Worker::<usize>::new();
+    let s = w.stealer();
+    let mine = Worker::<usize>::new();
+    for k in 0..9 {
+        w.push(k);
+    }
+    // Nine queued: five taken onto `mine`, oldest first: its thieves take
+    // 0 first, its owner pops 4 first.
+    assert_eq!(s.steal_into(&mine, 16, all), 5);
+    assert_eq!(w.len(), 4);
+    assert_eq!(steal(&mine.stealer()), Some(0));
+    assert_eq!(mine.pop(), Some(4));
+    assert_eq!(mine.pop(), Some(3));
+    assert_eq!(mine.pop(), Some(2));
+    assert_eq!(mine.pop(), Some(1));
+    assert_eq!(mine.pop(), None);
+    // The bound: at most `max`, here one of four.
+    assert_eq!(s.steal_into(&mine, 1, all), 1);
+    assert_eq!(mine.pop(), Some(5));
+    // Three left: two taken; then one; then nothing.
+    assert_eq!(s.steal_into(&mine, 16, all), 2);
+    assert_eq!(s.steal_into(&mine, 16, all), 1);
+    assert_eq!(s.steal_into(&mine, 16, all), 0);
+    assert_eq!(mine.len(), 3);
+    assert!(w.is_empty());
+    while mine.pop().is_some() {}
+    // `more` ends a batch at the first element it refuses (taken, the
+    // last).
+    for k in 10..20 {
+        w.push(k);
+    }
+    assert_eq!(s.steal_into(&mine, 16, |&k| k < 11), 2);
+    assert_eq!(mine.pop(), Some(11));
+    assert_eq!(mine.pop(), Some(10));
+    assert_eq!(s.steal_into(&mine, 16, |_| false), 1);
+    assert_eq!(mine.pop(), Some(12));
+    assert_eq!(w.len(), 7);
+}
+
+/// The scheduler's pattern: one owner pushing and popping 10^6 elements
+/// in bursts, three thieves taking batches of up to 8 from it into deques
+/// of their own, popping those and taking batches from each other's. Every
+/// element is taken exactly once, whole: a batch that moved `top` by more
+/// than one in one CAS would race the owner's pops below it (which take
+/// no CAS while they see `top` lower), and elements would be taken twice.
+#[test]
+fn stress_batch_thieves_stealing_from_the_owner_and_each_other() {
+    const N: usize = 1_000_000;
+    const THIEVES: usize = 3;
+    let seen: Vec<AtomicU8> = (0..N).map(|_| AtomicU8::new(0)).collect();
+    let taken = AtomicUsize::new(0);
+    let done = AtomicBool::new(false);
+    // Set before a failed check panics, so that every thread stops (an
+    // element a panicking thief held would otherwise keep the others
+    // waiting for it for ever).
+    let failed = AtomicBool::new(false);
+    let start = Barrier::new(THIEVES + 1);
+    let w = Worker::<[usize; 4]>::with_capacity(2);
+    let record = |k: usize| {
+        if seen[k].fetch_add(1, Ordering::Relaxed) != 0 {
+            failed.store(true, Ordering::Release);
+            panic!("element {k} taken twice");
+        }
+        taken.fetch_add(1, Ordering::Relaxed);
+    };
+    let dests: Vec<Worker<[usize; 4]>> = (0..THIEVES).map(|_| Worker::with_capacity(1)).collect();
+    let dest_stealers: Vec<Stealer<[usize; 4]>> = dests.iter().map(Worker::stealer).collect();
+    let mut batches = 0usize;
+    thread::scope(|sc| {
+        let thieves: Vec<_> = dests
+            .into_iter()
+            .enumerate()
+            .map(|(i, mine)| {
+                let s = w.stealer();
+                let others: Vec<_> = (0..THIEVES)
+                    .filter(|&j| j != i)
+                    .map(|j| dest_stealers[j].clone())
+                    .collect();
+                let (record, done, start, failed) = (&record, &done, &start, &failed);
+                sc.spawn(move || {
+                    start.wait();
+                    let mut batches = 0usize;
+                    let mut turn = 0usize;
+                    loop {
+                        if failed.load(Ordering::Acquire) {
+                            return batches;
+                        }
+                        while let Some(e) = mine.pop() {
+                            record(check(e));
+                        }
+                        // From the owner, or now and then from another
+                        // thief (whose own pops race this batch).
+                        turn += 1;
+                        let victim = if turn % 4 == 0 {
+                            &others[turn / 4 % others.len()]
+                        } else {
+                            &s
+                        };
+                        match victim.steal_into(&mine, 8, |_| true) {
+                            0 => {
+                                if done.load(Ordering::Acquire)
+                                    && s.is_empty()
+                                    && others.iter().all(Stealer::is_empty)
+                                    && mine.is_empty()
+                                {
+                                    return batches;
+                                }
+                                std::hint::spin_loop();
+                            }
+                            1 => {}
+                            _ => batches += 1,
+                        }
+                    }
+                })
+            })
+            .collect();
+        start.wait();
+        owner_bursts(&w, N, &|| failed.load(Ordering::Acquire), record);
+        done.store(true, Ordering::Release);
+        batches = thieves.into_iter().map(|t| t.join().unwrap()).sum();
+    });
+    assert_eq!(taken.load(Ordering::Relaxed), N);
+    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    assert!(batches > 0, "no steal took more than one element");
 }

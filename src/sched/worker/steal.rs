@@ -1,5 +1,6 @@
 //! Finding work: the hand-off slot, the own deque, the root queue and
-//! injector, then other workers' deques (oldest first, random victim).
+//! injector, then other workers' deques (oldest first, random victim;
+//! plain Qthreads forks in batches of up to half a deque).
 
 use super::*;
 use crate::sched::deque::Steal;
@@ -7,6 +8,15 @@ use crossbeam_deque::Injector;
 
 /// Most tasks a worker takes from the injector at once.
 const INJECT_BATCH: usize = 16;
+/// Most tasks a worker takes from another's deque at once, when they are
+/// of the kind taken in batches (`Queued::stolen_in_batches`: plain
+/// Qthreads forks): the one it steals, then half of what is left there,
+/// rounded up, up to this many in all. The first it runs, the others go
+/// onto its own deque, where other idle workers can steal them. A worker that forks a task at a time
+/// (`qthread_fork` in a loop) is then drained by a few batches that
+/// spread from thief to thief, not by one contended steal per task from
+/// every idle worker.
+const STEAL_BATCH: usize = 16;
 
 /// One task from the injector, retrying lost races.
 fn steal_injected(injector: &Injector<Task>) -> Option<Task> {
@@ -59,7 +69,20 @@ impl WorkerLocal {
             loop {
                 match reg.workers[v].stealer.steal() {
                     Steal::Success(t) => {
-                        bump(&self.shared().counters.steals, 1);
+                        // A task of the kind taken in batches: more of
+                        // them after it go onto our deque. Not on a hosted
+                        // worker, whose deque only steals drain while its
+                        // host runs its own code (`host.rs`).
+                        let moved = if t.stolen_in_batches() && !self.hosted.get() {
+                            reg.workers[v].stealer.steal_into(
+                                &self.deque,
+                                STEAL_BATCH - 1,
+                                Queued::stolen_in_batches,
+                            )
+                        } else {
+                            0
+                        };
+                        bump(&self.shared().counters.steals, 1 + moved as u64);
                         if crate::trace::on() {
                             crate::trace::record(crate::trace::kind::STEAL, 0, 0, v as u64, 0);
                             self.trace_how.set((crate::trace::how::STOLEN, v as u64));
