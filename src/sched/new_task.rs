@@ -24,6 +24,7 @@ use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
+use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Payload capacity in machine words.
@@ -223,7 +224,9 @@ impl Task {
 /// a time: the oldest of a recursion's joins is already the largest
 /// piece, and taking the younger ones too would leave its owner's joins
 /// waiting on a thief instead of popping their jobs back.
-static BATCHED_CODE: AtomicUsize = AtomicUsize::new(0);
+/// On a line of its own: every steal reads it, and a static written
+/// often beside it would make each of those reads a miss.
+static BATCHED_CODE: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
 
 /// Registers `code` as the code of tasks stolen in batches (see
 /// [`BATCHED_CODE`]); one kind at a time, the last registered.

@@ -74,15 +74,11 @@ impl WorkerLocal {
                         // worker, whose deque only steals drain while its
                         // host runs its own code (`host.rs`).
                         let moved = if t.stolen_in_batches() && !self.hosted.get() {
-                            reg.workers[v].stealer.steal_into(
-                                &self.deque,
-                                STEAL_BATCH - 1,
-                                Queued::stolen_in_batches,
-                            )
+                            self.steal_more(v)
                         } else {
                             0
                         };
-                        bump(&self.shared().counters.steals, 1 + moved as u64);
+                        bump(&self.shared().counters.steals, 1 + moved);
                         if crate::trace::on() {
                             crate::trace::record(crate::trace::kind::STEAL, 0, 0, v as u64, 0);
                             self.trace_how.set((crate::trace::how::STOLEN, v as u64));
@@ -98,6 +94,19 @@ impl WorkerLocal {
         }
         bump(&self.shared().counters.failed_steal_rounds, 1);
         None
+    }
+
+    /// The rest of a batch steal from worker `victim` (its first task
+    /// taken): up to `STEAL_BATCH - 1` more plain forks onto our deque;
+    /// how many. Out of line, so that the single steal's loop stays as
+    /// small as before.
+    #[inline(never)]
+    fn steal_more(&self, victim: usize) -> u64 {
+        self.registry.workers[victim].stealer.steal_into(
+            &self.deque,
+            STEAL_BATCH - 1,
+            Queued::stolen_in_batches,
+        ) as u64
     }
 
     /// Takes a task from the injector, and up to `INJECT_BATCH - 1` more
