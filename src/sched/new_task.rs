@@ -20,11 +20,11 @@
 //! whole payload is the user's.
 
 use super::deque::Element;
+use crossbeam_utils::CachePadded;
 use std::any::Any;
 use std::mem::{ManuallyDrop, MaybeUninit, align_of, size_of};
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr;
-use crossbeam_utils::CachePadded;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Payload capacity in machine words.
