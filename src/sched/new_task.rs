@@ -224,6 +224,7 @@ impl Task {
 /// a time: the oldest of a recursion's joins is already the largest
 /// piece, and taking the younger ones too would leave its owner's joins
 /// waiting on a thief instead of popping their jobs back.
+///
 /// On a line of its own: every steal reads it, and a static written
 /// often beside it would make each of those reads a miss.
 static BATCHED_CODE: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));

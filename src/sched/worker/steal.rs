@@ -12,10 +12,10 @@ const INJECT_BATCH: usize = 16;
 /// of the kind taken in batches (`Queued::stolen_in_batches`: plain
 /// Qthreads forks): the one it steals, then half of what is left there,
 /// rounded up, up to this many in all. The first it runs, the others go
-/// onto its own deque, where other idle workers can steal them. A worker that forks a task at a time
-/// (`qthread_fork` in a loop) is then drained by a few batches that
-/// spread from thief to thief, not by one contended steal per task from
-/// every idle worker.
+/// onto its own deque, where other idle workers can steal them. A worker
+/// that forks a task at a time (`qthread_fork` in a loop) is then drained
+/// by a few batches that spread from thief to thief, not by one contended
+/// steal per task from every idle worker.
 const STEAL_BATCH: usize = 16;
 
 /// One task from the injector, retrying lost races.
