@@ -237,6 +237,48 @@ fn owner_bursts(
     }
 }
 
+/// Sets its flag when dropped, unwinding included.
+struct SetOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for SetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+/// The stress tests' record of which elements of `0..n` were taken: each
+/// at most once, and all of them by the end.
+struct Ledger {
+    seen: Vec<AtomicU8>,
+    taken: AtomicUsize,
+}
+
+impl Ledger {
+    fn new(n: usize) -> Ledger {
+        Ledger {
+            seen: (0..n).map(|_| AtomicU8::new(0)).collect(),
+            taken: AtomicUsize::new(0),
+        }
+    }
+
+    /// Records element `k` as taken. Taken twice, it sets `stop` first, so
+    /// that the other threads wind down and the test fails rather than
+    /// hangs, then panics.
+    fn record(&self, k: usize, stop: &AtomicBool) {
+        if self.seen[k].fetch_add(1, Ordering::Relaxed) != 0 {
+            stop.store(true, Ordering::Release);
+            panic!("element {k} taken twice");
+        }
+        self.taken.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Every element was taken exactly once.
+    fn assert_each_once(&self) {
+        assert_eq!(self.taken.load(Ordering::Relaxed), self.seen.len());
+        assert!(self.seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    }
+}
+
 /// One owner pushing and popping 10^6 elements in bursts of varying size,
 /// three thieves stealing all along: every element is taken exactly once,
 /// whole, and the deque grows from a small buffer.
@@ -244,21 +286,13 @@ fn owner_bursts(
 fn stress_one_owner_three_thieves() {
     const N: usize = 1_000_000;
     const THIEVES: usize = 3;
-    let seen: Vec<AtomicU8> = (0..N).map(|_| AtomicU8::new(0)).collect();
-    let taken = AtomicUsize::new(0);
+    let ledger = Ledger::new(N);
     let stolen_sum = AtomicUsize::new(0);
     let done = AtomicBool::new(false);
     let start = Barrier::new(THIEVES + 1);
     let w = Worker::<[usize; 4]>::with_capacity(2);
-    let record = |k: usize| {
-        if seen[k].fetch_add(1, Ordering::Relaxed) != 0 {
-            // Let the thieves finish (they stop once `done` is set and the
-            // deque is empty), so that a failed check fails, not hangs.
-            done.store(true, Ordering::Release);
-            panic!("element {k} taken twice");
-        }
-        taken.fetch_add(1, Ordering::Relaxed);
-    };
+    // A second take sets `done`: the thieves stop once the deque is empty.
+    let record = |k: usize| ledger.record(k, &done);
     let mut popped_sum = 0usize;
     let mut stolen_counts = Vec::new();
     thread::scope(|sc| {
@@ -290,15 +324,16 @@ fn stress_one_owner_three_thieves() {
             })
             .collect();
         start.wait();
+        // `done` also when the owner's part panics (a torn element).
+        let stop = SetOnDrop(&done);
         owner_bursts(&w, N, &|| false, |k| {
             record(k);
             popped_sum += k;
         });
-        done.store(true, Ordering::Release);
+        drop(stop);
         stolen_counts = thieves.into_iter().map(|t| t.join().unwrap()).collect();
     });
-    assert_eq!(taken.load(Ordering::Relaxed), N);
-    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    ledger.assert_each_once();
     assert_eq!(
         popped_sum + stolen_sum.load(Ordering::Relaxed),
         N * (N - 1) / 2
@@ -349,6 +384,9 @@ fn stress_last_element_race() {
                 }
             });
         }
+        // Set when the owner's part ends, by a panic too (a round taken
+        // twice), so that the thieves stop and the test fails, not hangs.
+        let stop = SetOnDrop(&done);
         for round in 1..=ROUNDS {
             // SAFETY: `nothing` ignores its data and is never run anyway.
             w.push(unsafe { JobRef::new(nothing, round as *const ()) });
@@ -362,7 +400,7 @@ fn stress_last_element_race() {
             // Whoever took it, the deque is empty before the next round.
             assert!(w.is_empty());
         }
-        done.store(true, Ordering::Release);
+        drop(stop);
     });
     assert!(seen[1..].iter().all(|s| s.load(Ordering::Relaxed) == 1));
 }
@@ -419,22 +457,15 @@ fn a_batch_steal_takes_half_rounded_up_oldest_first() {
 fn stress_batch_thieves_stealing_from_the_owner_and_each_other() {
     const N: usize = 1_000_000;
     const THIEVES: usize = 3;
-    let seen: Vec<AtomicU8> = (0..N).map(|_| AtomicU8::new(0)).collect();
-    let taken = AtomicUsize::new(0);
+    let ledger = Ledger::new(N);
     let done = AtomicBool::new(false);
-    // Set before a failed check panics, so that every thread stops (an
-    // element a panicking thief held would otherwise keep the others
-    // waiting for it for ever).
+    // Set by a second take, so that every thread stops (an element a
+    // panicking thief held would otherwise keep the others waiting for it
+    // for ever).
     let failed = AtomicBool::new(false);
     let start = Barrier::new(THIEVES + 1);
     let w = Worker::<[usize; 4]>::with_capacity(2);
-    let record = |k: usize| {
-        if seen[k].fetch_add(1, Ordering::Relaxed) != 0 {
-            failed.store(true, Ordering::Release);
-            panic!("element {k} taken twice");
-        }
-        taken.fetch_add(1, Ordering::Relaxed);
-    };
+    let record = |k: usize| ledger.record(k, &failed);
     let dests: Vec<Worker<[usize; 4]>> = (0..THIEVES).map(|_| Worker::with_capacity(1)).collect();
     let dest_stealers: Vec<Stealer<[usize; 4]>> = dests.iter().map(Worker::stealer).collect();
     let mut batches = 0usize;
@@ -487,11 +518,12 @@ fn stress_batch_thieves_stealing_from_the_owner_and_each_other() {
             })
             .collect();
         start.wait();
+        // `done` also when the owner's part panics (a torn element).
+        let stop = SetOnDrop(&done);
         owner_bursts(&w, N, &|| failed.load(Ordering::Acquire), record);
-        done.store(true, Ordering::Release);
+        drop(stop);
         batches = thieves.into_iter().map(|t| t.join().unwrap()).sum();
     });
-    assert_eq!(taken.load(Ordering::Relaxed), N);
-    assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    ledger.assert_each_once();
     assert!(batches > 0, "no steal took more than one element");
 }
