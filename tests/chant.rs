@@ -389,6 +389,19 @@ fn irecv_test_try_take_and_wait() {
         drop(chant::irecv(Source::Any, Tag::Is(9)));
         chant::send(echo, 9, b"nine").unwrap();
         assert_eq!(chant::recv(Source::Any, Tag::Is(9)).bytes(), b"nine");
+        // A handle that found its message queued holds it; dropped, it
+        // puts it back ahead of later ones too.
+        chant::send(echo, 10, b"queued").unwrap();
+        chant::send(echo, 10, b"later").unwrap();
+        chant::send(echo, 11, b"marker").unwrap();
+        // The marker came after both on the same path.
+        assert_eq!(chant::recv(Source::Any, Tag::Is(11)).bytes(), b"marker");
+        let found = chant::irecv(Source::Any, Tag::Is(10));
+        assert!(found.test(), "the message was queued");
+        drop(found);
+        let found = chant::irecv(Source::Any, Tag::Is(10));
+        assert_eq!(found.try_take().ok().unwrap().bytes(), b"queued");
+        assert_eq!(chant::recv(Source::Any, Tag::Is(10)).bytes(), b"later");
         stop_all(&ids);
     });
 }

@@ -439,7 +439,7 @@ unsafe fn send_parts_from(
 /// - Shorter messages are copied, and may wait to travel together in one
 ///   MPI message with the window's next ones: they leave with the next
 ///   pass that sends (the calling task waiting for anything makes one),
-///   once 64 wait, or when the window ends.
+///   once 64 (or 16 KiB of them) wait, or when the window ends.
 ///
 /// On shared memory, and to a task of this locale, a window's sends are
 /// [`send`]s. A message longer than one frame (fragments) is sent as
@@ -595,12 +595,12 @@ pub fn irecv(from: Source, tag: Tag) -> RecvHandle {
             Source::Task(t) => t.locale != owner.locale,
         };
     let mut table = TABLE.lock().unwrap();
-    let mailbox = table.entry(owner.task).or_default();
-    let posted = match mailbox.take(from, tag) {
-        Some(m) => Arc::new(Posted {
-            slot: SyncVar::with_value(m),
-            remote: false,
-        }),
+    let mailbox = table.mailbox(owner.task);
+    // A message already there is the handle's at once: no receive to post,
+    // nothing to allocate (a stream's receiver mostly finds its next
+    // message queued).
+    let receive = match mailbox.take(from, tag) {
+        Some(m) => Receive::Ready(m),
         None => {
             let p = Arc::new(Posted {
                 slot: SyncVar::new(),
@@ -611,15 +611,13 @@ pub fn irecv(from: Source, tag: Tag) -> RecvHandle {
                 // Release: pairs with the Acquire load in `in_flight`.
                 WAITING_REMOTE.fetch_add(1, Ordering::Release);
             }
-            p
+            Receive::Posted(p)
         }
     };
-    if mailbox.is_empty() {
-        table.remove(&owner.task);
-    }
+    table.tidy(owner.task);
     RecvHandle {
         owner: owner.task,
-        posted: Some(posted),
+        receive,
     }
 }
 
@@ -629,8 +627,17 @@ pub fn irecv(from: Source, tag: Tag) -> RecvHandle {
 pub struct RecvHandle {
     /// The receiving task's local id (its mailbox).
     owner: u64,
-    /// `None` once taken.
-    posted: Option<Arc<Posted>>,
+    receive: Receive,
+}
+
+/// Where a [`RecvHandle`]'s receive stands.
+enum Receive {
+    /// Its message was queued when it was posted: the handle holds it.
+    Ready(Message),
+    /// Posted in the mailbox; its slot is filled when a message matches.
+    Posted(Arc<Posted>),
+    /// Its message was taken.
+    Taken,
 }
 
 impl RecvHandle {
@@ -640,26 +647,35 @@ impl RecvHandle {
     /// `test` and [`yield_now`](crate::yield_now) makes progress even
     /// while its worker has nothing else to do.
     pub fn test(&self) -> bool {
-        let Some(p) = &self.posted else { return false };
-        p.slot.is_full() || {
-            poll_once();
-            p.slot.is_full()
+        match &self.receive {
+            Receive::Ready(_) => true,
+            Receive::Posted(p) => {
+                p.slot.is_full() || {
+                    poll_once();
+                    p.slot.is_full()
+                }
+            }
+            Receive::Taken => false,
         }
     }
 
     /// The message if it is there, else the handle back. Polls as
     /// [`test`](Self::test) does.
     pub fn try_take(mut self) -> Result<Message, RecvHandle> {
-        let p = self.posted.as_ref().expect("a handle holds its receive");
+        let p = match std::mem::replace(&mut self.receive, Receive::Taken) {
+            Receive::Ready(m) => return Ok(m),
+            Receive::Posted(p) => p,
+            Receive::Taken => unreachable!("a handle holds its receive"),
+        };
         if !p.slot.is_full() {
             poll_once();
         }
         match p.slot.try_read_fe() {
-            Some(m) => {
-                self.posted = None;
-                Ok(m)
+            Some(m) => Ok(m),
+            None => {
+                self.receive = Receive::Posted(p);
+                Err(self)
             }
-            None => Err(self),
         }
     }
 
@@ -671,7 +687,14 @@ impl RecvHandle {
         // unwinding), `Drop` cancels it and lowers `WAITING_REMOTE`, so
         // that shutdown's count of receives from other locales is not
         // left raised by a receive nobody waits in.
-        let p = self.posted.clone().expect("a handle holds its receive");
+        let p = match &self.receive {
+            Receive::Posted(p) => p.clone(),
+            Receive::Ready(_) => match std::mem::replace(&mut self.receive, Receive::Taken) {
+                Receive::Ready(m) => return m,
+                _ => unreachable!("matched above"),
+            },
+            Receive::Taken => unreachable!("a handle holds its receive"),
+        };
         let m = match p.slot.is_full().then(|| p.slot.try_read_fe()).flatten() {
             Some(m) => m,
             None => match policy() {
@@ -687,35 +710,42 @@ impl RecvHandle {
                 },
             },
         };
-        self.posted = None;
+        self.receive = Receive::Taken;
         m
     }
 }
 
 impl Drop for RecvHandle {
     fn drop(&mut self) {
-        let Some(p) = self.posted.take() else { return };
-        let mut table = TABLE.lock().unwrap();
-        let cancelled = table
-            .get_mut(&self.owner)
-            .is_some_and(|mb| mb.cancel(|q| Arc::ptr_eq(q, &p)));
-        if cancelled {
-            if table.get(&self.owner).is_some_and(Mailbox::is_empty) {
-                table.remove(&self.owner);
+        let m = match std::mem::replace(&mut self.receive, Receive::Taken) {
+            Receive::Taken => return,
+            Receive::Ready(m) => m,
+            Receive::Posted(p) => {
+                let mut table = TABLE.lock().unwrap();
+                let cancelled = table
+                    .boxes
+                    .get_mut(&self.owner)
+                    .is_some_and(|mb| mb.cancel(|q| Arc::ptr_eq(q, &p)));
+                if cancelled {
+                    table.tidy(self.owner);
+                    drop(table);
+                    if p.remote {
+                        WAITING_REMOTE.fetch_sub(1, Ordering::Release);
+                    }
+                    return;
+                }
+                drop(table);
+                // It was matched: its message is in the slot (or about to
+                // be, by the deliverer that matched it).
+                p.slot.read_fe()
             }
-            drop(table);
-            if p.remote {
-                WAITING_REMOTE.fetch_sub(1, Ordering::Release);
-            }
-            return;
-        }
-        drop(table);
-        // It was matched: its message is in the slot (or about to be, by
-        // the deliverer that matched it). Put it back for other receives.
-        let m = p.slot.read_fe();
+        };
+        // Its message goes back, for other receives.
         let hit = {
             let mut table = TABLE.lock().unwrap();
-            table.entry(self.owner).or_default().put_back(m)
+            let hit = table.mailbox(self.owner).put_back(m);
+            table.tidy(self.owner);
+            hit
         };
         complete(hit);
     }
@@ -740,8 +770,52 @@ struct Posted {
 /// Mailboxes by task id.
 type Mailboxes = HashMap<u64, Mailbox<Arc<Posted>>, BuildHasherDefault<TaskIdHasher>>;
 
-/// Every mailbox of this locale, by task id.
-static TABLE: LazyLock<Mutex<Mailboxes>> = LazyLock::new(|| Mutex::new(HashMap::default()));
+/// Every mailbox of this locale, by task id, and emptied ones kept for
+/// reuse.
+static TABLE: LazyLock<Mutex<Table>> = LazyLock::new(|| Mutex::new(Table::default()));
+
+/// Emptied mailboxes kept, with their queues' buffers, for the next task
+/// that needs one: a mailbox leaves the table once empty (a task's last
+/// message must not keep it there for ever), and a stream's receiver
+/// empties its own at every message, which would otherwise allocate and
+/// free its queue each time.
+const SPARE_MAILBOXES: usize = 64;
+
+/// The longest queue a spare mailbox keeps its buffer for (in entries).
+const SPARE_QUEUE: usize = 64;
+
+/// The mailbox table.
+#[derive(Default)]
+struct Table {
+    /// The mailboxes that hold a message or a receive.
+    boxes: Mailboxes,
+    /// Empty ones, at most [`SPARE_MAILBOXES`].
+    spare: Vec<Mailbox<Arc<Posted>>>,
+}
+
+impl Table {
+    /// Task `task`'s mailbox, made (or reused) if it had none.
+    fn mailbox(&mut self, task: u64) -> &mut Mailbox<Arc<Posted>> {
+        let spare = &mut self.spare;
+        self.boxes
+            .entry(task)
+            .or_insert_with(|| spare.pop().unwrap_or_default())
+    }
+
+    /// Removes task `task`'s mailbox if it is empty, keeping it as a
+    /// spare.
+    fn tidy(&mut self, task: u64) {
+        if !self.boxes.get(&task).is_some_and(Mailbox::is_empty) {
+            return;
+        }
+        let mut mb = self.boxes.remove(&task).expect("checked above");
+        if self.spare.len() < SPARE_MAILBOXES {
+            mb.queued.shrink_to(SPARE_QUEUE);
+            mb.posted.shrink_to(SPARE_QUEUE);
+            self.spare.push(mb);
+        }
+    }
+}
 
 /// Hashes a task id for the mailbox table: one multiplication by an odd
 /// constant (Knuth's multiplicative hashing: a bijection on the low bits,
@@ -787,11 +861,8 @@ pub(crate) fn in_flight() -> u64 {
 fn deliver(to: u64, m: Message) {
     let hit = {
         let mut table = TABLE.lock().unwrap();
-        let mailbox = table.entry(to).or_default();
-        let hit = mailbox.arrive(m);
-        if mailbox.is_empty() {
-            table.remove(&to);
-        }
+        let hit = table.mailbox(to).arrive(m);
+        table.tidy(to);
         hit
     };
     complete(hit);
@@ -858,6 +929,7 @@ pub(crate) fn at_shutdown(here: usize) {
     let table = std::mem::take(&mut *TABLE.lock().unwrap_or_else(|e| e.into_inner()));
     WAITING_REMOTE.store(0, Ordering::Relaxed);
     let mut lost: Vec<(u64, Message)> = table
+        .boxes
         .into_iter()
         .flat_map(|(task, mb)| mb.queued.into_iter().map(move |m| (task, m)))
         .collect();
@@ -1057,6 +1129,42 @@ mod tests {
         // Put back while another receive waits: that one takes it.
         mb.post(Source::Task(a), Tag::Any, 9);
         assert_eq!(mb.put_back(msg(a, 4, 4)).unwrap().0, 9);
+    }
+
+    #[test]
+    fn emptied_mailboxes_are_kept_as_spares_and_reused() {
+        let mut t = Table::default();
+        t.mailbox(5).queued.push_back(msg(task(1, 2), 0, 1));
+        t.tidy(5);
+        assert!(
+            t.boxes.contains_key(&5),
+            "a mailbox holding a message stays"
+        );
+        let m = t.mailbox(5).queued.pop_front().unwrap();
+        assert_eq!(m.bytes(), [1]);
+        t.tidy(5);
+        assert!(t.boxes.is_empty(), "an empty mailbox leaves the table");
+        assert_eq!(t.spare.len(), 1);
+        let kept = t.spare[0].queued.capacity();
+        assert!(kept >= 1, "a spare keeps its queue's buffer");
+        // The next task's mailbox is the spare.
+        assert_eq!(t.mailbox(9).queued.capacity(), kept);
+        assert!(t.spare.is_empty());
+        t.tidy(9);
+        // At most SPARE_MAILBOXES are kept, each with a bounded queue.
+        for id in 100..100 + 2 * SPARE_MAILBOXES as u64 {
+            let mb = t.mailbox(id);
+            for b in 0..200 {
+                mb.queued.push_back(msg(task(1, 2), 0, b as u8));
+            }
+            mb.queued.clear();
+        }
+        for id in 100..100 + 2 * SPARE_MAILBOXES as u64 {
+            t.tidy(id);
+        }
+        assert!(t.boxes.is_empty());
+        assert_eq!(t.spare.len(), SPARE_MAILBOXES);
+        assert!(t.spare.iter().all(|mb| mb.queued.capacity() < 200));
     }
 
     #[test]

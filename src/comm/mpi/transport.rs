@@ -50,9 +50,29 @@ pub(super) struct Borrowed {
 const BORROW_FROM: usize = super::progress::BATCH_BYTES;
 
 /// Frames queued before a held frame (`Transport::try_send_held`) asks
-/// for a pass itself: 64 frames of 1 KiB fill a batch, and 64 small ones
-/// make one MPI message of 64.
+/// for a pass itself: 64 small ones make one MPI message of 64.
 const HELD_FRAMES: usize = 64;
+
+/// Bytes queued before a held frame asks for a pass itself, however few
+/// the frames: a batch that size is received without holding the
+/// receiver's pass (`progress.rs`, `STARTED_FROM`), so the receiver takes
+/// one while the sender copies the next, where 64 frames of 1 KiB (a
+/// whole batch) left both sides waiting on each other in turn. Measured
+/// over MPI (BENCHMARKS.md, stop 51): a window of 1 KiB messages 0.61-0.68
+/// us a message with 16 KiB, 0.68-0.77 with 64 frames, 0.77-0.95 with 8
+/// KiB (a batch received by a blocking receive).
+const HELD_BYTES: usize = 16 << 10;
+
+/// The frames queued for the next pass.
+#[derive(Default)]
+pub(super) struct Outbox {
+    /// In the order `try_send` took them.
+    pub(super) frames: Vec<Outgoing>,
+    /// Bytes queued in `frames` (copied frames' bytes and prefixes).
+    pub(super) bytes: usize,
+    /// Frames taken in all (`frames_taken`).
+    pub(super) taken: u64,
+}
 
 /// Frames received in one MPI message (a batch), handed on one by one.
 pub(super) struct Batch {
@@ -141,9 +161,8 @@ pub(super) struct Shared {
     pub(super) credit: Vec<[Credit; 2]>,
     pub(super) window_frames: u64,
     pub(super) window_bytes: u64,
-    /// Frames to send, in the order `try_send` took them, and how many
-    /// frames it took in all (`frames_taken`), under the same lock.
-    pub(super) outgoing: Mutex<(Vec<Outgoing>, u64)>,
+    /// Frames to send, in the order `try_send` took them.
+    pub(super) outgoing: Mutex<Outbox>,
     /// Whether `outgoing` holds anything (a load for the MPI thread).
     pub(super) outgoing_len: AtomicUsize,
     /// Batches received, per network (index `Network as usize`).
@@ -223,7 +242,7 @@ impl Shared {
                 .collect(),
             window_frames,
             window_bytes,
-            outgoing: Mutex::new((Vec::new(), 0)),
+            outgoing: Mutex::new(Outbox::default()),
             outgoing_len: AtomicUsize::new(0),
             arrived: [Mutex::new(VecDeque::new()), Mutex::new(VecDeque::new())],
             arrived_frames: [AtomicUsize::new(0), AtomicUsize::new(0)],
@@ -364,16 +383,17 @@ impl MpiTransport {
 
     /// Queues `frame` for the next pass, without asking for one; returns
     /// how many frames are queued now.
-    fn push(&self, frame: Outgoing) -> usize {
+    fn push(&self, frame: Outgoing) -> (usize, usize) {
         let s = &*self.shared;
         let mut out = s.outgoing.lock().unwrap();
         // A landing's message is not a frame (`landing.rs`).
-        out.1 += u64::from(frame.landing_tag.is_none());
-        out.0.push(frame);
+        out.taken += u64::from(frame.landing_tag.is_none());
+        out.bytes += frame.bytes.len();
+        out.frames.push(frame);
         // Release (under the lock as well): the MPI thread's Acquire
         // load that sees it finds the frame when it takes the lock.
-        s.outgoing_len.store(out.0.len(), Ordering::Release);
-        out.0.len()
+        s.outgoing_len.store(out.frames.len(), Ordering::Release);
+        (out.frames.len(), out.bytes)
     }
 
     /// A frame of `parts` copied with its length prefix, its credit taken
@@ -448,7 +468,8 @@ impl Transport for MpiTransport {
         let frame = self.copied(dest, net, parts)?;
         // A pass now only once a batch's worth waits: the frames held
         // before it go with it.
-        if self.push(frame) >= HELD_FRAMES {
+        let (frames, bytes) = self.push(frame);
+        if frames >= HELD_FRAMES || bytes >= HELD_BYTES {
             self.ask_for_pass();
         }
         Ok(())
@@ -695,7 +716,7 @@ impl Transport for MpiTransport {
     }
 
     fn frames_taken(&self) -> u64 {
-        self.shared.outgoing.lock().unwrap().1
+        self.shared.outgoing.lock().unwrap().taken
     }
 
     fn park(&self, timeout: Option<Duration>) {
