@@ -270,6 +270,7 @@ impl Progress {
             let mut out = s.outgoing.lock().unwrap();
             std::mem::swap(&mut out.frames, &mut self.taken);
             out.bytes = 0;
+            out.count = 0;
             s.outgoing_len.store(0, Ordering::Release);
         }
         let mut frames = std::mem::take(&mut self.taken);

@@ -63,6 +63,11 @@ const HELD_FRAMES: usize = 64;
 /// KiB (a batch received by a blocking receive).
 const HELD_BYTES: usize = 16 << 10;
 
+/// The longest frame copied straight onto the queue's last entry
+/// (`queue_copied`); a longer one is copied into a buffer of its own
+/// outside the queue's lock, so that the lock is never held for long.
+const COALESCED_UP_TO: usize = 4 << 10;
+
 /// The frames queued for the next pass.
 #[derive(Default)]
 pub(super) struct Outbox {
@@ -70,6 +75,9 @@ pub(super) struct Outbox {
     pub(super) frames: Vec<Outgoing>,
     /// Bytes queued in `frames` (copied frames' bytes and prefixes).
     pub(super) bytes: usize,
+    /// Frames queued in `frames` (an entry may hold several copied ones:
+    /// `queue_copied`).
+    pub(super) count: usize,
     /// Frames taken in all (`frames_taken`).
     pub(super) taken: u64,
 }
@@ -387,13 +395,73 @@ impl MpiTransport {
         let s = &*self.shared;
         let mut out = s.outgoing.lock().unwrap();
         // A landing's message is not a frame (`landing.rs`).
-        out.taken += u64::from(frame.landing_tag.is_none());
+        let frames = u64::from(frame.landing_tag.is_none());
+        out.taken += frames;
+        out.count += frames as usize;
         out.bytes += frame.bytes.len();
         out.frames.push(frame);
         // Release (under the lock as well): the MPI thread's Acquire
         // load that sees it finds the frame when it takes the lock.
         s.outgoing_len.store(out.frames.len(), Ordering::Release);
-        (out.frames.len(), out.bytes)
+        (out.count, out.bytes)
+    }
+
+    /// Queues a frame of `parts`, copied with its length prefix, its
+    /// credit taken (C1), without asking for a pass; returns how many
+    /// frames and bytes are queued now. A short frame is copied straight
+    /// onto the queue's last entry when that is copied frames to the same
+    /// (destination, network) with room left in a batch: the pass would
+    /// append it to the same batch next anyway (in the same order), and
+    /// so the frame needs no buffer of its own, nor a second copy into the
+    /// batch. `held` (a window's frame, more to come) starts such an
+    /// entry with room for a held batch.
+    fn queue_copied(
+        &self,
+        dest: usize,
+        net: Network,
+        parts: &[&[u8]],
+        held: bool,
+    ) -> Result<(usize, usize), SendError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > COALESCED_UP_TO {
+            let frame = self.copied(dest, net, parts)?;
+            return Ok(self.push(frame));
+        }
+        self.admit(dest, net, len)?;
+        let s = &*self.shared;
+        let mut out = s.outgoing.lock().unwrap();
+        let onto_last = out.frames.last().is_some_and(|f| {
+            f.dest == dest
+                && f.net == net
+                && f.borrowed.is_none()
+                && f.landing_tag.is_none()
+                && f.bytes.len() + FRAME_PREFIX + len <= super::progress::BATCH_BYTES
+        });
+        if !onto_last {
+            let room = if held {
+                HELD_BYTES + COALESCED_UP_TO + FRAME_PREFIX
+            } else {
+                FRAME_PREFIX + len
+            };
+            out.frames.push(Outgoing {
+                dest,
+                net,
+                bytes: Vec::with_capacity(room),
+                borrowed: None,
+                landing_tag: None,
+            });
+        }
+        let bytes = &mut out.frames.last_mut().expect("pushed above").bytes;
+        bytes.extend_from_slice(&(len as u32).to_le_bytes());
+        for p in parts {
+            crate::copy::extend(bytes, p);
+        }
+        out.taken += 1;
+        out.count += 1;
+        out.bytes += FRAME_PREFIX + len;
+        // Release (under the lock as well), as in `push`.
+        s.outgoing_len.store(out.frames.len(), Ordering::Release);
+        Ok((out.count, out.bytes))
     }
 
     /// A frame of `parts` copied with its length prefix, its credit taken
@@ -459,16 +527,15 @@ impl Transport for MpiTransport {
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
-        let frame = self.copied(dest, net, parts)?;
-        self.queue(frame);
+        self.queue_copied(dest, net, parts, false)?;
+        self.ask_for_pass();
         Ok(())
     }
 
     fn try_send_held(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
-        let frame = self.copied(dest, net, parts)?;
         // A pass now only once a batch's worth waits: the frames held
         // before it go with it.
-        let (frames, bytes) = self.push(frame);
+        let (frames, bytes) = self.queue_copied(dest, net, parts, true)?;
         if frames >= HELD_FRAMES || bytes >= HELD_BYTES {
             self.ask_for_pass();
         }
