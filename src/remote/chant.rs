@@ -662,20 +662,25 @@ impl RecvHandle {
     /// The message if it is there, else the handle back. Polls as
     /// [`test`](Self::test) does.
     pub fn try_take(mut self) -> Result<Message, RecvHandle> {
-        let p = match std::mem::replace(&mut self.receive, Receive::Taken) {
-            Receive::Ready(m) => return Ok(m),
+        let p = match &self.receive {
             Receive::Posted(p) => p,
+            Receive::Ready(_) => match std::mem::replace(&mut self.receive, Receive::Taken) {
+                Receive::Ready(m) => return Ok(m),
+                _ => unreachable!("matched above"),
+            },
             Receive::Taken => unreachable!("a handle holds its receive"),
         };
+        // The receive stays the handle's while it polls (a panic there
+        // drops the handle, which cancels it).
         if !p.slot.is_full() {
             poll_once();
         }
         match p.slot.try_read_fe() {
-            Some(m) => Ok(m),
-            None => {
-                self.receive = Receive::Posted(p);
-                Err(self)
+            Some(m) => {
+                self.receive = Receive::Taken;
+                Ok(m)
             }
+            None => Err(self),
         }
     }
 
