@@ -662,14 +662,10 @@ impl RecvHandle {
     /// The message if it is there, else the handle back. Polls as
     /// [`test`](Self::test) does.
     pub fn try_take(mut self) -> Result<Message, RecvHandle> {
-        let p = match &self.receive {
-            Receive::Posted(p) => p,
-            Receive::Ready(_) => match std::mem::replace(&mut self.receive, Receive::Taken) {
-                Receive::Ready(m) => return Ok(m),
-                _ => unreachable!("matched above"),
-            },
-            Receive::Taken => unreachable!("a handle holds its receive"),
-        };
+        if let Some(m) = self.take_ready() {
+            return Ok(m);
+        }
+        let p = self.posted();
         // The receive stays the handle's while it polls (a panic there
         // drops the handle, which cancels it).
         if !p.slot.is_full() {
@@ -692,14 +688,10 @@ impl RecvHandle {
         // unwinding), `Drop` cancels it and lowers `WAITING_REMOTE`, so
         // that shutdown's count of receives from other locales is not
         // left raised by a receive nobody waits in.
-        let p = match &self.receive {
-            Receive::Posted(p) => p.clone(),
-            Receive::Ready(_) => match std::mem::replace(&mut self.receive, Receive::Taken) {
-                Receive::Ready(m) => return m,
-                _ => unreachable!("matched above"),
-            },
-            Receive::Taken => unreachable!("a handle holds its receive"),
-        };
+        if let Some(m) = self.take_ready() {
+            return m;
+        }
+        let p = self.posted().clone();
         let m = match p.slot.is_full().then(|| p.slot.try_read_fe()).flatten() {
             Some(m) => m,
             None => match policy() {
@@ -717,6 +709,29 @@ impl RecvHandle {
         };
         self.receive = Receive::Taken;
         m
+    }
+}
+
+impl RecvHandle {
+    /// The message, if the receive found it queued (the handle is then
+    /// done).
+    fn take_ready(&mut self) -> Option<Message> {
+        match std::mem::replace(&mut self.receive, Receive::Taken) {
+            Receive::Ready(m) => Some(m),
+            other => {
+                self.receive = other;
+                None
+            }
+        }
+    }
+
+    /// The posted receive (the handle's message was not there when it
+    /// was posted, and is not taken yet).
+    fn posted(&self) -> &Arc<Posted> {
+        match &self.receive {
+            Receive::Posted(p) => p,
+            _ => unreachable!("a handle holds its receive until its message is taken"),
+        }
     }
 }
 
@@ -810,10 +825,13 @@ impl Table {
     /// Removes task `task`'s mailbox if it is empty, keeping it as a
     /// spare.
     fn tidy(&mut self, task: u64) {
-        if !self.boxes.get(&task).is_some_and(Mailbox::is_empty) {
+        let std::collections::hash_map::Entry::Occupied(e) = self.boxes.entry(task) else {
+            return;
+        };
+        if !e.get().is_empty() {
             return;
         }
-        let mut mb = self.boxes.remove(&task).expect("checked above");
+        let mut mb = e.remove();
         if self.spare.len() < SPARE_MAILBOXES {
             mb.queued.shrink_to(SPARE_QUEUE);
             mb.posted.shrink_to(SPARE_QUEUE);

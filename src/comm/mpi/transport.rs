@@ -68,6 +68,15 @@ const HELD_BYTES: usize = 16 << 10;
 /// outside the queue's lock, so that the lock is never held for long.
 const COALESCED_UP_TO: usize = 4 << 10;
 
+/// Appends a frame of `parts` (`len` bytes in all) to `bytes`: its length
+/// prefix, then the parts.
+fn write_frame(bytes: &mut Vec<u8>, len: usize, parts: &[&[u8]]) {
+    bytes.extend_from_slice(&(len as u32).to_le_bytes());
+    for p in parts {
+        crate::copy::extend(bytes, p);
+    }
+}
+
 /// The frames queued for the next pass.
 #[derive(Default)]
 pub(super) struct Outbox {
@@ -451,11 +460,11 @@ impl MpiTransport {
                 landing_tag: None,
             });
         }
-        let bytes = &mut out.frames.last_mut().expect("pushed above").bytes;
-        bytes.extend_from_slice(&(len as u32).to_le_bytes());
-        for p in parts {
-            crate::copy::extend(bytes, p);
-        }
+        write_frame(
+            &mut out.frames.last_mut().expect("pushed above").bytes,
+            len,
+            parts,
+        );
         out.taken += 1;
         out.count += 1;
         out.bytes += FRAME_PREFIX + len;
@@ -470,10 +479,7 @@ impl MpiTransport {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         self.admit(dest, net, len)?;
         let mut bytes = Vec::with_capacity(FRAME_PREFIX + len);
-        bytes.extend_from_slice(&(len as u32).to_le_bytes());
-        for p in parts {
-            bytes.extend_from_slice(p);
-        }
+        write_frame(&mut bytes, len, parts);
         Ok(Outgoing {
             dest,
             net,
