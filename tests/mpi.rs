@@ -587,6 +587,25 @@ fn large_messages_cross_ranks_whole() {
     );
 }
 
+/// Sends `messages` to the echo task `to` in one window, tagged from
+/// `first_tag` in order, and checks that each comes back whole, in order.
+fn echoed_in_window(to: chant::TaskId, first_tag: u32, messages: &[Vec<u8>], what: &str) {
+    chant::window(|w| {
+        for (i, m) in messages.iter().enumerate() {
+            w.send(to, first_tag + i as u32, m).unwrap();
+        }
+    });
+    for (i, sent) in messages.iter().enumerate() {
+        let m = chant::recv(Source::Task(to), Tag::Any);
+        assert_eq!(m.tag(), first_tag + i as u32, "order: {what}");
+        assert!(
+            m.bytes() == sent.as_slice(),
+            "message {i} ({} bytes) changed: {what}",
+            sent.len()
+        );
+    }
+}
+
 /// Chant messages of every size, in order, between a task of rank 0 and
 /// an echoing task of every other rank.
 fn chant_both_ways() {
@@ -630,20 +649,20 @@ fn chant_both_ways() {
                 3,
             ];
             let messages: Vec<Vec<u8>> = mixed.iter().map(|&size| pattern(size + l)).collect();
-            chant::window(|w| {
-                for (i, m) in messages.iter().enumerate() {
-                    w.send(to, 100 + i as u32, m).unwrap();
-                }
-            });
-            for (i, sent) in messages.iter().enumerate() {
-                let m = chant::recv(Source::Task(to), Tag::Any);
-                assert_eq!(m.tag(), 100 + i as u32, "order in a window via locale {l}");
-                assert!(
-                    m.bytes() == sent.as_slice(),
-                    "{} bytes via locale {l}",
-                    sent.len()
-                );
-            }
+            echoed_in_window(to, 100, &messages, &format!("mixed sizes via locale {l}"));
+            // Large messages of one size in a window, four in flight and
+            // received at once, each its own bytes: their receive buffers
+            // are recycled at both ends (`comm/mpi/spare.rs`), and none
+            // shows another's bytes.
+            let same_size: Vec<Vec<u8>> = (0..12u8)
+                .map(|i| {
+                    pattern((600 << 10) + l)
+                        .iter()
+                        .map(|b| b.wrapping_add(i.wrapping_mul(37)))
+                        .collect()
+                })
+                .collect();
+            echoed_in_window(to, 500, &same_size, &format!("one size via locale {l}"));
             // Many short messages in a window: copied onto each other in
             // the sender's queue (up to 4 KiB a frame), held until 16 KiB
             // or 64 wait, cut at 64 KiB batches; longer ones between. All
@@ -651,23 +670,7 @@ fn chant_both_ways() {
             let short: Vec<Vec<u8>> = (0..300)
                 .map(|i| pattern([0, 1, 100, 1000, 3990, 4096, 4200, 9000][i % 8] + i + l))
                 .collect();
-            chant::window(|w| {
-                for (i, m) in short.iter().enumerate() {
-                    w.send(to, 1000 + i as u32, m).unwrap();
-                }
-            });
-            for (i, sent) in short.iter().enumerate() {
-                let m = chant::recv(Source::Task(to), Tag::Any);
-                assert_eq!(
-                    m.tag(),
-                    1000 + i as u32,
-                    "order of short messages via locale {l}"
-                );
-                assert!(
-                    m.bytes() == sent.as_slice(),
-                    "short message {i} via locale {l}"
-                );
-            }
+            echoed_in_window(to, 1000, &short, &format!("short messages via locale {l}"));
             // A window's small messages may be held back to go together,
             // but any pass sends them: a receive inside the window gets
             // the echo of one sent in it.
@@ -698,7 +701,10 @@ fn chant_both_ways() {
             chant::send(to, 0, &[]).unwrap();
         }
         for e in echoes {
-            assert_eq!(e.join().unwrap(), (sizes.len() + 9 + 300 + 1 + 2) as u64);
+            assert_eq!(
+                e.join().unwrap(),
+                (sizes.len() + 9 + 12 + 300 + 1 + 2) as u64
+            );
         }
     });
     rt.shutdown();

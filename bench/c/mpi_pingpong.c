@@ -15,6 +15,14 @@
  *   windows of 64 MPI_Isend that rank 1 receives into 64 MPI_Irecv posted
  *   before the window, then a 4-byte ack (osu_bw's scheme):
  *   `stream_us_SIZE`, per message, the peer of `chant_stream`;
+ * - the same streams received as a runtime that hands each message to its
+ *   receiver must: each probed (MPI_Improbe), then received into a buffer
+ *   of its own, up to OPEN_OWN being received at once, in order; the
+ *   buffers come from a pool of OPEN_OWN + 1, allocated and written once
+ *   and reused in turn, as a runtime recycles its receive buffers:
+ *   `stream_own_us_SIZE`, per message (a figure to read `stream_us_SIZE`
+ *   by: there every message of a window lands in the same buffer, which
+ *   stays in cache);
  * - MPI_Barrier: `barrier_us`, per barrier (the peer of pgas's barrier).
  * Run as `mpirun -np 2 mpi_pingpong ROUNDS`; `mpi_pingpong ROUNDS barrier`
  * times MPI_Barrier alone, on any number of ranks. */
@@ -25,6 +33,8 @@
 #include <string.h>
 
 #define WINDOW 64
+/* Messages being received at once in the `stream_own` rows. */
+#define OPEN_OWN 4
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -195,6 +205,67 @@ int main(int argc, char **argv) {
             }
         }
         if (rank == 0) printf("stream_us_%d %.4f\n", size, per * 1e6);
+    }
+    /* The same streams, each message into a buffer of its own. */
+    for (int s = 0; s < 3; s++) {
+        int size = stream_sizes[s];
+        long n_windows = rounds / ((long)WINDOW * (1 + size / 1024));
+        if (n_windows < 10) n_windows = 10;
+        uint32_t ack = 0;
+        int changed = 0;
+        unsigned char *pool[OPEN_OWN + 1];
+        for (int i = 0; i < OPEN_OWN + 1; i++) {
+            pool[i] = malloc(size);
+            if (!pool[i]) MPI_Abort(MPI_COMM_WORLD, 1);
+            memset(pool[i], 0, size);
+        }
+        long taken = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        for (long w = -1; w < n_windows; w++) {
+            if (w == 0) start = MPI_Wtime();
+            if (rank == 0) {
+                for (int i = 0; i < size; i++) buf[i] = (unsigned char)(i * 3 + w);
+                for (int k = 0; k < WINDOW; k++)
+                    MPI_Isend(buf, size, MPI_BYTE, 1, 8, MPI_COMM_WORLD, &reqs[k]);
+                MPI_Waitall(WINDOW, reqs, MPI_STATUSES_IGNORE);
+                MPI_Recv(&ack, 1, MPI_UINT32_T, 1, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                continue;
+            }
+            unsigned char *own[WINDOW];
+            int probed = 0, done = 0;
+            while (done < WINDOW) {
+                while (probed < WINDOW && probed - done < OPEN_OWN) {
+                    int flag = 0, count = 0;
+                    MPI_Message m;
+                    MPI_Status st;
+                    MPI_Improbe(0, 8, MPI_COMM_WORLD, &flag, &m, &st);
+                    if (!flag) break;
+                    MPI_Get_count(&st, MPI_BYTE, &count);
+                    if (count != size) changed = 1;
+                    own[probed] = pool[(taken + probed) % (OPEN_OWN + 1)];
+                    MPI_Imrecv(own[probed], count, MPI_BYTE, &m, &reqs[probed]);
+                    probed++;
+                }
+                if (done < probed) {
+                    int flag = 0;
+                    MPI_Test(&reqs[done], &flag, MPI_STATUS_IGNORE);
+                    if (flag) {
+                        /* The last byte checked: the message is there. */
+                        if (own[done][size - 1] != (unsigned char)((size - 1) * 3 + w)) changed = 1;
+                        done++;
+                    }
+                }
+            }
+            taken += WINDOW;
+            MPI_Send(&ack, 1, MPI_UINT32_T, 0, 7, MPI_COMM_WORLD);
+        }
+        double per = (MPI_Wtime() - start) / (double)(n_windows * WINDOW);
+        for (int i = 0; i < OPEN_OWN + 1; i++) free(pool[i]);
+        if (changed) {
+            fprintf(stderr, "mpi_pingpong: a %d-byte message received into its own buffer changed\n", size);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        if (rank == 0) printf("stream_own_us_%d %.4f\n", size, per * 1e6);
     }
     free(buf);
     long barriers = rounds / 10 < 100 ? 100 : rounds / 10;

@@ -131,9 +131,10 @@ enum Keep {
         token: usize,
     },
     /// A buffer of this process (its heap block does not move when the
-    /// `Vec` does), held to be freed with the `Lent`.
+    /// `Vec` does), held to be freed with the `Lent`, or handed to the
+    /// function (a transport's spare blocks, `Lent::recycled`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    Buffer(#[allow(dead_code)] Vec<u8>),
+    Buffer(Vec<u8>, Option<fn(Vec<u8>)>),
 }
 
 // SAFETY: a `Lent` gives shared reads of bytes that nobody else writes
@@ -176,8 +177,33 @@ impl Lent {
     /// # Panics
     ///
     /// If `range` does not lie in `buffer`.
+    #[cfg(test)]
+    pub(crate) fn buffer(buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
+        Lent::lend(buffer, range, None)
+    }
+
+    /// Lends `buffer[range]` (a frame received into a buffer of its own),
+    /// handing the buffer to `give_back` when dropped (a transport keeping
+    /// its blocks for later messages), from whichever thread drops it.
+    ///
+    /// # Panics
+    ///
+    /// If `range` does not lie in `buffer`.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn buffer(mut buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
+    pub(crate) fn recycled(
+        buffer: Vec<u8>,
+        range: std::ops::Range<usize>,
+        give_back: fn(Vec<u8>),
+    ) -> Lent {
+        Lent::lend(buffer, range, Some(give_back))
+    }
+
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn lend(
+        mut buffer: Vec<u8>,
+        range: std::ops::Range<usize>,
+        give_back: Option<fn(Vec<u8>)>,
+    ) -> Lent {
         let len = buffer[range.clone()].len();
         // From the vector's own pointer, not a shared borrow of it, so the
         // receiver may write the bytes where it alone holds them
@@ -187,7 +213,7 @@ impl Lent {
         Lent {
             ptr,
             len,
-            keep: Keep::Buffer(buffer),
+            keep: Keep::Buffer(buffer, give_back),
         }
     }
 }
@@ -219,8 +245,12 @@ impl std::ops::Deref for Lent {
 
 impl Drop for Lent {
     fn drop(&mut self) {
-        if let Keep::Transport { owner, token } = &self.keep {
-            owner.take_back(*token);
+        match &mut self.keep {
+            Keep::Transport { owner, token } => owner.take_back(*token),
+            // The bytes are not read after this (`self` is going): the
+            // block may be reused.
+            Keep::Buffer(buffer, Some(give_back)) => give_back(std::mem::take(buffer)),
+            Keep::Buffer(_, None) => {}
         }
     }
 }

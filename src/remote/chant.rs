@@ -435,7 +435,8 @@ unsafe fn send_parts_from(
 ///   receiver took it): one such message in flight at a time. In a window,
 ///   the next one is sent while the first travels, to the same task or to
 ///   others (a halo to each neighbour at once), up to 512 KiB of them in
-///   flight (a send that would pass that first waits for the oldest).
+///   flight, or four messages where that is more (a send that would pass
+///   that first waits for the oldest).
 /// - Shorter messages are copied, and may wait to travel together in one
 ///   MPI message with the window's next ones: they leave with the next
 ///   pass that sends (the calling task waiting for anything makes one),
@@ -513,12 +514,17 @@ pub fn window<'env, R>(f: impl FnOnce(&Window<'env>) -> R) -> R {
 }
 
 /// Bytes of a window's messages in flight at once, the next one's
-/// included: a send that would pass it first waits for the oldest.
-/// Measured over MPI (`cantus-bench comm --only chant_window`,
-/// BENCHMARKS.md): 1 MiB messages in flight together took 3-4x as long
-/// per message in some runs (the receiver's copies of several interleave
-/// and all finish late); 64 KiB ones gain from several.
+/// included, or [`WINDOW_MESSAGES`] messages where that is more: a send
+/// that would pass it first waits for the oldest. Measured over MPI
+/// (`cantus-bench comm --only chant_window`, BENCHMARKS.md, "Large
+/// receives in recycled buffers"): 64 KiB messages gain from several in
+/// flight; 1 MiB messages went 12% faster with four in flight than with
+/// one, two gained nothing, three nearly as much as four (the receiver
+/// takes as many at once: `comm/mpi/progress.rs`, `OPEN_MESSAGES`).
 const WINDOW_BYTES: usize = 512 << 10;
+/// Messages of a window in flight at once, however large
+/// ([`WINDOW_BYTES`]).
+const WINDOW_MESSAGES: usize = 4;
 
 /// Sends in flight together ([`window`]). `'env` is the window's whole
 /// call: every byte sent through it is borrowed for that long.
@@ -538,9 +544,10 @@ impl<'env> Window<'env> {
     pub fn send(&self, to: TaskId, tag: u32, bytes: &'env [u8]) -> Result<(), Error> {
         let mut in_flight = self.in_flight.borrow_mut();
         if let Some(e) = super::engine() {
-            // At most WINDOW_BYTES in flight with this one: large
-            // messages received together interleave and all finish late.
-            e.wait_sent(&mut in_flight, WINDOW_BYTES.saturating_sub(bytes.len()));
+            // At most WINDOW_BYTES in flight with this one, or
+            // WINDOW_MESSAGES of its size where that is more.
+            let limit = WINDOW_BYTES.max(WINDOW_MESSAGES.saturating_mul(bytes.len()));
+            e.wait_sent(&mut in_flight, limit - bytes.len());
         }
         // SAFETY: `bytes` is borrowed (shared) for `'env`, the whole call
         // of `window`, which waits for every frame pushed on `in_flight`

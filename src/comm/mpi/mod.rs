@@ -19,6 +19,7 @@
 //!   handed over without a name;
 //! - `route.rs`: the routing transport of a job whose node shares memory
 //!   (the node's ranks through its rings, the others through MPI).
+//! - `spare.rs`: large messages' receive buffers kept for the next ones;
 //! - `collective.rs`: the job's collectives for the global address space
 //!   as MPI's non-blocking collectives, started and tested by the passes.
 //!
@@ -31,6 +32,7 @@ mod landing;
 mod node;
 mod progress;
 mod route;
+mod spare;
 mod sys;
 mod transport;
 

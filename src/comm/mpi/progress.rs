@@ -38,10 +38,17 @@ const RECEIVE_BUDGET: usize = 64;
 /// sender's progress brought all of it.
 const STARTED_FROM: usize = 16 << 10;
 /// Bytes of batches being received from one source at once (one is always
-/// let in): several small rendezvous overlap their handshakes, but large
-/// messages received together interleave their copies and all finish late
-/// (1 MiB messages took 3-4x as long each in some runs, BENCHMARKS.md).
+/// let in), or [`OPEN_MESSAGES`] messages where that is more: several
+/// rendezvous overlap their handshakes, each message's with the copies of
+/// those before it.
 const OPEN_BYTES: usize = 512 << 10;
+/// Messages being received from one source at once, however large
+/// ([`OPEN_BYTES`]). Measured with 1 MiB messages over MPI (BENCHMARKS.md,
+/// "Large receives in recycled buffers"): four at once 12% faster per
+/// message than one, two no faster. (Before their buffers were recycled,
+/// `spare.rs`, three or more at once made each 1.5-4x slower: the blocks
+/// freed together were given back to the system and faulted in again.)
+const OPEN_MESSAGES: usize = 4;
 /// Bytes of a credit message: network, frames, bytes.
 const CREDIT_BYTES: usize = 24;
 
@@ -686,6 +693,10 @@ impl Progress {
             }
         }
         sys::free(&mut self.comm)?;
+        // No more receives: the spare blocks go (one lent now and given
+        // back later is kept, within the same bounds, until the process
+        // ends).
+        super::spare::clear();
         if self.collectives.is_empty() {
             sys::free(&mut self.collective_comm)?;
         } else {
@@ -716,9 +727,10 @@ enum Incoming {
 }
 
 /// Whether a batch of `len` bytes may start being received from a source
-/// with `open` bytes being received ([`OPEN_BYTES`]: one always may).
+/// with `open` bytes being received ([`OPEN_BYTES`], [`OPEN_MESSAGES`]:
+/// one always may).
 fn may_open(open: usize, len: usize) -> bool {
-    open == 0 || open + len <= OPEN_BYTES
+    open == 0 || open + len <= OPEN_BYTES.max(OPEN_MESSAGES * len)
 }
 
 /// Starts receiving a matched batch, its turn come: a long one without

@@ -697,7 +697,9 @@ pub(super) fn probe_any(comm: MPI_Comm) -> Result<Option<Probed>, Error> {
 /// its byte `align_at` lies at a multiple of 64 bytes ([`receive_probed`]).
 fn placed_buffer(len: usize, align_at: usize) -> (Vec<u8>, usize) {
     let room = if len > PLACED_FROM { 64 } else { 0 };
-    let bytes: Vec<u8> = Vec::with_capacity(room + len);
+    // A spare block if one fits (`spare.rs`): reused warm, not faulted in
+    // again.
+    let bytes: Vec<u8> = super::spare::buffer(room + len);
     let start = if room > 0 {
         (64 - (bytes.as_ptr() as usize).wrapping_add(align_at) % 64) % 64
     } else {

@@ -730,7 +730,13 @@ impl Transport for MpiTransport {
                     // received it, without a copy.
                     let lent = (frame.start == batch.start + FRAME_PREFIX
                         && frame.end == batch.bytes.len())
-                    .then(|| Lent::buffer(std::mem::take(&mut batch.bytes), frame.clone()));
+                    .then(|| {
+                        Lent::recycled(
+                            std::mem::take(&mut batch.bytes),
+                            frame.clone(),
+                            super::spare::give_back,
+                        )
+                    });
                     deliver(Arrival {
                         src,
                         net,
