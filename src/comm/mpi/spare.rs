@@ -8,11 +8,14 @@
 //! past its trim threshold (twice the adaptive mmap threshold, so 2 MiB
 //! after a 1 MiB block), and the heap is given back to the system; the
 //! next message then faults its block in page by page. Measured over MPI
-//! (BENCHMARKS.md, "Large receives in recycled buffers"): with two or
-//! more 1 MiB messages received at once, a third of the receiver's time
-//! went to page faults and each message took 3-4x as long. A block kept
-//! here is reused warm (the most recently freed first, the likeliest
-//! still in cache), whatever the allocator does.
+//! (BENCHMARKS.md, "Large receives in recycled buffers"): with three or
+//! four 1 MiB messages received at once, a third of the receiver's time
+//! went to page faults and each message took 1.5-4x as long. A block
+//! kept here is reused warm (the most recently freed first, the
+//! likeliest still in cache), whatever the allocator does. Only while
+//! other blocks are out, though ([`give_back`]): one freed alone does
+//! not reach the trim threshold, and the allocator hands it out again to
+//! whatever asks next.
 //!
 //! Bounded: at most [`SPARE_BLOCKS`] blocks and [`SPARE_BYTES`] bytes
 //! are kept, process-wide (MPI runs once per process); a block beyond
@@ -22,8 +25,10 @@ use std::sync::Mutex;
 
 /// Most blocks kept.
 const SPARE_BLOCKS: usize = 16;
-/// Most bytes kept: two of the largest frames (`max_frame`, 2 MiB by
-/// default) beside the bytes a source may have open (`OPEN_BYTES`).
+/// Most bytes kept. The receiving rank of a stream of 1 MiB messages in
+/// windows (`cantus-bench comm --only chant_window`) had up to 14 blocks
+/// out at once; 16 MiB keeps that many, or eight of the largest frames
+/// (`max_frame`, 2 MiB by default).
 pub(super) const SPARE_BYTES: usize = 16 << 20;
 
 /// Blocks of more than this capacity are kept (those of frames that
