@@ -115,8 +115,8 @@ pub(crate) trait TakeBack: Send + Sync {
 /// delivered them: they stay valid and unchanged until this is dropped,
 /// from any thread, which hands their memory back to the transport
 /// ([`TakeBack`]; the transport's memory stays alive as long as this does,
-/// since it holds the owner), or frees the buffer they lie in (a message
-/// received into a buffer of its own, [`Lent::buffer`]).
+/// since it holds the owner), or hands back the buffer they lie in (a message
+/// received into a buffer of its own, [`Lent::recycled`]).
 pub(crate) struct Lent {
     ptr: std::ptr::NonNull<u8>,
     len: usize,
@@ -131,10 +131,10 @@ enum Keep {
         token: usize,
     },
     /// A buffer of this process (its heap block does not move when the
-    /// `Vec` does), held to be freed with the `Lent`, or handed to the
-    /// function (a transport's spare blocks, `Lent::recycled`).
+    /// `Vec` does), handed to the function when the `Lent` goes (a
+    /// transport's spare blocks, `Lent::recycled`).
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    Buffer(Vec<u8>, Option<fn(Vec<u8>)>),
+    Buffer(Vec<u8>, fn(Vec<u8>)),
 }
 
 // SAFETY: a `Lent` gives shared reads of bytes that nobody else writes
@@ -171,38 +171,19 @@ impl Lent {
         }
     }
 
-    /// Lends `buffer[range]` (a frame received into a buffer of its own):
-    /// freed with the `Lent`.
-    ///
-    /// # Panics
-    ///
-    /// If `range` does not lie in `buffer`.
-    #[cfg(test)]
-    pub(crate) fn buffer(buffer: Vec<u8>, range: std::ops::Range<usize>) -> Lent {
-        Lent::lend(buffer, range, None)
-    }
-
     /// Lends `buffer[range]` (a frame received into a buffer of its own),
     /// handing the buffer to `give_back` when dropped (a transport keeping
-    /// its blocks for later messages), from whichever thread drops it.
+    /// its blocks for later messages; `drop` frees it), from whichever
+    /// thread drops it.
     ///
     /// # Panics
     ///
     /// If `range` does not lie in `buffer`.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn recycled(
-        buffer: Vec<u8>,
-        range: std::ops::Range<usize>,
-        give_back: fn(Vec<u8>),
-    ) -> Lent {
-        Lent::lend(buffer, range, Some(give_back))
-    }
-
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    fn lend(
         mut buffer: Vec<u8>,
         range: std::ops::Range<usize>,
-        give_back: Option<fn(Vec<u8>)>,
+        give_back: fn(Vec<u8>),
     ) -> Lent {
         let len = buffer[range.clone()].len();
         // From the vector's own pointer, not a shared borrow of it, so the
@@ -236,7 +217,7 @@ impl std::ops::Deref for Lent {
     fn deref(&self) -> &[u8] {
         // SAFETY: for `new`, its contract: the bytes stay valid and
         // unwritten until the drop below, and the owner (held here) keeps
-        // their memory alive; for `buffer`, they lie in the heap block of
+        // their memory alive; for `recycled`, they lie in the heap block of
         // the vector held here, which nothing writes, resizes or frees
         // while it is held (moving a `Vec` does not move its block).
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
@@ -249,8 +230,7 @@ impl Drop for Lent {
             Keep::Transport { owner, token } => owner.take_back(*token),
             // The bytes are not read after this (`self` is going): the
             // block may be reused.
-            Keep::Buffer(buffer, Some(give_back)) => give_back(std::mem::take(buffer)),
-            Keep::Buffer(_, None) => {}
+            Keep::Buffer(buffer, give_back) => give_back(std::mem::take(buffer)),
         }
     }
 }

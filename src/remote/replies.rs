@@ -562,7 +562,7 @@ mod tests {
     #[test]
     fn a_lent_reply_stays_lent_only_for_a_caller_polling_for_it_or_blocked() {
         let s = ReplySlots::new();
-        let frame = || Lent::buffer(vec![7u8; 64], 0..64);
+        let frame = || Lent::recycled(vec![7u8; 64], 0..64, drop);
         // Delivered by the caller's own poll: kept where it was lent.
         let mine = s.issue();
         let other = s.issue();
