@@ -27,6 +27,13 @@
 //!   and `transfer_vec_f64_arg_*`: a call whose argument and result are
 //!   both an array of `f64`s of the size (a `cantus::Bulk<f64>`, a plain
 //!   `Vec<f64>`), the bytes moved both ways over the round trip's time;
+//!   `transfer_bulk_arg_*.raw_shm`: the bulk round trip's data flow by two
+//!   pinned, spinning threads of this process with no runtime (the
+//!   argument copied into one block, negated in place there, copied into a
+//!   second block for the reply, copied out into a new vector: the
+//!   machine's floor for that flow, `raw_bulk.rs`), and `.raw_shm_in_place`
+//!   the same with the reply left in the argument's block (one copy fewer:
+//!   the floor of a runtime that answered in the request's block);
 //!   `transfer_put_*`, `transfer_get_*`: a one-sided `GlobalPtr` put of
 //!   the size into locale 1's heap segment and a get back (the global
 //!   address space's memory as the job gives it: shared, or messages);
@@ -756,6 +763,8 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut bulk_bw = Samples::new();
         let mut vec_f64_bw = Samples::new();
         let mut codec_bulk = Samples::new();
+        let mut raw_copied = Samples::new();
+        let mut raw_in_place = Samples::new();
         let mut put_bw = Samples::new();
         let mut get_bw = Samples::new();
         section(&format!("transfer {name}"), || {
@@ -797,6 +806,15 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                             .collect::<cantus::Bulk<f64>>()
                     }),
                 ));
+                for (samples, flow) in [
+                    (&mut raw_copied, crate::raw_bulk::Flow::ReplyCopied),
+                    (&mut raw_in_place, crate::raw_bulk::Flow::ReplyInPlace),
+                ] {
+                    samples.push(gb_per_s(
+                        2 * size,
+                        crate::raw_bulk::round_trip(size, rounds, flow),
+                    ));
+                }
                 copy_bw.push(gb_per_s(size, memcpy(size, rounds)));
                 codec_vec.push(gb_per_s(size, codec(size, rounds, |v| v)));
                 ours_vec.push(gb_per_s(size, ours(size, rounds, |v| v)));
@@ -857,6 +875,16 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         );
         let bulk = figure(&format!("transfer_bulk_arg_{name}"), &bulk_bw, "GB/s");
         let vec_f64 = figure(&format!("transfer_vec_f64_arg_{name}"), &vec_f64_bw, "GB/s");
+        let raw = figure(
+            &format!("transfer_bulk_arg_{name}.raw_shm"),
+            &raw_copied,
+            "GB/s",
+        );
+        let raw_one = figure(
+            &format!("transfer_bulk_arg_{name}.raw_shm_in_place"),
+            &raw_in_place,
+            "GB/s",
+        );
         figure(
             &format!("transfer_{name}.postcard_bulk"),
             &codec_bulk,
@@ -870,6 +898,19 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         ratio(&format!("transfer_arg_{name}"), "memcpy", a, m);
         ratio(&format!("transfer_bytes_arg_{name}"), "memcpy", b, m);
         ratio(&format!("transfer_bulk_arg_{name}"), "memcpy", bulk, m);
+        ratio(&format!("transfer_bulk_arg_{name}"), "raw_shm", bulk, raw);
+        ratio(
+            &format!("transfer_bulk_arg_{name}.raw_shm"),
+            "memcpy",
+            raw,
+            m,
+        );
+        ratio(
+            &format!("transfer_bulk_arg_{name}.raw_shm_in_place"),
+            "memcpy",
+            raw_one,
+            m,
+        );
         ratio(
             &format!("transfer_vec_f64_arg_{name}"),
             "memcpy",
@@ -883,7 +924,11 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
 /// and `size` bytes back (`call` makes the call and returns the array
 /// it got back), from the call to its result: the argument is made (a
 /// copy of one vector) before each call's clock starts.
-fn round_trip_f64(size: usize, rounds: u64, call: impl Fn(Vec<f64>) -> Vec<f64>) -> Duration {
+pub(crate) fn round_trip_f64(
+    size: usize,
+    rounds: u64,
+    call: impl Fn(Vec<f64>) -> Vec<f64>,
+) -> Duration {
     let arg: Vec<f64> = (0..size / 8).map(|i| i as f64).collect();
     let one = || {
         let v = arg.clone();

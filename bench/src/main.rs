@@ -36,6 +36,7 @@ mod fifo;
 mod latency;
 mod micro;
 mod openmp;
+mod raw_bulk;
 mod scale;
 mod stackmem;
 mod stats;
