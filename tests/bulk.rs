@@ -306,6 +306,14 @@ fn bulks_with_rendezvous_off_are_copied_and_whole() {
     );
 }
 
+/// `count` results of 1 MiB made on locale 1 (seeds 0, 1, ...), each kept
+/// where it arrived.
+fn made_on_1(count: u64) -> Vec<Bulk<f64>> {
+    (0..count)
+        .map(|seed| cantus::on(1, Make { n: 1 << 17, seed }).join().unwrap())
+        .collect()
+}
+
 #[test]
 fn results_kept_in_place_do_not_hold_up_their_sender() {
     let _ = in_job(
@@ -315,19 +323,7 @@ fn results_kept_in_place_do_not_hold_up_their_sender() {
             // 24 results of 1 MiB, each kept where it arrived until all
             // came (three times the 8 MiB area): once the area is full
             // the later ones go in ring pieces, and arrive whole.
-            let kept: Vec<Bulk<f64>> = (0..24u64)
-                .map(|i| {
-                    cantus::on(
-                        1,
-                        Make {
-                            n: 1 << 17,
-                            seed: i,
-                        },
-                    )
-                    .join()
-                    .unwrap()
-                })
-                .collect();
+            let kept = made_on_1(24);
             assert!(kept[0].is_in_place(), "the first arrived in place");
             assert!(
                 kept.iter().any(|b| !b.is_in_place()),
@@ -335,6 +331,112 @@ fn results_kept_in_place_do_not_hold_up_their_sender() {
             );
             for (i, b) in kept.iter().enumerate() {
                 assert!(**b == values(1 << 17, i as u64)[..], "result {i}");
+            }
+        },
+    );
+}
+
+/// Negates its array where it lies and returns it, after `note`; `keep`
+/// keeps a clone on this locale (`KEPT`) until `ForgetKept`.
+#[derive(Serialize, Deserialize)]
+struct NegateBack {
+    block: Bulk<f64>,
+    keep: bool,
+    note: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct NegatedBack {
+    note: String,
+    block: Bulk<f64>,
+}
+
+/// Clones of arrays `NegateBack` kept.
+static KEPT: std::sync::Mutex<Vec<Bulk<f64>>> = std::sync::Mutex::new(Vec::new());
+
+impl Remote for NegateBack {
+    type Output = NegatedBack;
+    fn run(mut self) -> NegatedBack {
+        self.block.iter_mut().for_each(|x| *x = -*x);
+        if self.keep {
+            KEPT.lock().unwrap().push(self.block.clone());
+        }
+        NegatedBack {
+            note: self.note,
+            block: self.block,
+        }
+    }
+}
+
+/// Drops what `NegateBack` kept.
+#[derive(Serialize, Deserialize)]
+struct ForgetKept;
+
+impl Remote for ForgetKept {
+    type Output = ();
+    fn run(self) {
+        KEPT.lock().unwrap().clear();
+    }
+}
+
+cantus::remote!(NegateBack, ForgetKept);
+
+/// Calls `NegateBack` on locale 1 with 1 MiB of values from `seed`;
+/// checks the note and the values came back, and returns the array.
+fn negate_back(seed: u64, keep: bool, note: &str) -> Bulk<f64> {
+    let v = values(1 << 17, seed);
+    let got = cantus::on(
+        1,
+        NegateBack {
+            block: v.clone().into(),
+            keep,
+            note: note.into(),
+        },
+    )
+    .join()
+    .unwrap();
+    assert_eq!(got.note, note);
+    assert!(
+        got.block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        "the values of {seed} came back negated"
+    );
+    got.block
+}
+
+#[test]
+fn a_result_changed_in_place_goes_back_in_its_arguments_block() {
+    let _ = in_job(
+        "a_result_changed_in_place_goes_back_in_its_arguments_block",
+        2,
+        || {
+            // Results kept in place here fill locale 1's 8 MiB area for
+            // us: its later large replies go in ring pieces.
+            let kept = made_on_1(12);
+            assert!(
+                !kept.last().unwrap().is_in_place(),
+                "locale 1's area for us is full"
+            );
+            // An argument negated where it lay goes back in its own block,
+            // which needs none of that area, and is read in place here;
+            // 20 round trips of 1 MiB, more than our own area holds, so
+            // each block was taken back once its result was dropped.
+            for i in 0..20 {
+                assert!(negate_back(i, false, "").is_in_place(), "round trip {i}");
+            }
+            // Not so (they go as any reply, here in pieces) with no room
+            // for the reply in front of the array, or with a clone of it
+            // still held there.
+            assert!(!negate_back(100, false, &"x".repeat(300)).is_in_place());
+            assert!(!negate_back(101, true, "").is_in_place());
+            cantus::on(1, ForgetKept).join().unwrap();
+            drop(kept);
+            // Returned blocks kept here hold our own area: later arguments
+            // go in pieces, and every result still comes back whole.
+            let held: Vec<Bulk<f64>> = (0..12).map(|i| negate_back(200 + i, false, "")).collect();
+            assert!(held[0].is_in_place());
+            for (i, b) in held.iter().enumerate() {
+                let v = values(1 << 17, 200 + i as u64);
+                assert!(b.iter().zip(&v).all(|(b, a)| *b == -*a), "kept result {i}");
             }
         },
     );

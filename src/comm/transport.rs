@@ -200,6 +200,30 @@ impl Lent {
 }
 
 impl Lent {
+    /// The token it goes back to `owner` with, if `owner` lent it.
+    pub(crate) fn token_from(&self, owner: &std::sync::Arc<dyn TakeBack>) -> Option<usize> {
+        match &self.keep {
+            // By address alone: two `Arc<dyn _>` of one value may carry
+            // different vtables.
+            Keep::Transport { owner: o, token } => {
+                std::ptr::addr_eq(std::sync::Arc::as_ptr(o), std::sync::Arc::as_ptr(owner))
+                    .then_some(*token)
+            }
+            Keep::Buffer(..) => None,
+        }
+    }
+
+    /// Lets it go without handing its memory back: the transport has
+    /// passed the memory on (a block returned to its sender,
+    /// [`Transport::try_send_returning`]).
+    pub(crate) fn hand_over(self) {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again, so `keep` is read
+        // out once and dropped here (its `Arc` or buffer freed, without
+        // the take-back that `Lent`'s own drop would make).
+        drop(unsafe { std::ptr::read(&me.keep) });
+    }
+
     /// The bytes' address, from which their receiver may write them where
     /// it alone reads them (a `Bulk` received in place,
     /// `remote/bulk.rs`): the transport neither reads nor writes a lent
@@ -363,6 +387,33 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// Sends every frame [`try_send_held`](Self::try_send_held) held back
     /// (as `try_send` would have sent each). By default, nothing to do.
     fn flush(&self) {}
+
+    /// Sends to `dest` on `net` the frame `head`, `lent[array]`, `tail`
+    /// without copying the array: where `lent` is a frame this transport
+    /// lent from `dest`'s memory (on shared memory, a rendezvous block
+    /// `dest` sent) and the rest fits around the array inside it, the
+    /// transport writes `head` and `tail` there and hands the whole block
+    /// back to `dest`, which receives the frame in place (lent to it, as
+    /// any large frame). Counted, ordered and refused like
+    /// [`try_send`](Self::try_send)'s frames. Otherwise (another transport,
+    /// no room around the array, the ring full) nothing is sent and
+    /// `lent` comes back, unchanged but for bytes outside `array`; the
+    /// caller then sends the frame as any other. By default, it always
+    /// comes back.
+    ///
+    /// The caller gives `lent` up by value: no other holder reads or
+    /// writes it (a `Lent` is never cloned), and `array` lies in it.
+    fn try_send_returning(
+        &self,
+        _dest: usize,
+        _net: Network,
+        _head: &[&[u8]],
+        lent: Lent,
+        _array: std::ops::Range<usize>,
+        _tail: &[&[u8]],
+    ) -> Result<(), Lent> {
+        Err(lent)
+    }
 
     /// Whether [`try_send_borrowed`](Self::try_send_borrowed) sends a
     /// `len`-byte frame to `dest` from its parts (its sender then waits

@@ -29,6 +29,10 @@
 //!   a rendezvous area makes its sender's later large frames go in ring
 //!   pieces (`comm/shm/README.md`, rule L): keep such an array long, and
 //!   [`into_vec`](Bulk::into_vec) it.
+//! - **Answered in place.** A remote call that returns such an array
+//!   (changed in place or not), with no clone of it left, sends its reply
+//!   in the request's own block on shared memory: the array is not copied
+//!   back at all (`comm/shm/README.md`, rule R).
 //!
 //! The bytes are in the machine's own order: every locale of a job runs
 //! the same binary on one architecture.
@@ -183,7 +187,29 @@ impl<T: bytemuck::Pod> Bulk<T> {
 }
 
 /// What a [`Pin`](crate::remote::encode::Pin) holds: the elements.
-struct Keep<T>(#[allow(dead_code)] Arc<Data<T>>);
+struct Keep<T>(Arc<Data<T>>);
+
+impl<T: bytemuck::Pod> crate::remote::encode::PinKeep for Keep<T> {
+    fn into_lent(mut self: Box<Self>) -> Result<Lent, Box<dyn crate::remote::encode::PinKeep>> {
+        // `get_mut` answers only for a sole holder (no other `Arc`, no
+        // `Weak`), and no other can appear meanwhile: nobody else holds one
+        // to clone from.
+        let sole = match Arc::get_mut(&mut self.0) {
+            Some(Data::Lent { frame, .. }) => Arc::get_mut(frame).is_some(),
+            _ => false,
+        };
+        if !sole {
+            return Err(self);
+        }
+        match Arc::try_unwrap(self.0) {
+            Ok(Data::Lent { frame, .. }) => match Arc::try_unwrap(frame) {
+                Ok(lent) => Ok(lent),
+                Err(_) => unreachable!("the frame's sole holder, checked above"),
+            },
+            _ => unreachable!("the elements' sole holder, lent, checked above"),
+        }
+    }
+}
 
 // SAFETY: a `Keep` is only held, never read through, and dropped from
 // whichever thread: it frees a vector of plain data (no drop glue beyond

@@ -26,6 +26,7 @@
 
 use super::bulk::{PIN_ALIGN, PIN_MIN};
 use super::codec::{self, Output};
+use crate::comm::transport::Lent;
 use serde::Serialize;
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -54,7 +55,26 @@ pub(crate) static PAD_PROBE: [u8; PIN_ALIGN - 1] = [0; PIN_ALIGN - 1];
 pub(crate) struct Pin {
     ptr: *const u8,
     len: usize,
-    _keep: Box<dyn Send + Sync>,
+    keep: Box<dyn PinKeep>,
+}
+
+/// What a [`Pin`] holds to keep its bytes (a `Bulk`'s elements).
+pub(crate) trait PinKeep: Send + Sync {
+    /// The frame the bytes lie in, lent by the transport, if this is the
+    /// only holder of the bytes and of that frame (a `Bulk` received in
+    /// place, of which no clone and no other `Bulk` of its frame is
+    /// left); else itself, unchanged.
+    fn into_lent(self: Box<Self>) -> Result<Lent, Box<dyn PinKeep>>;
+}
+
+/// A lent frame as a pin's keep (one [`Encoding::take_lent_pin`] took and
+/// gives back).
+struct KeepLent(Lent);
+
+impl PinKeep for KeepLent {
+    fn into_lent(self: Box<Self>) -> Result<Lent, Box<dyn PinKeep>> {
+        Ok(self.0)
+    }
 }
 
 // SAFETY: a `Pin` reads its bytes only through `bytes()`, which `keep`
@@ -67,17 +87,17 @@ impl Pin {
     /// Names `bytes`, which `keep` holds valid and unchanged while it
     /// lives (what the caller promises: `Bulk::pin`, a reference count on
     /// elements that a change through any `Bulk` copies first).
-    pub(crate) fn new(bytes: &[u8], keep: impl Send + Sync + 'static) -> Pin {
+    pub(crate) fn new(bytes: &[u8], keep: impl PinKeep + 'static) -> Pin {
         Pin {
             ptr: bytes.as_ptr(),
             len: bytes.len(),
-            _keep: Box::new(keep),
+            keep: Box::new(keep),
         }
     }
 
     fn bytes(&self) -> &[u8] {
         // SAFETY: `Pin::new`'s caller's promise: the bytes stay valid and
-        // unchanged while `_keep` (held here) lives.
+        // unchanged while `keep` (held here) lives.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
@@ -132,6 +152,45 @@ impl Encoding {
         self.bytes.clear();
         self.pins.clear();
         self.pinned = 0;
+    }
+
+    /// Takes the one pinned array of the encoding, if it has exactly one
+    /// and that one lies in a frame the transport lent which nothing else
+    /// holds (`PinKeep::into_lent`): that frame, where the array lies in
+    /// it, and where the array goes in the encoding (after `bytes[..at]`).
+    /// [`put_back`](Self::put_back) undoes it.
+    pub(crate) fn take_lent_pin(&mut self) -> Option<(Lent, std::ops::Range<usize>, usize)> {
+        if self.pins.len() != 1 {
+            return None;
+        }
+        let (at, pin) = self.pins.pop()?;
+        let Pin { ptr, len, keep } = pin;
+        match keep.into_lent() {
+            Ok(lent) => {
+                self.pinned = 0;
+                let start = (ptr as usize).wrapping_sub(lent.as_ptr() as usize);
+                debug_assert!(start.checked_add(len).is_some_and(|end| end <= lent.len()));
+                Some((lent, start..start + len, at))
+            }
+            Err(keep) => {
+                self.pins.push((at, Pin { ptr, len, keep }));
+                None
+            }
+        }
+    }
+
+    /// Puts back what [`take_lent_pin`](Self::take_lent_pin) took: the
+    /// array `lent[array]`, pinned after `bytes[..at]`.
+    pub(crate) fn put_back(&mut self, lent: Lent, array: std::ops::Range<usize>, at: usize) {
+        // The bytes lie where the frame does, wherever the `Lent` moves;
+        // it keeps them valid and, held alone here, unchanged.
+        let pin = Pin {
+            ptr: lent[array.clone()].as_ptr(),
+            len: array.len(),
+            keep: Box::new(KeepLent(lent)),
+        };
+        self.pinned = pin.len;
+        self.pins.push((at, pin));
     }
 
     /// Calls `f` with `prefix` and then the encoding's parts, in order (no

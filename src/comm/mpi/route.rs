@@ -20,7 +20,9 @@
 
 use super::transport::{MpiTransport, NodeHooks};
 use crate::comm::shm::transport::ShmTransport;
-use crate::comm::transport::{Arrival, Landing, LandingKey, Nets, Network, SendError, Transport};
+use crate::comm::transport::{
+    Arrival, Landing, LandingKey, Lent, Nets, Network, SendError, Transport,
+};
 use crate::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,6 +176,23 @@ impl Transport for RoutingTransport {
 
     fn flush(&self) {
         self.mpi.flush();
+    }
+
+    fn try_send_returning(
+        &self,
+        dest: usize,
+        net: Network,
+        head: &[&[u8]],
+        lent: Lent,
+        array: std::ops::Range<usize>,
+        tail: &[&[u8]],
+    ) -> Result<(), Lent> {
+        // Only the node's blocks go back where they came from; MPI's
+        // buffers are this rank's own.
+        match self.on_this_node(dest) {
+            Some(i) => self.shm.try_send_returning(i, net, head, lent, array, tail),
+            None => Err(lent),
+        }
     }
 
     fn sends_borrowed(&self, dest: usize, len: usize) -> bool {

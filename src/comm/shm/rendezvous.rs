@@ -20,12 +20,18 @@
 //!   checks a note against the area and the block before trusting it.
 //! - [`Blocks`] hands a lent block back: its drop stores `TAKEN` in the
 //!   block's state word.
+//! - A receiver may instead *return* a block it alone holds, with a reply
+//!   written around the array it received there ([`RETURN_TAG`]): the
+//!   sender checks the return against its own records
+//!   ([`Outbound::check_return`]), reads the reply in place, and takes
+//!   the block back itself when done ([`Returned`]).
 
 use super::region::Region;
 use crate::comm::transport::TakeBack;
 use std::collections::VecDeque;
 use std::ptr::NonNull;
 use std::sync::atomic::AtomicU32;
+use std::sync::{Arc, Mutex};
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -63,6 +69,11 @@ pub(crate) const NOTE_TAG: u32 = 1;
 /// A note's bytes: the block's offset in the area, its payload length and
 /// its number, three little-endian `u64`s.
 pub(crate) const NOTE_LEN: usize = 24;
+/// The ring tag of a return: a frame written into a block its receiver was
+/// sent, handed back to the block's sender (who reads it there). Its note
+/// is `NOTE_LEN` bytes: the frame's offset in the sender's area, its
+/// length and the block's number.
+pub(crate) const RETURN_TAG: u32 = 2;
 
 /// A block's state word: written by its sender, read by its receiver.
 const WRITTEN: u32 = 1;
@@ -121,13 +132,38 @@ impl Block {
 pub(crate) struct Outbound {
     base: NonNull<u8>,
     cap: usize,
-    /// Blocks allocated and not yet taken back, oldest first: (offset,
-    /// footprint).
-    live: VecDeque<(usize, usize)>,
+    /// Blocks allocated and not yet taken back, oldest first.
+    live: VecDeque<Live>,
+    /// Offsets of blocks their receiver returned (`check_return`) and this
+    /// locale still reads: not reclaimed, whatever their state word says,
+    /// until their [`Returned`] take-back removes them.
+    held: Arc<Mutex<Vec<usize>>>,
     /// Where the next block goes (the end of the newest one).
     next: usize,
     /// The newest block's number.
     number: u64,
+}
+
+/// A block of an [`Outbound`] not yet taken back: where it lies, what it
+/// carries (kept here, not read back from the shared header, which its
+/// receiver could overwrite).
+#[derive(Clone, Copy, Debug)]
+struct Live {
+    offset: usize,
+    size: usize,
+    len: usize,
+    number: u64,
+}
+
+/// A return checked against the sender's records: the frame is the `len`
+/// bytes at `frame` (at offset `at` of the area), in the block at offset
+/// `block`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Return {
+    pub(crate) frame: NonNull<u8>,
+    pub(crate) at: usize,
+    pub(crate) len: usize,
+    pub(crate) block: usize,
 }
 
 // SAFETY: `base` points into the region's mapping, which the transport
@@ -148,9 +184,16 @@ impl Outbound {
             base,
             cap,
             live: VecDeque::new(),
+            held: Arc::new(Mutex::new(Vec::new())),
             next: 0,
             number: 0,
         }
+    }
+
+    /// The list of returned blocks still read here, for their take-back
+    /// ([`Returned`]).
+    pub(crate) fn held(&self) -> Arc<Mutex<Vec<usize>>> {
+        self.held.clone()
     }
 
     fn header(&self, offset: usize) -> &BlockHeader {
@@ -165,10 +208,15 @@ impl Outbound {
     /// none is left, starts again at the area's first byte (so a quiet
     /// pair keeps reusing the same, warm pages).
     fn reclaim(&mut self) {
-        while let Some(&(offset, _)) = self.live.front() {
+        while let Some(&Live { offset, .. }) = self.live.front() {
+            // A block returned to us is ours to read until our own
+            // take-back lets it go, whatever its receiver wrote since.
+            if lock(&self.held).contains(&offset) {
+                break;
+            }
             // Acquire: pairs with the receiver's Release store of TAKEN
-            // (`Blocks::take_back`): its reads of the block happen before
-            // we write the block again.
+            // (`Blocks::take_back`, or our own `Returned::take_back`): its
+            // reads of the block happen before we write the block again.
             if self.header(offset).state.load(order::RECLAIM) != TAKEN {
                 break;
             }
@@ -181,7 +229,7 @@ impl Outbound {
 
     /// Where a block of `size` bytes (a footprint) fits now, if it does.
     fn place(&self, size: usize) -> Option<usize> {
-        let Some(&(head, _)) = self.live.front() else {
+        let Some(&Live { offset: head, .. }) = self.live.front() else {
             return (size <= self.cap).then_some(0);
         };
         if self.next > head {
@@ -219,14 +267,19 @@ impl Outbound {
             std::ptr::addr_of_mut!((*h).len).write(len as u64);
             std::ptr::addr_of_mut!((*h).number).write(block.number);
         }
-        self.live.push_back((offset, size));
+        self.live.push_back(Live {
+            offset,
+            size,
+            len,
+            number: block.number,
+        });
         self.next = offset + size;
         Some(block)
     }
 
     /// The payload of `block`, the newest block, to write.
     pub(crate) fn payload_mut(&mut self, block: &Block) -> &mut [u8] {
-        debug_assert_eq!(self.live.back().map(|b| b.0), Some(block.offset));
+        debug_assert_eq!(self.live.back().map(|b| b.offset), Some(block.offset));
         // SAFETY: the block was allocated by `try_alloc` and not sent yet,
         // so its payload (inside the area, by `place`) is ours alone.
         unsafe {
@@ -241,12 +294,57 @@ impl Outbound {
     /// room in the ring).
     pub(crate) fn unalloc(&mut self, block: Block) {
         let last = self.live.pop_back();
-        debug_assert_eq!(last.map(|b| b.0), Some(block.offset));
+        debug_assert_eq!(last.map(|b| b.offset), Some(block.offset));
         self.number -= 1;
         self.next = match self.live.back() {
-            Some(&(offset, size)) => offset + size,
+            Some(b) => b.offset + b.size,
             None => 0,
         };
+    }
+
+    /// Checks a return note (`RETURN_TAG`) from this area's receiver
+    /// against our own records, trusting nothing it says: the block must
+    /// be live (sent, not taken back), not returned already, still in the
+    /// `WRITTEN` state, and the frame must lie inside its payload. A
+    /// return accepted is held (`held`) until its [`Returned`] take-back.
+    pub(crate) fn check_return(&mut self, note: &[u8]) -> Result<Return, String> {
+        let [frame, len, number] = note_words(note)?;
+        let Some(block) = self.live.iter().find(|b| b.number == number).copied() else {
+            return Err(format!(
+                "a return of block number {number}, which is not out (never sent, or taken back)"
+            ));
+        };
+        let payload = (block.offset + BLOCK_HEADER) as u64;
+        let end = frame.checked_add(len);
+        if frame < payload || end.is_none_or(|e| e > payload + block.len as u64) {
+            return Err(format!(
+                "a return of {len} bytes at offset {frame}, outside block number {number}'s \
+                 payload ({} bytes at offset {payload})",
+                block.len
+            ));
+        }
+        let mut held = lock(&self.held);
+        if held.contains(&block.offset) {
+            return Err(format!("block number {number} returned twice"));
+        }
+        // Relaxed: the ring's Acquire that showed the note ordered the
+        // receiver's writes before this read, and we only compare it.
+        let state = self.header(block.offset).state.load(order::CHECK_STATE);
+        if state != WRITTEN {
+            return Err(format!(
+                "a return of block number {number}, whose state is {state} (taken before)"
+            ));
+        }
+        held.push(block.offset);
+        let at = frame as usize;
+        Ok(Return {
+            // SAFETY: `at + len` lies inside a live block's payload
+            // (checked above), inside the area that starts at `base`.
+            frame: unsafe { NonNull::new_unchecked(self.base.as_ptr().add(at)) },
+            at,
+            len: len as usize,
+            block: block.offset,
+        })
     }
 
     /// Blocks allocated and not yet seen taken (tests).
@@ -277,6 +375,16 @@ pub(crate) struct Taken {
 }
 
 impl Inbound {
+    /// Whether region offset `at` lies in this area.
+    pub(crate) fn contains(&self, at: usize) -> bool {
+        (self.area..self.area + self.cap).contains(&at)
+    }
+
+    /// The area's offset in the region.
+    pub(crate) fn offset(&self) -> usize {
+        self.area
+    }
+
     /// The area at region offset `area`, `cap` bytes.
     pub(crate) fn new(area: usize, cap: usize) -> Inbound {
         Inbound {
@@ -298,19 +406,7 @@ impl Inbound {
         net: usize,
         note: &[u8],
     ) -> Result<Taken, String> {
-        let word = |i: usize| -> Option<u64> {
-            Some(u64::from_le_bytes(
-                note.get(i * 8..i * 8 + 8)?.try_into().ok()?,
-            ))
-        };
-        let (Some(offset), Some(len), Some(number), NOTE_LEN) =
-            (word(0), word(1), word(2), note.len())
-        else {
-            return Err(format!(
-                "a block's note of {} bytes (not {NOTE_LEN})",
-                note.len()
-            ));
-        };
+        let [offset, len, number] = note_words(note)?;
         if offset % BLOCK_ALIGN as u64 != 0 {
             return Err(format!(
                 "a block at offset {offset}, not a multiple of {BLOCK_ALIGN}"
@@ -366,6 +462,76 @@ impl Inbound {
     }
 }
 
+/// A note's three words, if it is `NOTE_LEN` bytes.
+fn note_words(note: &[u8]) -> Result<[u64; 3], String> {
+    let Ok(words) = <&[u8; NOTE_LEN]>::try_from(note) else {
+        return Err(format!(
+            "a block's note of {} bytes (not {NOTE_LEN})",
+            note.len()
+        ));
+    };
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&words[i * 8..i * 8 + 8]);
+        u64::from_le_bytes(w)
+    };
+    Ok([word(0), word(1), word(2)])
+}
+
+/// The note of a return: the frame's offset in the block sender's area,
+/// its length, and the block's number.
+pub(crate) fn return_note(frame: usize, len: usize, number: u64) -> [u8; NOTE_LEN] {
+    Block {
+        offset: frame,
+        len,
+        number,
+    }
+    .note()
+}
+
+/// The number a block's sender wrote in its header (at region offset
+/// `state`, a block lent to us): what a return names.
+pub(crate) fn block_number(region: &Region, state: usize) -> u64 {
+    let header = region.ptr(super::region::Area::new(state, BLOCK_HEADER));
+    // SAFETY: `state` is the header of a block checked when it was lent
+    // (inside its area, 8-byte aligned); reading a word of shared memory
+    // cannot fault, and the sender checks whatever number comes back.
+    unsafe {
+        let h = header.as_ptr().cast::<BlockHeader>();
+        std::ptr::addr_of!((*h).number).read_volatile()
+    }
+}
+
+/// The lock, whether or not a thread panicked holding it (the list stays
+/// whole: every change is one push or one removal).
+fn lock(held: &Mutex<Vec<usize>>) -> std::sync::MutexGuard<'_, Vec<usize>> {
+    held.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Takes back the blocks returned to this locale, from one area (ours,
+/// for one destination): when the reader of a returned frame is done,
+/// the block leaves the held list and is marked `TAKEN`, so the area's
+/// `reclaim` reuses it.
+pub(crate) struct Returned {
+    pub(crate) region: Arc<Region>,
+    /// The area's offset in the region.
+    pub(crate) area: usize,
+    /// The area's held list (`Outbound::held`).
+    pub(crate) held: Arc<Mutex<Vec<usize>>>,
+}
+
+impl TakeBack for Returned {
+    /// `token`: the block's offset in the area.
+    fn take_back(&self, token: usize) {
+        lock(&self.held).retain(|&b| b != token);
+        // Release, as the receiver's take-back: our reads of the frame
+        // happen before the block is written again (`reclaim`'s Acquire).
+        self.region
+            .atomic_u32(self.area + token)
+            .store(TAKEN, order::TAKE_BACK);
+    }
+}
+
 /// Hands lent blocks back to their senders: the region they lie in.
 pub(crate) struct Blocks {
     pub(crate) region: std::sync::Arc<Region>,
@@ -384,13 +550,15 @@ impl TakeBack for Blocks {
 /// an area whose first bytes (block headers, as a hostile sender could
 /// leave them) and a run of notes are arbitrary; checking them never
 /// panics, and every note accepted names a payload inside the area,
-/// whose header repeats it, with numbers growing along each ring.
+/// whose header repeats it, with numbers growing along each ring. The
+/// same notes, read as returns against three blocks the area's sender
+/// has out, are accepted only inside one of their payloads.
 pub(crate) fn fuzz_notes(bytes: &[u8]) {
     use super::region::{Area, Layout, MAX_ALIGN};
     const CAP: usize = 1 << 16;
     let mut layout = Layout::new();
     let area = layout.carve(CAP, MAX_ALIGN).expect("an area");
-    let region = Region::create(layout.len()).expect("a region");
+    let region = Arc::new(Region::create(layout.len()).expect("a region"));
     let (head, notes) = bytes.split_at(bytes.len().min(4096));
     // SAFETY: the area lies in the region just made, `head` is at most
     // 4096 bytes (the area holds 64 KiB), and nothing else uses it.
@@ -407,6 +575,29 @@ pub(crate) fn fuzz_notes(bytes: &[u8]) {
             assert!(number > last[net]);
             last[net] = number;
             let _ = region.ptr(Area::new(t.payload, t.len));
+        }
+    }
+    // SAFETY: the area was carved in the region, which outlives `out`
+    // (both dropped at the end here), and no other view allocates in it.
+    let mut out = unsafe { Outbound::new(region.ptr(area), CAP) };
+    let returned = Returned {
+        region: region.clone(),
+        area: area.offset(),
+        held: out.held(),
+    };
+    let sent: Vec<Block> = [100, 5000, 70]
+        .into_iter()
+        .map(|len| out.try_alloc(len).expect("room for three small blocks"))
+        .collect();
+    for note in notes.chunks(NOTE_LEN + 1) {
+        if let Ok(r) = out.check_return(&note[..note.len().min(NOTE_LEN)]) {
+            assert!(
+                sent.iter().any(|b| b.offset == r.block
+                    && r.at >= b.offset + BLOCK_HEADER
+                    && r.at + r.len <= b.offset + BLOCK_HEADER + b.len),
+                "a return accepted outside the payload of a block out: {r:?}"
+            );
+            returned.take_back(r.block);
         }
     }
 }

@@ -9,7 +9,9 @@
 
 use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
-use super::rendezvous::{self, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound};
+use super::rendezvous::{
+    self, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound, RETURN_TAG, Returned,
+};
 use super::ring::{self, Consumer, Producer};
 use crate::comm::symmetric::{AREA_ALIGN, Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
 use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, TakeBack, Transport};
@@ -170,6 +172,9 @@ pub(crate) struct ShmTransport {
     bulk_in: Vec<Option<Mutex<Inbound>>>,
     /// Where lent blocks go back.
     blocks: Arc<dyn TakeBack>,
+    /// Where blocks of ours returned to us go back, by destination
+    /// (`None` where `bulk_out` is).
+    returned: Vec<Option<Arc<dyn TakeBack>>>,
     /// Our producers, by destination and network (`None` for ourselves).
     /// A mutex each: any thread of this locale may send.
     out: Vec<[Option<Mutex<Outgoing>>; 2]>,
@@ -312,7 +317,7 @@ impl ShmTransport {
             rendezvous_bytes > 0 && rendezvous::max_payload(rendezvous_bytes) > ring_frame;
         let area =
             |src: usize, dst: usize| plan.rendezvous[src * locales + dst].filter(|_| rendezvous_on);
-        let bulk_out = (0..locales)
+        let bulk_out: Vec<Option<Mutex<Outbound>>> = (0..locales)
             .map(|dst| {
                 area(here, dst).map(|a| {
                     // SAFETY: the area was carved for (here, dst) alone, a
@@ -326,6 +331,18 @@ impl ShmTransport {
             .map(|src| area(src, here).map(|a| Mutex::new(Inbound::new(a.offset(), a.len()))))
             .collect();
         let region = Arc::new(region);
+        let returned = (0..locales)
+            .map(|dst| {
+                let out = bulk_out[dst].as_ref()?;
+                let a = area(here, dst)?;
+                let held = out.lock().unwrap().held();
+                Some(Arc::new(Returned {
+                    region: region.clone(),
+                    area: a.offset(),
+                    held,
+                }) as Arc<dyn TakeBack>)
+            })
+            .collect();
         Ok(ShmTransport {
             here,
             locales,
@@ -340,6 +357,7 @@ impl ShmTransport {
             blocks: Arc::new(Blocks {
                 region: region.clone(),
             }),
+            returned,
             out,
             inc,
             lines: plan.lines.iter().map(|a| a.offset()).collect(),
@@ -410,6 +428,29 @@ impl ShmTransport {
         // pointer (`Region::ptr`), and stays mapped while `self.blocks`
         // (held by the Lent) lives.
         Ok(unsafe { Lent::new(ptr, taken.len, self.blocks.clone(), taken.state) })
+    }
+
+    /// The frame a return note from `src` names (a block of ours, sent to
+    /// `src`, handed back with its reply written in it), checked against
+    /// our records of the area, lent to the receiver: its drop takes the
+    /// block back.
+    fn lend_returned(&self, src: usize, note: &[u8]) -> Result<Lent, String> {
+        let (Some(area), Some(owner)) = (
+            self.bulk_out.get(src).and_then(Option::as_ref),
+            self.returned.get(src).and_then(Option::as_ref),
+        ) else {
+            return Err("a block's return, but rendezvous is off".into());
+        };
+        let r = area.lock().unwrap().check_return(note)?;
+        // SAFETY: `check_return` found the frame inside a block of ours
+        // that `src` was sent and returned, and holds the block (`held`):
+        // `reclaim` reuses it only after the Lent's drop
+        // (`Returned::take_back`) lets it go, whatever `src` writes to its
+        // state word; `src` wrote the frame before the note, which the
+        // ring's Acquire made visible, and writes the block no more (it
+        // gave it up). The region stays mapped while `owner` (held by the
+        // Lent) lives.
+        Ok(unsafe { Lent::new(r.frame, r.len, owner.clone(), r.block) })
     }
 
     /// The region, to share with a locale being started.
@@ -576,6 +617,76 @@ impl Transport for ShmTransport {
         Ok(())
     }
 
+    fn try_send_returning(
+        &self,
+        dest: usize,
+        net: Network,
+        head: &[&[u8]],
+        lent: Lent,
+        array: std::ops::Range<usize>,
+        tail: &[&[u8]],
+    ) -> Result<(), Lent> {
+        // A block `dest` sent us (its state word's offset is the token).
+        let Some(state) = lent.token_from(&self.blocks) else {
+            return Err(lent);
+        };
+        let Some(area) = self
+            .bulk_in
+            .get(dest)
+            .and_then(Option::as_ref)
+            .map(|i| i.lock().unwrap())
+            .filter(|i| i.contains(state))
+            .map(|i| i.offset())
+        else {
+            return Err(lent);
+        };
+        let head_len: usize = head.iter().map(|p| p.len()).sum();
+        let tail_len: usize = tail.iter().map(|p| p.len()).sum();
+        if array.end > lent.len() || head_len > array.start || tail_len > lent.len() - array.end {
+            return Err(lent);
+        }
+        let Some(producer) = self.out.get(dest).and_then(|o| o[net as usize].as_ref()) else {
+            return Err(lent);
+        };
+        let start = array.start - head_len;
+        let len = head_len + array.len() + tail_len;
+        // The frame's offset in the sender's area: its block's payload
+        // follows the header at `state`.
+        let at = state - area + rendezvous::BLOCK_HEADER + start;
+        let note = rendezvous::return_note(at, len, rendezvous::block_number(&self.region, state));
+        let mut p = producer.lock().unwrap();
+        let p = &mut *p;
+        let Ok(mut slot) = p.ring.try_reserve(RETURN_TAG, NOTE_LEN) else {
+            return Err(lent);
+        };
+        let base = lent.as_mut_ptr();
+        // SAFETY: `lent` is ours alone (given by value; a `Lent` is never
+        // cloned) and its bytes ours to write (`Lent::as_mut_ptr`); the
+        // head ends where the array starts, the tail starts where it ends,
+        // both inside `lent` (checked above), so neither overlaps the
+        // array or the parts (which the caller holds apart from `lent`'s
+        // bytes outside the array).
+        unsafe {
+            write_parts(
+                std::slice::from_raw_parts_mut(base.add(start), head_len),
+                head,
+            );
+            write_parts(
+                std::slice::from_raw_parts_mut(base.add(array.end), tail_len),
+                tail,
+            );
+        }
+        slot.payload_mut().copy_from_slice(&note);
+        // Release: the array's bytes (changed in place by their reader),
+        // the head and the tail are visible to `dest` before the note.
+        slot.commit();
+        p.taken += 1;
+        // The block is its sender's again: no take-back from here.
+        lent.hand_over();
+        self.wake_if_sleeping(dest);
+        Ok(())
+    }
+
     fn poll(
         &self,
         nets: Nets,
@@ -627,10 +738,13 @@ impl Transport for ShmTransport {
                             bytes: frame.payload(),
                             lent: None,
                         }),
-                        NOTE_TAG => {
-                            let lent = self
-                                .lend_block(src, net, frame.payload())
-                                .map_err(|e| unusable(src, net, &e))?;
+                        tag @ (NOTE_TAG | RETURN_TAG) => {
+                            let lent = if tag == NOTE_TAG {
+                                self.lend_block(src, net, frame.payload())
+                            } else {
+                                self.lend_returned(src, frame.payload())
+                            }
+                            .map_err(|e| unusable(src, net, &e))?;
                             deliver(Arrival {
                                 src,
                                 net,

@@ -150,7 +150,7 @@ impl Engine {
                     .upgrade()
                     .expect("the engine is alive while it polls");
                 cx.spawn(move || {
-                    me.reply(src, token, handler.name, said.outcome(), &call.out);
+                    me.reply(src, token, handler.name, said.outcome(), &mut call.out);
                     call.give_back();
                 });
             }
@@ -173,11 +173,17 @@ impl Engine {
         token: u64,
         name: &str,
         outcome: Outcome,
-        result: &Encoding,
+        result: &mut Encoding,
     ) {
         let status = outcome.status();
-        let sent = outcome.with_payload(result, &[], |parts| {
-            self.send_parts(src, Network::Reply, Header::reply(token, status), parts)
+        let in_block = match outcome {
+            Outcome::Done => self.reply_in_block(src, token, result),
+            _ => None,
+        };
+        let sent = in_block.unwrap_or_else(|| {
+            outcome.with_payload(result, &[], |parts| {
+                self.send_parts(src, Network::Reply, Header::reply(token, status), parts)
+            })
         });
         let Err(e) = sent else {
             return;
@@ -204,6 +210,52 @@ impl Engine {
                 self.here
             );
         }
+    }
+
+    /// Sends a result whose one large array lies in place in the frame
+    /// its request came in, which nothing else holds any more (a `Bulk`
+    /// argument changed in place and returned), back in that frame: on
+    /// shared memory the reply is written around the array in the
+    /// request's block, which goes back to `src` without the array being
+    /// copied (`Transport::try_send_returning`; `comm/shm/README.md`,
+    /// "Rendezvous", rule R). `None` if the result is not such a one (it
+    /// goes as any reply); if the transport cannot return the frame, the
+    /// reply is sent from it as any frame.
+    fn reply_in_block(
+        &self,
+        src: usize,
+        token: u64,
+        result: &mut Encoding,
+    ) -> Option<Result<(), Error>> {
+        let (lent, array, at) = result.take_lent_pin()?;
+        let len = result.bytes.len() + array.len();
+        let h = self
+            .stamp(src, Header::reply(token, Status::Done), len)
+            .encode(len);
+        let (before, after) = result.bytes.split_at(at);
+        Some(
+            match self.transport.try_send_returning(
+                src,
+                Network::Reply,
+                &[&h, before],
+                lent,
+                array.clone(),
+                &[after],
+            ) {
+                Ok(()) => Ok(()),
+                Err(lent) => {
+                    // Stamped once, sent as any frame (in fragments if it
+                    // must), from where the array lies.
+                    let sent = self.send_frame(
+                        src,
+                        Network::Reply,
+                        &[&h, before, &lent[array.clone()], after],
+                    );
+                    result.put_back(lent, array, at);
+                    sent
+                }
+            },
+        )
     }
 
     pub(super) fn deliver_reply(&self, src: usize, h: Header, payload: Body<'_>) {

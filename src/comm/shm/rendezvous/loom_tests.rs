@@ -15,8 +15,8 @@
 //! check that could see a stale state or number. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom_rendezvous`
 
-use super::{Block, NOTE_LEN, NOTE_TAG, TAKEN, WRITTEN, order};
-use crate::comm::shm::ring::loom_pair;
+use super::{Block, NOTE_LEN, NOTE_TAG, RETURN_TAG, TAKEN, WRITTEN, order};
+use crate::comm::shm::ring::{Consumer, Producer, loom_pair};
 use crate::loom::model;
 use crate::loom::sync::atomic::AtomicU32;
 use loom::cell::UnsafeCell;
@@ -28,6 +28,40 @@ struct LoomBlock {
     state: AtomicU32,
     number: UnsafeCell<u64>,
     payload: UnsafeCell<u64>,
+}
+
+/// The next frame of `consumer` (waiting for it), a note with `tag`.
+fn next_note(consumer: &mut Consumer, tag: u32) -> Vec<u8> {
+    loop {
+        match consumer.try_peek().unwrap() {
+            Some(f) => {
+                assert_eq!(f.tag(), tag);
+                let note = f.to_vec();
+                f.release();
+                assert_eq!(note.len(), NOTE_LEN);
+                return note;
+            }
+            None => thread::yield_now(),
+        }
+    }
+}
+
+/// The sender's side of `frame`: `Outbound::try_alloc` (the state, the
+/// header's number), the payload's write, the note on the ring.
+fn write_and_send(b: &LoomBlock, producer: &mut Producer, frame: u64) {
+    b.state.store(WRITTEN, order::MARK_WRITTEN);
+    // SAFETY: loom checks that no access races with these writes.
+    b.number.with_mut(|p| unsafe { *p = frame });
+    b.payload.with_mut(|p| unsafe { *p = value(frame) });
+    let note = Block {
+        offset: 0,
+        len: 8,
+        number: frame,
+    }
+    .note();
+    while producer.try_send(NOTE_TAG, &note).is_err() {
+        thread::yield_now();
+    }
 }
 
 fn value(frame: u64) -> u64 {
@@ -50,35 +84,11 @@ fn frames_through_one_block(frames: u64) {
             while b.state.load(order::RECLAIM) != TAKEN {
                 thread::yield_now();
             }
-            // `Outbound::try_alloc`, then the payload's write.
-            b.state.store(WRITTEN, order::MARK_WRITTEN);
-            // SAFETY: loom checks that no access races with these writes.
-            b.number.with_mut(|p| unsafe { *p = frame });
-            b.payload.with_mut(|p| unsafe { *p = value(frame) });
-            let note = Block {
-                offset: 0,
-                len: 8,
-                number: frame,
-            }
-            .note();
-            while producer.try_send(NOTE_TAG, &note).is_err() {
-                thread::yield_now();
-            }
+            write_and_send(&b, &mut producer, frame);
         }
     });
     for frame in 1..=frames {
-        let note = loop {
-            match consumer.try_peek().unwrap() {
-                Some(f) => {
-                    assert_eq!(f.tag(), NOTE_TAG);
-                    let note = f.to_vec();
-                    f.release();
-                    break note;
-                }
-                None => thread::yield_now(),
-            }
-        };
-        assert_eq!(note.len(), NOTE_LEN);
+        let note = next_note(&mut consumer, NOTE_TAG);
         let number = u64::from_le_bytes(note[16..24].try_into().unwrap());
         assert_eq!(number, frame, "notes come in order");
         // `Inbound::check`: the state and the header repeat the note.
@@ -103,4 +113,62 @@ fn loom_rendezvous_reuses_a_taken_block() {
 #[test]
 fn loom_rendezvous_three_frames() {
     model(Some(4), || frames_through_one_block(3));
+}
+
+fn reply(frame: u64) -> u64 {
+    0x200 + frame
+}
+
+/// `frames` calls through one block, each answered in it: the receiver
+/// reads the argument in place, writes its reply there, and returns the
+/// block through the ring back (`try_send_returning`, `RETURN_TAG`); the
+/// sender reads the reply in place, takes the block back itself
+/// (`Returned::take_back`) and writes it again for the next call. So the
+/// sender's reads of the reply and its rewrite race the receiver's writes
+/// unless the ring back orders them.
+fn calls_answered_in_their_block(frames: u64) {
+    let (mut producer, mut consumer) = loom_pair(64);
+    let (mut back_producer, mut back_consumer) = loom_pair(64);
+    let block = Arc::new(LoomBlock {
+        state: AtomicU32::new(TAKEN),
+        number: UnsafeCell::new(0),
+        payload: UnsafeCell::new(0),
+    });
+    let b = block.clone();
+    let receiver = thread::spawn(move || {
+        for frame in 1..=frames {
+            next_note(&mut consumer, NOTE_TAG);
+            assert_eq!(b.state.load(order::CHECK_STATE), WRITTEN);
+            // SAFETY: loom checks that no access races with these.
+            assert_eq!(b.number.with(|p| unsafe { *p }), frame);
+            assert_eq!(b.payload.with(|p| unsafe { *p }), value(frame));
+            // The reply written where the argument lay; the block
+            // returned, never marked taken here.
+            b.payload.with_mut(|p| unsafe { *p = reply(frame) });
+            let back = super::return_note(64, 8, frame);
+            while back_producer.try_send(RETURN_TAG, &back).is_err() {
+                thread::yield_now();
+            }
+        }
+    });
+    for frame in 1..=frames {
+        // `Outbound::reclaim`: our own take-back below marked it.
+        assert_eq!(block.state.load(order::RECLAIM), TAKEN);
+        write_and_send(&block, &mut producer, frame);
+        // The return comes back; `check_return`, then the reply read in
+        // place, then `Returned::take_back`.
+        next_note(&mut back_consumer, RETURN_TAG);
+        assert_eq!(block.state.load(order::CHECK_STATE), WRITTEN);
+        // SAFETY: loom checks that no write races with this read.
+        assert_eq!(block.payload.with(|p| unsafe { *p }), reply(frame));
+        block.state.store(TAKEN, order::TAKE_BACK);
+    }
+    receiver.join().unwrap();
+}
+
+/// Two calls answered in one block: the second argument rewrites the
+/// block the first reply was written in.
+#[test]
+fn loom_rendezvous_calls_answered_in_their_block() {
+    model(None, || calls_answered_in_their_block(2));
 }

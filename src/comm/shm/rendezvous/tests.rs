@@ -195,6 +195,9 @@ fn the_fuzz_body_accepts_good_notes_and_survives_random_ones() {
     let mut bytes = unsafe { std::slice::from_raw_parts(out.base.as_ptr(), 4096).to_vec() };
     bytes.extend_from_slice(&b.note());
     bytes.push(0);
+    // And a good return, of the body's first block out (100 bytes at 0).
+    bytes.extend_from_slice(&return_note(BLOCK_HEADER, 100, 1));
+    bytes.push(0);
     fuzz_notes(&bytes);
     let mut rng = crate::comm::shm::ring::tests::Rng::new(11);
     for _ in 0..200 {
@@ -202,4 +205,86 @@ fn the_fuzz_body_accepts_good_notes_and_survives_random_ones() {
         let junk: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
         fuzz_notes(&junk);
     }
+}
+
+#[test]
+fn a_returned_block_is_checked_held_and_taken_back_by_its_sender() {
+    let (region, mut out, mut inb, blocks) = area();
+    let returned = Returned {
+        region: region.clone(),
+        area: inb.offset(),
+        held: out.held(),
+    };
+    let b = send(&mut out, 1000, 7).unwrap();
+    let t = inb.check(&region, 0, &b.note()).unwrap();
+    let payload_at = b.offset + BLOCK_HEADER;
+    // The sender trusts nothing the return says.
+    let cases: [(Vec<u8>, &str); 5] = [
+        (
+            return_note(payload_at, 10, b.number)[..20].to_vec(),
+            "not 24",
+        ),
+        (
+            return_note(payload_at, 10, b.number + 1).to_vec(),
+            "not out",
+        ),
+        (
+            return_note(payload_at - 1, 10, b.number).to_vec(),
+            "outside",
+        ),
+        (
+            return_note(payload_at + 990, 11, b.number).to_vec(),
+            "outside",
+        ),
+        (
+            return_note(payload_at + 8, usize::MAX, b.number).to_vec(),
+            "outside",
+        ),
+    ];
+    for (n, want) in cases {
+        let e = out.check_return(&n).unwrap_err();
+        assert!(e.contains(want), "want {want:?} in: {e}");
+    }
+    // The receiver wrote its reply around offset 64 of the payload.
+    let r = out
+        .check_return(&return_note(payload_at + 64, 100, b.number))
+        .unwrap();
+    assert_eq!((r.at, r.len, r.block), (payload_at + 64, 100, b.offset));
+    // SAFETY: the frame lies in the area, mapped while `region` lives.
+    let frame = unsafe { std::slice::from_raw_parts(r.frame.as_ptr(), r.len) };
+    assert_eq!(frame, &[7; 100][..], "the frame is read where it lies");
+    let e = out
+        .check_return(&return_note(payload_at, 10, b.number))
+        .unwrap_err();
+    assert!(e.contains("twice"), "{e}");
+    // A hostile receiver marks the returned block taken as well: it is
+    // still held, so the area does not restart over it.
+    blocks.take_back(t.state);
+    let c = send(&mut out, 10, 1).unwrap();
+    assert_eq!(c.offset, footprint(1000), "the held block is not reused");
+    // Our own take-back lets it go; with `c` taken too, the area restarts.
+    returned.take_back(r.block);
+    let tc = inb.check(&region, 0, &c.note()).unwrap();
+    blocks.take_back(tc.state);
+    assert_eq!(send(&mut out, 10, 2).unwrap().offset, 0);
+}
+
+#[test]
+fn a_block_taken_before_its_return_is_refused() {
+    let (region, mut out, mut inb, blocks) = area();
+    let b = send(&mut out, 500, 3).unwrap();
+    // Still live (nothing reclaimed since), but its receiver took it.
+    let t = inb.check(&region, 0, &b.note()).unwrap();
+    blocks.take_back(t.state);
+    let e = out
+        .check_return(&return_note(b.offset + BLOCK_HEADER, 500, b.number))
+        .unwrap_err();
+    assert!(e.contains("state is 2"), "{e}");
+    // Once reclaimed, its number is no longer out at all.
+    let c = send(&mut out, 10, 4).unwrap();
+    assert_eq!(c.offset, 0);
+    let e = out
+        .check_return(&return_note(b.offset + BLOCK_HEADER, 10, b.number))
+        .unwrap_err();
+    assert!(e.contains("not out"), "{e}");
 }
