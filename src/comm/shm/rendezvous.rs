@@ -150,7 +150,6 @@ pub(crate) struct Outbound {
 #[derive(Clone, Copy, Debug)]
 struct Live {
     offset: usize,
-    size: usize,
     len: usize,
     number: u64,
 }
@@ -269,7 +268,6 @@ impl Outbound {
         }
         self.live.push_back(Live {
             offset,
-            size,
             len,
             number: block.number,
         });
@@ -297,7 +295,7 @@ impl Outbound {
         debug_assert_eq!(last.map(|b| b.offset), Some(block.offset));
         self.number -= 1;
         self.next = match self.live.back() {
-            Some(b) => b.offset + b.size,
+            Some(b) => b.offset + footprint(b.len),
             None => 0,
         };
     }

@@ -227,7 +227,12 @@ impl Engine {
         token: u64,
         result: &mut Encoding,
     ) -> Option<Result<(), Error>> {
+        // Too large for one message: `send_parts` refuses it, as any reply.
+        if result.len() > self.max_message.load(Ordering::Relaxed) {
+            return None;
+        }
         let (lent, array, at) = result.take_lent_pin()?;
+        crate::sched::no_wait::check_send(src);
         let len = result.bytes.len() + array.len();
         let h = self
             .stamp(src, Header::reply(token, Status::Done), len)
@@ -246,13 +251,8 @@ impl Engine {
                 Err(lent) => {
                     // Stamped once, sent as any frame (in fragments if it
                     // must), from where the array lies.
-                    let sent = self.send_frame(
-                        src,
-                        Network::Reply,
-                        &[&h, before, &lent[array.clone()], after],
-                    );
                     result.put_back(lent, array, at);
-                    sent
+                    result.with_parts(&[&h], |parts| self.send_frame(src, Network::Reply, parts))
                 }
             },
         )
