@@ -46,7 +46,7 @@ impl cantus::Remote for Member {
     type Output = ();
     fn run(self) {
         let key = cantus::here() as u32 * TASKS + self.index;
-        chant::send_value(self.boss, HELLO, &key).expect("hello");
+        chant::send_value(self.boss, HELLO, key).expect("hello");
         let partner: TaskId = chant::recv(Source::Task(self.boss), Tag::Is(PARTNER))
             .decode()
             .expect("a task id");
@@ -54,14 +54,14 @@ impl cantus::Remote for Member {
         for round in 0..self.rounds {
             acc = acc.wrapping_add(compute(self.work, round ^ key as u64));
             if self.talk {
-                chant::send_value(partner, PING, &round).expect("ping");
+                chant::send_value(partner, PING, round).expect("ping");
                 let r: u64 = chant::recv(Source::Task(partner), Tag::Is(PING))
                     .decode()
                     .expect("a round");
                 assert_eq!(r, round, "messages from one partner arrive in order");
             }
         }
-        chant::send_value(self.boss, DONE, &acc).expect("done");
+        chant::send_value(self.boss, DONE, acc).expect("done");
     }
 }
 
@@ -108,8 +108,8 @@ fn run(rounds: u64, work: u64, talk: bool) -> f64 {
     }
     for key in 0..TASKS as usize {
         let (a, b) = (ids[key].unwrap(), ids[key + TASKS as usize].unwrap());
-        chant::send_value(a, PARTNER, &b).expect("partner");
-        chant::send_value(b, PARTNER, &a).expect("partner");
+        chant::send_value(a, PARTNER, b).expect("partner");
+        chant::send_value(b, PARTNER, a).expect("partner");
     }
     for _ in 0..2 * TASKS {
         let _: u64 = chant::recv(Source::Any, Tag::Is(DONE))

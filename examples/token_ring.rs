@@ -37,7 +37,7 @@ struct Member {
 impl cantus::Remote for Member {
     type Output = ();
     fn run(self) {
-        chant::send_value(self.boss, HELLO, &self.index).expect("hello");
+        chant::send_value(self.boss, HELLO, self.index).expect("hello");
         let next: TaskId = chant::recv(Source::Task(self.boss), Tag::Is(NEXT))
             .decode()
             .expect("a task id");
@@ -51,7 +51,7 @@ impl cantus::Remote for Member {
             } else {
                 next
             };
-            chant::send_value(to, TOKEN, &(count + 1)).expect("pass the token");
+            chant::send_value(to, TOKEN, count + 1).expect("pass the token");
         }
     }
 }
@@ -100,10 +100,10 @@ fn main() {
         let ring: Vec<TaskId> = ring.into_iter().map(|m| m.expect("every member")).collect();
         for (i, &member) in ring.iter().enumerate() {
             let next = ring[(i + 1) % ring.len()];
-            chant::send_value(member, NEXT, &next).expect("tell the successor");
+            chant::send_value(member, NEXT, next).expect("tell the successor");
         }
         let start = Instant::now();
-        chant::send_value(ring[0], TOKEN, &0u64).expect("start the token");
+        chant::send_value(ring[0], TOKEN, 0u64).expect("start the token");
         let count: u64 = chant::recv(Source::Any, Tag::Is(TOKEN))
             .decode()
             .expect("a count");

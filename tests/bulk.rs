@@ -442,6 +442,104 @@ fn a_result_changed_in_place_goes_back_in_its_arguments_block() {
     );
 }
 
+/// How `NegateEcho` sends an array back.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+enum SendBack {
+    /// Given up (`send_value(to, tag, value)`).
+    Value,
+    /// Given up, with a clone kept here.
+    KeepingAClone,
+    /// By reference (`send_value(to, tag, &value)`).
+    Reference,
+}
+
+/// A Chant task that negates each array it is sent where it arrived and
+/// sends it back to its sender after a note of the length asked for, as
+/// it is asked to (`SendBack`), until tag 0.
+#[derive(Serialize, Deserialize)]
+struct NegateEcho {
+    boss: TaskId,
+}
+
+impl Remote for NegateEcho {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, 1, &[]).unwrap();
+        let mut kept = Vec::new();
+        loop {
+            let m = chant::recv(Source::Task(self.boss), Tag::Any);
+            if m.tag() == 0 {
+                break;
+            }
+            let (how, note_len, mut block): (SendBack, usize, Bulk<f64>) =
+                m.into_decoded().unwrap();
+            block.iter_mut().for_each(|x| *x = -*x);
+            let back = ("x".repeat(note_len), block);
+            match how {
+                SendBack::Value => chant::send_value(self.boss, 2, back).unwrap(),
+                SendBack::KeepingAClone => {
+                    kept.push(back.1.clone());
+                    chant::send_value(self.boss, 2, back).unwrap();
+                }
+                SendBack::Reference => chant::send_value(self.boss, 2, &back).unwrap(),
+            }
+        }
+    }
+}
+
+cantus::remote!(NegateEcho);
+
+/// Sends `echo` 1 MiB of values from `seed` to send back as `how` says
+/// after a note of `note_len` bytes; checks the note and the values came
+/// back, and returns the array.
+fn echo_negated(echo: TaskId, seed: u64, how: SendBack, note_len: usize) -> Bulk<f64> {
+    let v = values(1 << 17, seed);
+    chant::send_value(echo, 2, (how, note_len, Bulk::from(v.clone()))).unwrap();
+    let (note, block): (String, Bulk<f64>) = chant::recv(Source::Task(echo), Tag::Is(2))
+        .into_decoded()
+        .unwrap();
+    assert_eq!(note.len(), note_len);
+    assert!(
+        block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        "the values of {seed} came back negated"
+    );
+    block
+}
+
+#[test]
+fn a_chant_array_sent_back_by_value_goes_back_in_its_block() {
+    let _ = in_job(
+        "a_chant_array_sent_back_by_value_goes_back_in_its_block",
+        2,
+        || {
+            // Results kept in place here fill locale 1's 8 MiB area for
+            // us: its later large messages go in ring pieces.
+            let kept = made_on_1(12);
+            assert!(!kept.last().unwrap().is_in_place(), "the area is full");
+            cantus::begin_on(1, NegateEcho { boss: chant::me() }).unwrap();
+            let echo = chant::recv(Source::Any, Tag::Is(1)).source();
+            // An array negated where it arrived and given back goes back
+            // in its own block, which needs none of that area, and is read
+            // in place here; 20 round trips of 1 MiB, more than our own
+            // area holds, so each block was taken back once dropped.
+            for i in 0..20 {
+                assert!(
+                    echo_negated(echo, i, SendBack::Value, 0).is_in_place(),
+                    "round trip {i}"
+                );
+            }
+            // Not so (they go as any message, here in pieces) with no room
+            // for the new head in front of the array, with a clone of it
+            // still held there, or sent by reference.
+            assert!(!echo_negated(echo, 100, SendBack::Value, 300).is_in_place());
+            assert!(!echo_negated(echo, 101, SendBack::KeepingAClone, 0).is_in_place());
+            assert!(!echo_negated(echo, 102, SendBack::Reference, 0).is_in_place());
+            chant::send(echo, 0, &[]).unwrap();
+            drop(kept);
+        },
+    );
+}
+
 #[test]
 fn a_large_vec_of_varints_gets_a_hint_naming_bulk_in_debug_builds_once() {
     let stderr = in_job(
@@ -600,7 +698,7 @@ impl Remote for TakeInPlace {
         let m = chant::recv(Source::Task(self.boss), Tag::Is(2));
         let (n, block): (u64, Bulk<f64>) = m.into_decoded().unwrap();
         let sum: f64 = block.iter().sum();
-        chant::send_value(self.boss, 3, &(n, block.is_in_place(), sum)).unwrap();
+        chant::send_value(self.boss, 3, (n, block.is_in_place(), sum)).unwrap();
     }
 }
 
@@ -740,7 +838,7 @@ fn plain_vecs_in_chant_messages_arrive_whole() {
         let echo = chant::recv(Source::Any, Tag::Is(1)).source();
         for n in sizes(false) {
             let v = values(n, 9);
-            chant::send_value(echo, 2, &(n as u64, &v)).unwrap();
+            chant::send_value(echo, 2, (n as u64, &v)).unwrap();
             let (m, back): (u64, Vec<f64>) = chant::recv(Source::Task(echo), Tag::Is(2))
                 .decode()
                 .unwrap();

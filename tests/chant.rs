@@ -23,7 +23,7 @@ const DONE: u32 = 104;
 
 /// Every agent first tells its boss who it is, with its index.
 fn hello(boss: TaskId, index: u32) {
-    chant::send_value(boss, HELLO, &index).unwrap();
+    chant::send_value(boss, HELLO, index).unwrap();
 }
 
 /// Echoes every message to its sender, same tag, until `STOP`.
@@ -61,7 +61,7 @@ impl Remote for Burst {
         hello(self.boss, self.index);
         chant::recv(Source::Task(self.boss), Tag::Is(GO));
         for i in 0..self.count {
-            chant::send_value(self.boss, i % TAGS, &(self.index, i / TAGS)).unwrap();
+            chant::send_value(self.boss, i % TAGS, (self.index, i / TAGS)).unwrap();
         }
     }
 }
@@ -82,13 +82,13 @@ impl Remote for PingPeer {
             .decode()
             .unwrap();
         for i in 0..ROUNDS {
-            chant::send_value(peer, 1, &i).unwrap();
+            chant::send_value(peer, 1, i).unwrap();
             let back: u32 = chant::recv(Source::Task(peer), Tag::Is(1))
                 .decode()
                 .unwrap();
             assert_eq!(back, i);
         }
-        chant::send_value(self.boss, DONE, &(chant::me(), ROUNDS)).unwrap();
+        chant::send_value(self.boss, DONE, (chant::me(), ROUNDS)).unwrap();
     }
 }
 
@@ -462,7 +462,7 @@ fn tasks_of_one_locale_talk_without_the_transport() {
             for l in 0..n {
                 let (pinger, echo) = (pingers[2 * l], echoes[2 * l + 1]);
                 assert_eq!(pinger.locale, echo.locale);
-                chant::send_value(pinger, PEER, &echo).unwrap();
+                chant::send_value(pinger, PEER, echo).unwrap();
             }
             for l in 0..n {
                 let m = chant::recv(Source::Task(pingers[2 * l]), Tag::Is(DONE));
@@ -475,7 +475,7 @@ fn tasks_of_one_locale_talk_without_the_transport() {
             // locales (or here, with 1 locale).
             for l in 0..n {
                 let (pinger, echo) = (pingers[2 * l + 1], echoes[2 * ((l + 1) % n)]);
-                chant::send_value(pinger, PEER, &echo).unwrap();
+                chant::send_value(pinger, PEER, echo).unwrap();
             }
             for l in 0..n {
                 let m = chant::recv(Source::Any, Tag::Is(DONE));

@@ -134,6 +134,24 @@ impl Remote for Echo {
 /// The tag of an echo task's first message.
 const HELLO: u32 = u32::MAX;
 
+/// A Chant task that negates the array of one message (tag 2) where it
+/// arrived and sends it back given up (tag 3): between the ranks of a
+/// node, in the very block it came in.
+#[derive(Serialize, Deserialize)]
+struct NegateBack {
+    boss: chant::TaskId,
+}
+impl Remote for NegateBack {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, HELLO, &[]).expect("hello");
+        let m = chant::recv(Source::Task(self.boss), Tag::Is(2));
+        let mut v: cantus::Bulk<f64> = m.into_decoded().expect("an array");
+        v.iter_mut().for_each(|x| *x = -*x);
+        chant::send_value(self.boss, 3, v).expect("back");
+    }
+}
+
 /// Ends its own process: with a status, or killed by SIGKILL.
 #[derive(Serialize, Deserialize)]
 struct Die(Option<i32>);
@@ -342,7 +360,8 @@ impl Remote for Sink {
 }
 
 cantus::remote!(
-    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, Explode, Echo, Sink, Die, GlobalWork
+    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, NegateBack, Explode, Echo, Sink, Die,
+    GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -555,6 +574,20 @@ fn large_messages_everywhere() {
             assert!(
                 back.iter().zip(&v).all(|(b, a)| *b == -*a),
                 "from locale {l}"
+            );
+        }
+        // The same array through Chant, negated and sent back given up.
+        for l in 1..n {
+            cantus::begin_on(l, NegateBack { boss: chant::me() }).unwrap();
+            let task = chant::recv(Source::Any, Tag::Is(HELLO)).source();
+            chant::send_value(task, 2, cantus::Bulk::from(v.clone())).unwrap();
+            let back: cantus::Bulk<f64> = chant::recv(Source::Task(task), Tag::Is(3))
+                .into_decoded()
+                .unwrap();
+            assert!(back.is_in_place(), "1 MiB of f64 back in place from {l}");
+            assert!(
+                back.iter().zip(&v).all(|(b, a)| *b == -*a),
+                "through Chant from locale {l}"
             );
         }
         let calls: Vec<_> = (0..12u64)

@@ -34,6 +34,9 @@
 //!   machine's floor for that flow, `raw_bulk.rs`), and `.raw_shm_in_place`
 //!   the same with the reply left in the argument's block (one copy fewer:
 //!   the floor of a runtime that answered in the request's block);
+//!   `transfer_chant_bulk_*`: the bulk round trip through Chant, a
+//!   `Bulk<f64>` message to a task on locale 1 that negates it where it
+//!   arrived and sends it back given up (`chant::send_value(to, tag, v)`);
 //!   `transfer_put_*`, `transfer_get_*`: a one-sided `GlobalPtr` put of
 //!   the size into locale 1's heap segment and a get back (the global
 //!   address space's memory as the job gives it: shared, or messages);
@@ -133,15 +136,23 @@ struct Echo {
 impl cantus::Remote for Echo {
     type Output = ();
     fn run(self) {
-        use cantus::chant::{self, Source, Tag};
-        chant::send(self.boss, 1, &[]).expect("hello");
-        loop {
-            let m = chant::recv(Source::Task(self.boss), Tag::Any);
-            if m.tag() == 0 {
-                return;
-            }
-            chant::send(self.boss, m.tag(), m.bytes()).expect("echo");
+        serve_boss(self.boss, |m| {
+            cantus::chant::send(self.boss, m.tag(), m.bytes()).expect("echo");
+        });
+    }
+}
+
+/// The loop of a Chant task that serves `boss`: a hello (tag 1), then
+/// each message from `boss` to `each`, until tag 0.
+fn serve_boss(boss: cantus::chant::TaskId, mut each: impl FnMut(cantus::chant::Message)) {
+    use cantus::chant::{self, Source, Tag};
+    chant::send(boss, 1, &[]).expect("hello");
+    loop {
+        let m = chant::recv(Source::Task(boss), Tag::Any);
+        if m.tag() == 0 {
+            return;
         }
+        each(m);
     }
 }
 
@@ -206,6 +217,39 @@ impl cantus::Remote for NegateVec {
         self.0.iter_mut().for_each(|x| *x = -*x);
         self.0
     }
+}
+
+/// A Chant task: negates the `Bulk<f64>` of each message (tag 2) where it
+/// arrived and sends it back given up (tag 3), until tag 0.
+#[derive(Serialize, Deserialize)]
+struct NegateChant {
+    boss: cantus::chant::TaskId,
+}
+impl cantus::Remote for NegateChant {
+    type Output = ();
+    fn run(self) {
+        serve_boss(self.boss, |m| {
+            let mut v: cantus::Bulk<f64> = m.into_decoded().expect("an array");
+            v.iter_mut().for_each(|x| *x = -*x);
+            cantus::chant::send_value(self.boss, 3, v).expect("back");
+        });
+    }
+}
+
+/// [`round_trip_f64`] through a [`NegateChant`] task on locale 1.
+fn chant_round_trip_f64(size: usize, rounds: u64) -> Duration {
+    use cantus::chant::{self, Source, Tag};
+    cantus::begin_on(1, NegateChant { boss: chant::me() }).expect("negate task");
+    let task = chant::recv(Source::Any, Tag::Is(1)).source();
+    let took = round_trip_f64(size, rounds, |v| {
+        chant::send_value(task, 2, cantus::Bulk::from(v)).expect("send");
+        chant::recv(Source::Task(task), Tag::Is(3))
+            .into_decoded::<cantus::Bulk<f64>>()
+            .expect("an array")
+            .into_vec()
+    });
+    chant::send(task, 0, &[]).expect("stop");
+    took
 }
 
 /// One-sided transfers (SPMD body): locale 0 puts `size` bytes into
@@ -289,6 +333,7 @@ cantus::remote!(
     PingInline,
     Tick,
     Drain,
+    NegateChant,
     Arrived,
     Sink,
     SinkBytes,
@@ -762,6 +807,7 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         let mut codec_bytes = Samples::new();
         let mut bulk_bw = Samples::new();
         let mut vec_f64_bw = Samples::new();
+        let mut chant_bulk_bw = Samples::new();
         let mut codec_bulk = Samples::new();
         let mut raw_copied = Samples::new();
         let mut raw_in_place = Samples::new();
@@ -774,7 +820,7 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                     .expect("pgas transfers")[0];
                 put_bw.push(size as f64 / put / 1e9);
                 get_bw.push(size as f64 / get / 1e9);
-                let (c, a, b, bulk, vec_f64) = rt.block_on(|| {
+                let (c, a, b, bulk, vec_f64, chant_bulk) = rt.block_on(|| {
                     (
                         chant_one_way(size, rounds),
                         call_arg(size, rounds, |v| cantus::on(1, Sink(v))),
@@ -790,6 +836,7 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                         round_trip_f64(size, rounds, |v| {
                             cantus::on(1, NegateVec(v)).join().expect("negate")
                         }),
+                        chant_round_trip_f64(size, rounds),
                     )
                 });
                 chant_bw.push(gb_per_s(size, c));
@@ -798,6 +845,7 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
                 // Both ways: the argument there, the result back.
                 bulk_bw.push(gb_per_s(2 * size, bulk));
                 vec_f64_bw.push(gb_per_s(2 * size, vec_f64));
+                chant_bulk_bw.push(gb_per_s(2 * size, chant_bulk));
                 codec_bulk.push(gb_per_s(
                     size,
                     codec(size, rounds, |v| {
@@ -875,6 +923,11 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
         );
         let bulk = figure(&format!("transfer_bulk_arg_{name}"), &bulk_bw, "GB/s");
         let vec_f64 = figure(&format!("transfer_vec_f64_arg_{name}"), &vec_f64_bw, "GB/s");
+        let chant_bulk = figure(
+            &format!("transfer_chant_bulk_{name}"),
+            &chant_bulk_bw,
+            "GB/s",
+        );
         let raw = figure(
             &format!("transfer_bulk_arg_{name}.raw_shm"),
             &raw_copied,
@@ -916,6 +969,18 @@ fn transfers(rt: &cantus::Runtime, reps: usize, quick: bool) {
             "memcpy",
             vec_f64,
             m,
+        );
+        ratio(
+            &format!("transfer_chant_bulk_{name}"),
+            "memcpy",
+            chant_bulk,
+            m,
+        );
+        ratio(
+            &format!("transfer_chant_bulk_{name}"),
+            "raw_shm_in_place",
+            chant_bulk,
+            raw_one,
         );
     }
 }

@@ -561,11 +561,32 @@ impl<'env> Window<'env> {
 /// Sends `value`, encoded by the codec (serde); the receiver decodes it
 /// with [`Message::decode`]. Errors as [`send`], or if `value` does not
 /// encode.
+///
+/// `value` is a reference (`&x`: `x` stays the caller's) or a value given
+/// up. Given up, a large [`Bulk`](crate::Bulk) in it that was received in
+/// place from the destination's locale ([`Message::into_decoded`]) and
+/// that nothing else holds goes back in the very memory it came in, on
+/// shared memory (the sender's rendezvous block, handed back with the new
+/// message written around the array; `comm/shm/README.md`, "Rendezvous",
+/// rule R): an array received, changed in place and sent back to its
+/// sender is not copied. Anything else is copied once into the transport,
+/// as a reference's is.
+///
+/// ```no_run
+/// use cantus::{Bulk, chant};
+/// # fn worker() -> Result<(), cantus::Error> {
+/// let m = chant::recv(chant::Source::Any, chant::Tag::Is(1));
+/// let from = m.source();
+/// let mut v: Bulk<f64> = m.into_decoded()?;
+/// v.iter_mut().for_each(|x| *x *= 2.0);
+/// chant::send_value(from, 2, v)?; // given up: back in its own block
+/// # Ok(()) }
+/// ```
 #[track_caller]
-pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Result<(), Error> {
+pub fn send_value<T: Serialize>(to: TaskId, tag: u32, value: T) -> Result<(), Error> {
     // Encoded where it starts in its frame: after the header and the tag.
     let at = super::wire::HEADER_LEN + super::wire::TAG_LEN;
-    let bytes = super::encode::encode(value, at).map_err(|e| {
+    let mut bytes = super::encode::encode(&value, at).map_err(|e| {
         Error::new(
             ErrorKind::Message,
             format!(
@@ -574,7 +595,39 @@ pub fn send_value<T: Serialize + ?Sized>(to: TaskId, tag: u32, value: &T) -> Res
             ),
         )
     })?;
+    // Given up, the value's arrays are held by the encoding alone (a
+    // reference's stay the caller's too).
+    drop(value);
+    if let Some(sent) = send_in_block(to, tag, &mut bytes) {
+        return sent;
+    }
     bytes.with_parts(&[], |parts| send_parts(to, tag, parts))
+}
+
+/// Sends an encoded message to a task of another locale in the frame
+/// its one large array lies in, if that frame came from there and nothing
+/// else holds it (`Engine::send_in_block`); `None` if not, or if the
+/// message is not one for another locale, or is too long: the usual path
+/// sends or refuses it.
+fn send_in_block(
+    to: TaskId,
+    tag: u32,
+    encoding: &mut super::encode::Encoding,
+) -> Option<Result<(), Error>> {
+    let e = super::engine()?;
+    if to.locale == e.here() || to.locale >= super::num_locales() {
+        return None;
+    }
+    // As `send_parts_from`: only from a task (a send may wait for room).
+    crate::sched::no_wait::check_task("cantus::chant::send");
+    let header = Header::message(to.task, me().task);
+    e.send_in_block(
+        to.locale,
+        Network::Reply,
+        header,
+        &[&tag.to_le_bytes()],
+        encoding,
+    )
 }
 
 /// Waits for a message from `from` with `tag` and returns it. Only the

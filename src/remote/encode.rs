@@ -359,6 +359,12 @@ impl std::ops::Deref for Encoded {
     }
 }
 
+impl std::ops::DerefMut for Encoded {
+    fn deref_mut(&mut self) -> &mut Encoding {
+        &mut self.0
+    }
+}
+
 impl Drop for Encoded {
     fn drop(&mut self) {
         self.0.pins.clear();

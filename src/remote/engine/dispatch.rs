@@ -214,47 +214,22 @@ impl Engine {
 
     /// Sends a result whose one large array lies in place in the frame
     /// its request came in, which nothing else holds any more (a `Bulk`
-    /// argument changed in place and returned), back in that frame: on
-    /// shared memory the reply is written around the array in the
-    /// request's block, which goes back to `src` without the array being
-    /// copied (`Transport::try_send_returning`; `comm/shm/README.md`,
+    /// argument changed in place and returned), back in that frame
+    /// ([`send_in_block`](Self::send_in_block): `comm/shm/README.md`,
     /// "Rendezvous", rule R). `None` if the result is not such a one (it
-    /// goes as any reply); if the transport cannot return the frame, the
-    /// reply is sent from it as any frame.
+    /// goes as any reply).
     fn reply_in_block(
         &self,
         src: usize,
         token: u64,
         result: &mut Encoding,
     ) -> Option<Result<(), Error>> {
-        // Too large for one message: `send_parts` refuses it, as any reply.
-        if result.len() > self.max_message.load(Ordering::Relaxed) {
-            return None;
-        }
-        let (lent, array, at) = result.take_lent_pin()?;
-        crate::sched::no_wait::check_send(src);
-        let len = result.bytes.len() + array.len();
-        let h = self
-            .stamp(src, Header::reply(token, Status::Done), len)
-            .encode(len);
-        let (before, after) = result.bytes.split_at(at);
-        Some(
-            match self.transport.try_send_returning(
-                src,
-                Network::Reply,
-                &[&h, before],
-                lent,
-                array.clone(),
-                &[after],
-            ) {
-                Ok(()) => Ok(()),
-                Err(lent) => {
-                    // Stamped once, sent as any frame (in fragments if it
-                    // must), from where the array lies.
-                    result.put_back(lent, array, at);
-                    result.with_parts(&[&h], |parts| self.send_frame(src, Network::Reply, parts))
-                }
-            },
+        self.send_in_block(
+            src,
+            Network::Reply,
+            Header::reply(token, Status::Done),
+            &[],
+            result,
         )
     }
 

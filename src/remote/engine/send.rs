@@ -49,6 +49,55 @@ impl Engine {
         crate::remote::encode::with_head(&[&h], payload, |parts| self.send_frame(dest, net, parts))
     }
 
+    /// Sends `header`, `prefix` and `encoding` as one frame to `dest` in
+    /// the frame that `encoding`'s one large array lies in, when that is
+    /// a frame `dest` sent here and nothing else holds it any more (a
+    /// `Bulk` received in place, changed there or not, given back by
+    /// value): on shared memory the frame's head and tail are written
+    /// around the array in `dest`'s own rendezvous block, which goes back
+    /// to `dest` without the array being copied
+    /// (`Transport::try_send_returning`; `comm/shm/README.md`,
+    /// "Rendezvous", rule R). `None` if `encoding` has no such array, or
+    /// is too large for one message (`send_parts` refuses it, as any
+    /// frame): it goes the usual way. If the transport cannot return the
+    /// frame, it is sent from where the array lies, as any frame.
+    pub(crate) fn send_in_block(
+        &self,
+        dest: usize,
+        net: Network,
+        header: Header,
+        prefix: &[&[u8]],
+        encoding: &mut Encoding,
+    ) -> Option<Result<(), Error>> {
+        let prefix_len: usize = prefix.iter().map(|p| p.len()).sum();
+        if prefix_len + encoding.len() > self.max_message.load(Ordering::Relaxed) {
+            return None;
+        }
+        let (lent, array, at) = encoding.take_lent_pin()?;
+        crate::sched::no_wait::check_send(dest);
+        let len = prefix_len + encoding.bytes.len() + array.len();
+        let h = self.stamp(dest, header, len).encode(len);
+        let (before, after) = encoding.bytes.split_at(at);
+        let sent = crate::remote::encode::with_head(&[&h], prefix, |head| {
+            crate::remote::encode::with_head(head, &[before], |head| {
+                self.transport
+                    .try_send_returning(dest, net, head, lent, array.clone(), &[after])
+            })
+        });
+        Some(match sent {
+            Ok(()) => Ok(()),
+            Err(lent) => {
+                // Stamped once, sent as any frame (in fragments if it
+                // must), from where the array lies.
+                encoding.put_back(lent, array, at);
+                let encoding = &*encoding;
+                crate::remote::encode::with_head(&[&h], prefix, |head| {
+                    encoding.with_parts(head, |parts| self.send_frame(dest, net, parts))
+                })
+            }
+        })
+    }
+
     /// [`send_parts`](Self::send_parts) of the payload `head` then `body`,
     /// for a Chant window (`chant::window`): a frame the transport sends
     /// from where its parts lie (MPI, a frame sent alone:
