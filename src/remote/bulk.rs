@@ -31,8 +31,10 @@
 //!   [`into_vec`](Bulk::into_vec) it.
 //! - **Answered in place.** A remote call that returns such an array
 //!   (changed in place or not), with no clone of it left, sends its reply
-//!   in the request's own block on shared memory: the array is not copied
-//!   back at all (`comm/shm/README.md`, rule R).
+//!   in the request's own block on shared memory, and so does a Chant
+//!   task that gives it up to `chant::send_value` for a task of the
+//!   locale it came from: the array is not copied back at all
+//!   (`comm/shm/README.md`, rule R).
 //!
 //! The bytes are in the machine's own order: every locale of a job runs
 //! the same binary on one architecture.
