@@ -540,6 +540,76 @@ fn a_chant_array_sent_back_by_value_goes_back_in_its_block() {
     );
 }
 
+/// A Chant task that passes the array of each message it gets (tag 2)
+/// on, given up, to `next` (tag 2), or, with no `next`, negates it where
+/// it arrived and gives it up to `boss` (tag 3), until tag 0.
+#[derive(Serialize, Deserialize)]
+struct PassOn {
+    boss: TaskId,
+    next: Option<TaskId>,
+}
+
+impl Remote for PassOn {
+    type Output = ();
+    fn run(self) {
+        chant::send(self.boss, 1, &[]).unwrap();
+        loop {
+            let m = chant::recv(Source::Any, Tag::Any);
+            if m.tag() == 0 {
+                break;
+            }
+            let mut block: Bulk<f64> = m.into_decoded().unwrap();
+            match self.next {
+                Some(next) => chant::send_value(next, 2, block).unwrap(),
+                None => {
+                    block.iter_mut().for_each(|x| *x = -*x);
+                    chant::send_value(self.boss, 3, block).unwrap();
+                }
+            }
+        }
+    }
+}
+
+cantus::remote!(PassOn);
+
+#[test]
+fn a_chant_array_given_up_to_a_third_locale_goes_as_any_message() {
+    let _ = in_job(
+        "a_chant_array_given_up_to_a_third_locale_goes_as_any_message",
+        3,
+        || {
+            // 0 -> 1 -> 2 -> 0: each hop gives the array up to a locale
+            // other than the one whose block it arrived in, which cannot
+            // take it back; it goes as any message, and comes back whole.
+            let boss = chant::me();
+            cantus::begin_on(2, PassOn { boss, next: None }).unwrap();
+            let last = chant::recv(Source::Any, Tag::Is(1)).source();
+            cantus::begin_on(
+                1,
+                PassOn {
+                    boss,
+                    next: Some(last),
+                },
+            )
+            .unwrap();
+            let middle = chant::recv(Source::Any, Tag::Is(1)).source();
+            for seed in 0..12 {
+                let v = values(1 << 17, seed);
+                chant::send_value(middle, 2, Bulk::from(v.clone())).unwrap();
+                let back: Bulk<f64> = chant::recv(Source::Task(last), Tag::Is(3))
+                    .into_decoded()
+                    .unwrap();
+                assert!(
+                    back.iter().zip(&v).all(|(b, a)| *b == -*a),
+                    "the values of {seed} came back negated"
+                );
+            }
+            chant::send(middle, 0, &[]).unwrap();
+            chant::send(last, 0, &[]).unwrap();
+        },
+    );
+}
+
 #[test]
 fn a_large_vec_of_varints_gets_a_hint_naming_bulk_in_debug_builds_once() {
     let stderr = in_job(
