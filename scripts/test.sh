@@ -23,6 +23,7 @@ cargo build --release --examples
 ./target/release/examples/random_access 14 2
 ./target/release/examples/chant_polling 200
 ./target/release/examples/token_ring 200
+./target/release/examples/block_farm 1024
 ./target/release/examples/chant_pingpong 1000
 ./target/release/examples/histogram 100000 2
 ./target/release/examples/stream_ep 1000000 2
@@ -82,7 +83,7 @@ if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
         for ex in "pingpong 2000" "token_ring 100" "chant_pingpong 200" "fib 24" \
                   "histogram 20000" "stream_ep 100000" "putget 200" "uts T3" \
                   "nqueens 11" "pentomino 5x12" "fib_balanced 30" "lu 256" "jacobi 128 20" \
-                  "sample_sort 50000"; do
+                  "sample_sort 50000" "block_farm 512"; do
             if [ "$nodes" = - ]; then unset CANTUS_MPI_NODES; else export CANTUS_MPI_NODES=$nodes; fi
             # shellcheck disable=SC2086
             CANTUS_MPI_PROGRESS=$mode timeout 120 mpirun --oversubscribe -x CANTUS_MPI_PROGRESS \
