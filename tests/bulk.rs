@@ -95,15 +95,10 @@ impl<M> Echo<M> {
 impl<M: Serialize + serde::de::DeserializeOwned + Send + 'static> Remote for Echo<M> {
     type Output = ();
     fn run(self) {
-        chant::send(self.boss, 1, &[]).unwrap();
-        loop {
-            let m = chant::recv(Source::Any, Tag::Any);
-            if m.tag() == 0 {
-                break;
-            }
+        common::serve_chant(self.boss, Source::Any, |m| {
             let back: M = m.decode().unwrap();
             chant::send_value(m.source(), m.tag(), &back).unwrap();
-        }
+        });
     }
 }
 
@@ -256,7 +251,7 @@ fn call_in_place(n: usize) -> ((bool, bool, bool), bool) {
     assert!(said.changed_where_it_lay || !said.block_in_place);
     let here = said.block.is_in_place();
     assert!(
-        said.block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        common::negated(&said.block, &v),
         "{n} values came back negated"
     );
     if here {
@@ -397,7 +392,7 @@ fn negate_back(seed: u64, keep: bool, note: &str) -> Bulk<f64> {
     .unwrap();
     assert_eq!(got.note, note);
     assert!(
-        got.block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        common::negated(&got.block, &v),
         "the values of {seed} came back negated"
     );
     got.block
@@ -436,7 +431,7 @@ fn a_result_changed_in_place_goes_back_in_its_arguments_block() {
             assert!(held[0].is_in_place());
             for (i, b) in held.iter().enumerate() {
                 let v = values(1 << 17, 200 + i as u64);
-                assert!(b.iter().zip(&v).all(|(b, a)| *b == -*a), "kept result {i}");
+                assert!(common::negated(b, &v), "kept result {i}");
             }
         },
     );
@@ -464,13 +459,8 @@ struct NegateEcho {
 impl Remote for NegateEcho {
     type Output = ();
     fn run(self) {
-        chant::send(self.boss, 1, &[]).unwrap();
         let mut kept = Vec::new();
-        loop {
-            let m = chant::recv(Source::Task(self.boss), Tag::Any);
-            if m.tag() == 0 {
-                break;
-            }
+        common::serve_chant(self.boss, Source::Task(self.boss), |m| {
             let (how, note_len, mut block): (SendBack, usize, Bulk<f64>) =
                 m.into_decoded().unwrap();
             block.iter_mut().for_each(|x| *x = -*x);
@@ -483,7 +473,7 @@ impl Remote for NegateEcho {
                 }
                 SendBack::Reference => chant::send_value(self.boss, 2, &back).unwrap(),
             }
-        }
+        });
     }
 }
 
@@ -500,7 +490,7 @@ fn echo_negated(echo: TaskId, seed: u64, how: SendBack, note_len: usize) -> Bulk
         .unwrap();
     assert_eq!(note.len(), note_len);
     assert!(
-        block.iter().zip(&v).all(|(b, a)| *b == -*a),
+        common::negated(&block, &v),
         "the values of {seed} came back negated"
     );
     block
@@ -552,12 +542,7 @@ struct PassOn {
 impl Remote for PassOn {
     type Output = ();
     fn run(self) {
-        chant::send(self.boss, 1, &[]).unwrap();
-        loop {
-            let m = chant::recv(Source::Any, Tag::Any);
-            if m.tag() == 0 {
-                break;
-            }
+        common::serve_chant(self.boss, Source::Any, |m| {
             let mut block: Bulk<f64> = m.into_decoded().unwrap();
             match self.next {
                 Some(next) => chant::send_value(next, 2, block).unwrap(),
@@ -566,7 +551,7 @@ impl Remote for PassOn {
                     chant::send_value(self.boss, 3, block).unwrap();
                 }
             }
-        }
+        });
     }
 }
 
@@ -600,7 +585,7 @@ fn a_chant_array_given_up_to_a_third_locale_goes_as_any_message() {
                     .into_decoded()
                     .unwrap();
                 assert!(
-                    back.iter().zip(&v).all(|(b, a)| *b == -*a),
+                    common::negated(&back, &v),
                     "the values of {seed} came back negated"
                 );
             }
@@ -697,10 +682,7 @@ fn bulk_arguments_and_results_arrive_whole_and_aligned() {
                 assert_eq!(got.particles, n.min(1000));
                 let back = got.block.into_vec();
                 assert_eq!(back.len(), n);
-                assert!(
-                    back.iter().zip(&v).all(|(b, a)| *b == -*a),
-                    "{n} values came back"
-                );
+                assert!(common::negated(&back, &v), "{n} values came back");
             }
         },
     );
@@ -873,14 +855,8 @@ fn plain_vecs_as_arguments_and_results_arrive_whole() {
                 .join()
                 .unwrap();
                 assert_eq!(got.floats.len(), n);
-                assert!(
-                    got.floats.iter().zip(&floats).all(|(b, a)| *b == -*a),
-                    "{n} f64s"
-                );
-                assert!(
-                    got.singles.iter().zip(&singles).all(|(b, a)| *b == -*a),
-                    "{n} f32s"
-                );
+                assert!(common::negated(&got.floats, &floats), "{n} f64s");
+                assert!(common::negated(&got.singles, &singles), "{n} f32s");
                 assert!(
                     got.bytes.iter().zip(&bytes).all(|(b, a)| *b == !*a),
                     "{n} u8s"

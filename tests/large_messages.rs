@@ -73,14 +73,9 @@ struct Echo {
 impl Remote for Echo {
     type Output = ();
     fn run(self) {
-        chant::send(self.boss, 1, &[]).unwrap();
-        loop {
-            let m = chant::recv(Source::Any, Tag::Any);
-            if m.tag() == 0 {
-                break;
-            }
+        common::serve_chant(self.boss, Source::Any, |m| {
             chant::send(m.source(), m.tag(), m.bytes()).unwrap();
-        }
+        });
     }
 }
 

@@ -571,10 +571,7 @@ fn large_messages_everywhere() {
         for l in 1..n {
             let (in_place, back) = cantus::on(l, InPlaceF64(v.clone().into())).join().unwrap();
             assert!(in_place, "1 MiB of f64 received in place on locale {l}");
-            assert!(
-                back.iter().zip(&v).all(|(b, a)| *b == -*a),
-                "from locale {l}"
-            );
+            assert!(common::negated(&back, &v), "from locale {l}");
         }
         // The same array through Chant, negated and sent back given up.
         for l in 1..n {
@@ -585,10 +582,7 @@ fn large_messages_everywhere() {
                 .into_decoded()
                 .unwrap();
             assert!(back.is_in_place(), "1 MiB of f64 back in place from {l}");
-            assert!(
-                back.iter().zip(&v).all(|(b, a)| *b == -*a),
-                "through Chant from locale {l}"
-            );
+            assert!(common::negated(&back, &v), "through Chant from locale {l}");
         }
         let calls: Vec<_> = (0..12u64)
             .map(|k| {

@@ -242,3 +242,27 @@ pub fn a_task_on_every_worker() -> Vec<usize> {
     assert_eq!(seen, (0..n).collect::<Vec<_>>(), "one task on each worker");
     seen
 }
+
+/// The loop of a Chant task that serves `boss`: a hello to it (tag 1),
+/// then each message from `from` to `each`, until one with tag 0.
+pub fn serve_chant(
+    boss: cantus::chant::TaskId,
+    from: cantus::chant::Source,
+    mut each: impl FnMut(cantus::chant::Message),
+) {
+    use cantus::chant::{self, Tag};
+    chant::send(boss, 1, &[]).unwrap();
+    loop {
+        let m = chant::recv(from, Tag::Any);
+        if m.tag() == 0 {
+            return;
+        }
+        each(m);
+    }
+}
+
+/// Whether each element of `back` is the negation of the one of `of` at
+/// its place (element by element, as far as both go).
+pub fn negated<T: Copy + std::ops::Neg<Output = T> + PartialEq>(back: &[T], of: &[T]) -> bool {
+    back.iter().zip(of).all(|(b, a)| *b == -*a)
+}
