@@ -82,6 +82,25 @@ pub(crate) enum SendError {
     Failed(Error),
 }
 
+/// Room a transport reserved for one frame ([`Transport::stage`]): its
+/// bytes from the frame's first, written by the sender before it sends
+/// the frame. Dropped, the room goes back to the transport, unless the
+/// frame was sent from it.
+pub(crate) type Staged = Box<dyn StagedFrame>;
+
+/// What [`Staged`] room can do.
+pub(crate) trait StagedFrame: Send + Sync {
+    /// The room's first byte: the frame's.
+    fn as_mut_ptr(&self) -> *mut u8;
+
+    /// The room's length in bytes.
+    fn len(&self) -> usize;
+
+    /// Makes the room `len` bytes long, keeping its first bytes, if the
+    /// transport can (false, the room unchanged, if not).
+    fn resize(&mut self, len: usize) -> bool;
+}
+
 /// A frame handed to `poll`'s callback: where it came from, on which
 /// network, and its bytes: borrowed for the callback only, or lent until
 /// the receiver lets them go.
@@ -413,6 +432,19 @@ pub(crate) trait Transport: Send + Sync + 'static {
         _tail: &[&[u8]],
     ) -> Result<(), Lent> {
         Err(lent)
+    }
+
+    /// Reserves room for a frame of `len` bytes to `dest`, which its
+    /// sender writes in place (its encoding, straight into the memory the
+    /// frame is sent from) and then sends as any frame, with the staged
+    /// bytes among its parts *where they lie* in the room: the transport
+    /// copies the other parts around them and nothing else. On shared
+    /// memory a rendezvous block (`comm/shm/README.md`, "Rendezvous",
+    /// rule S): `None` unless `len` is more than a ring frame and no more
+    /// than a block, and the pair's area has room and no staged block.
+    /// Dropped unsent, the room is given back. By default, `None`.
+    fn stage(&self, _dest: usize, _len: usize) -> Option<Staged> {
+        None
     }
 
     /// Whether [`try_send_borrowed`](Self::try_send_borrowed) sends a

@@ -26,7 +26,7 @@
 
 use super::bulk::{PIN_ALIGN, PIN_MIN};
 use super::codec::{self, Output};
-use crate::comm::transport::Lent;
+use crate::comm::transport::{Lent, Staged};
 use serde::Serialize;
 use std::cell::Cell;
 use std::sync::Mutex;
@@ -49,6 +49,16 @@ thread_local! {
 /// rewritten in place), others keep it whole (harmless: the reader skips
 /// padding).
 pub(crate) static PAD_PROBE: [u8; PIN_ALIGN - 1] = [0; PIN_ALIGN - 1];
+
+/// The least plain array (a `Vec<f64>`'s bytes, a string's) written
+/// straight into the room the transport reserves for its frame: where
+/// the frame is surely larger than a ring frame (64 KiB by default), once
+/// the bytes around it are counted.
+const STAGE_MIN: usize = 32 << 10;
+
+/// The room reserved after a staged array, for the bytes that follow it
+/// (made longer, if they need more, when the encoding ends).
+const STAGE_TAIL: usize = 4 << 10;
 
 /// A large array's bytes, named by an encoding instead of copied into it:
 /// valid and unchanged while the pin lives (it holds the array).
@@ -123,13 +133,25 @@ impl Drop for Offered {
     }
 }
 
-/// An encoding: bytes, with pinned arrays between them.
+/// An encoding: bytes, with pinned arrays between them, and maybe a
+/// first part staged: written straight into the room the transport
+/// reserved for the frame (*Staging* in the module doc).
 pub(crate) struct Encoding {
+    /// The bytes (after the staged part, if any).
     pub(crate) bytes: Vec<u8>,
     /// Each pinned array, after `bytes[..at]` (in order).
     pins: Vec<(usize, Pin)>,
     /// The pinned arrays' bytes, in all.
     pinned: usize,
+    /// The locale the encoding goes to, whose transport may stage it
+    /// (`None`: never staged).
+    stage_to: Option<usize>,
+    /// The room reserved for the frame, holding the encoding's first
+    /// `staged_len` bytes from its byte `staged_at` (where the encoding
+    /// starts in the frame).
+    staged: Option<Staged>,
+    staged_at: usize,
+    staged_len: usize,
 }
 
 impl Encoding {
@@ -139,19 +161,67 @@ impl Encoding {
             bytes: Vec::new(),
             pins: Vec::new(),
             pinned: 0,
+            stage_to: None,
+            staged: None,
+            staged_at: 0,
+            staged_len: 0,
         }
     }
 
     /// The bytes of the encoding, in all.
     pub(crate) fn len(&self) -> usize {
-        self.bytes.len() + self.pinned
+        self.staged_len + self.bytes.len() + self.pinned
     }
 
-    /// Empties it, keeping the bytes' buffer.
+    /// Empties it, keeping the bytes' buffer (a staged part's room goes
+    /// back to its transport), and forgets where it was to go.
     pub(crate) fn clear(&mut self) {
         self.bytes.clear();
         self.pins.clear();
         self.pinned = 0;
+        self.stage_to = None;
+        self.staged = None;
+        self.staged_len = 0;
+    }
+
+    /// Lets the next encoding into this one (empty) write its large plain
+    /// arrays straight into room `dest`'s transport reserves for the
+    /// frame (*Staging* in the module doc): for an encoding sent to
+    /// `dest`, as one frame, right after it is made.
+    pub(crate) fn stage_for(&mut self, dest: usize) {
+        self.stage_to = Some(dest);
+    }
+
+    /// The staged part: the encoding's first bytes, where they lie in the
+    /// room reserved for the frame.
+    fn staged_part(&self) -> Option<&[u8]> {
+        let room = self.staged.as_ref()?;
+        // SAFETY: the room is `room.len()` bytes at `room.as_mut_ptr()`,
+        // reserved for this encoding while `staged` holds it and written
+        // by its encoder from `staged_at` on, `staged_len` bytes, inside
+        // the room (`Gather::stage`, `encode_into`); nothing writes them
+        // while `&self` is borrowed.
+        Some(unsafe {
+            std::slice::from_raw_parts(room.as_mut_ptr().add(self.staged_at), self.staged_len)
+        })
+    }
+
+    /// Moves the staged part back into the bytes, and gives the room
+    /// back (the frame will not be sent from it).
+    fn unstage(&mut self) {
+        let Some(part) = self.staged_part() else {
+            return;
+        };
+        let mut bytes = Vec::with_capacity(part.len() + self.bytes.len());
+        crate::copy::extend(&mut bytes, part);
+        crate::copy::extend(&mut bytes, &self.bytes);
+        let moved = self.staged_len;
+        for (at, _) in &mut self.pins {
+            *at += moved;
+        }
+        self.bytes = bytes;
+        self.staged = None;
+        self.staged_len = 0;
     }
 
     /// Takes the one pinned array of the encoding, if it has exactly one
@@ -160,7 +230,7 @@ impl Encoding {
     /// it, and where the array goes in the encoding (after `bytes[..at]`).
     /// [`put_back`](Self::put_back) undoes it.
     pub(crate) fn take_lent_pin(&mut self) -> Option<(Lent, std::ops::Range<usize>, usize)> {
-        if self.pins.len() != 1 {
+        if self.pins.len() != 1 || self.staged.is_some() {
             return None;
         }
         let (at, pin) = self.pins.pop()?;
@@ -196,12 +266,19 @@ impl Encoding {
     /// Calls `f` with `prefix` and then the encoding's parts, in order (no
     /// empty ones): a frame to send, copied nowhere else first.
     pub(crate) fn with_parts<R>(&self, prefix: &[&[u8]], f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        let staged = self.staged_part();
         if self.pins.is_empty() {
-            // The usual case: one part after the prefix.
-            return with_head(prefix, &[&self.bytes], f);
+            // The usual case: one part after the prefix (or two, the
+            // staged part first).
+            return match staged {
+                None => with_head(prefix, &[&self.bytes], f),
+                Some(part) if self.bytes.is_empty() => with_head(prefix, &[part], f),
+                Some(part) => with_head(prefix, &[part, &self.bytes], f),
+            };
         }
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(prefix.len() + 2 * self.pins.len() + 1);
+        let mut parts: Vec<&[u8]> = Vec::with_capacity(prefix.len() + 2 * self.pins.len() + 2);
         parts.extend_from_slice(prefix);
+        parts.extend(staged);
         let mut from = 0;
         for (at, pin) in &self.pins {
             if *at > from {
@@ -252,6 +329,11 @@ struct Gather<'a> {
     pins: &'a mut Vec<(usize, Pin)>,
     pinned: &'a mut usize,
     at: usize,
+    /// Where the encoding goes, while staging may still be tried.
+    stage_to: Option<usize>,
+    /// The encoding's staged room and the bytes written in it (from `at`).
+    staged: &'a mut Option<Staged>,
+    staged_len: &'a mut usize,
 }
 
 impl Gather<'_> {
@@ -266,7 +348,7 @@ impl Gather<'_> {
                 len
             });
             // The probe's one-byte length (63) was the last byte written.
-            let from = self.at + self.bytes.len() + *self.pinned;
+            let from = self.at + *self.staged_len + self.bytes.len() + *self.pinned;
             if let (Some(len), Some(last)) = (offered, self.bytes.last_mut())
                 && *last == PAD_PROBE.len() as u8
             {
@@ -288,8 +370,54 @@ impl Gather<'_> {
                 }
                 other => OFFERED.with(|o| o.set(other)),
             }
+            if data.len() >= STAGE_MIN && self.stage(data) {
+                return;
+            }
         }
         crate::copy::extend(&mut self.bytes, data);
+    }
+
+    /// Writes the bytes so far and then `data`, a large plain array's,
+    /// straight into the room the transport reserves for the frame (the
+    /// encoding's staged part: *Staging* in the module doc), reserving it
+    /// or making it longer first; false (nothing written) where the
+    /// encoding is not staged (no destination, a pinned array before
+    /// this one, no room).
+    fn stage(&mut self, data: &[u8]) -> bool {
+        let Some(dest) = self.stage_to else {
+            return false;
+        };
+        if !self.pins.is_empty() {
+            // A pin's place is in the bytes after the staged part.
+            return false;
+        }
+        let from = self.at + *self.staged_len;
+        let room = from + self.bytes.len() + data.len() + STAGE_TAIL;
+        let reserved = match self.staged.as_mut() {
+            Some(r) => r.len() >= room || r.resize(room),
+            None => {
+                *self.staged = super::engine().and_then(|e| e.stage(dest, room));
+                self.staged.is_some()
+            }
+        };
+        if !reserved {
+            // Not tried again for this encoding.
+            self.stage_to = None;
+            return false;
+        }
+        let base = self.staged.as_ref().expect("reserved").as_mut_ptr();
+        let head = self.bytes.len();
+        // SAFETY: the room is at least `room` bytes at `base` (reserved
+        // or resized just now), this encoding's alone until it is sent or
+        // dropped; `from + head + data.len() <= room`; neither source (the
+        // bytes' buffer, the serialized value's memory) lies in it.
+        unsafe {
+            crate::copy::copy_raw(self.bytes.as_ptr(), base.add(from), head);
+            crate::copy::copy_raw(data.as_ptr(), base.add(from + head), data.len());
+        }
+        *self.staged_len += head + data.len();
+        self.bytes.clear();
+        true
     }
 }
 
@@ -318,6 +446,9 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
     at: usize,
 ) -> Result<(), codec::Error> {
     let start = out.len();
+    // Staged only from an empty encoding's first byte.
+    let stage_to = out.stage_to.take().filter(|_| start == 0);
+    out.staged_at = at;
     // Gathering; the state of an encoding this one runs inside (a
     // `Serialize` that sends) is put back after. No pin is offered now,
     // nor when this one ends: a `Bulk` offers one only for the bytes it
@@ -332,6 +463,9 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
                 pins: &mut out.pins,
                 pinned: &mut out.pinned,
                 at,
+                stage_to,
+                staged: &mut out.staged,
+                staged_len: &mut out.staged_len,
             },
         )
     });
@@ -343,6 +477,13 @@ pub(crate) fn encode_into<T: Serialize + ?Sized>(
         }
     };
     out.bytes = bytes;
+    let end = at + out.len();
+    if let Some(room) = out.staged.as_mut() {
+        // The room takes the whole frame, or the encoding goes unstaged.
+        if room.len() < end && !room.resize(end) {
+            out.unstage();
+        }
+    }
     let len = out.len() - start;
     hint_if_piecemeal::<T>(len, writes);
     Ok(())
@@ -395,6 +536,24 @@ pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, at: usize) -> Result<Enco
         bytes,
         ..Encoding::default()
     });
+    encode_into(value, &mut out.0, at)?;
+    Ok(out)
+}
+
+/// [`encode`] for a frame to `dest`, sent as soon as it is made: its
+/// large plain arrays may be written straight into the room `dest`'s
+/// transport reserves for it (*Staging* in the module doc).
+pub(crate) fn encode_for<T: Serialize + ?Sized>(
+    value: &T,
+    at: usize,
+    dest: usize,
+) -> Result<Encoded, codec::Error> {
+    let bytes = SPARE.try_with(Cell::take).unwrap_or_default();
+    let mut out = Encoded(Encoding {
+        bytes,
+        ..Encoding::default()
+    });
+    out.0.stage_for(dest);
     encode_into(value, &mut out.0, at)?;
     Ok(out)
 }

@@ -194,6 +194,13 @@ impl Engine {
         self.here
     }
 
+    /// Room for a `len`-byte frame to `dest` that its sender writes in
+    /// place before sending it (`Transport::stage`), if the transport
+    /// has it to give.
+    pub(crate) fn stage(&self, dest: usize, len: usize) -> Option<crate::comm::transport::Staged> {
+        self.transport.stage(dest, len)
+    }
+
     pub(crate) fn locales(&self) -> usize {
         self.locales
     }

@@ -552,7 +552,7 @@ fn decode_pod<T: bytemuck::Pod>(bytes: &[u8]) -> Result<T, String> {
 pub fn on<R: RegisteredCall>(locale: usize, call: R) -> RemoteHandle<R::Output> {
     let who = (locale, R::ID, R::NAME);
     match engine_for("on", locale) {
-        Some(e) => match encode::encode(&call, wire::HEADER_LEN) {
+        Some(e) => match encode::encode_for(&call, wire::HEADER_LEN, locale) {
             Ok(args) => args.with_parts(&[], |parts| {
                 send_request(e, who, Ok(parts), decode_serde::<R::Output>)
             }),
@@ -597,8 +597,8 @@ pub fn on_pod<R: RegisteredPodCall>(locale: usize, call: R) -> RemoteHandle<R::O
 pub fn begin_on<R: RegisteredCall>(locale: usize, call: R) -> Result<(), Error> {
     match engine_for("begin_on", locale) {
         Some(e) => {
-            let args =
-                encode::encode(&call, wire::HEADER_LEN).map_err(|err| unencodable(R::NAME, err))?;
+            let args = encode::encode_for(&call, wire::HEADER_LEN, locale)
+                .map_err(|err| unencodable(R::NAME, err))?;
             args.with_parts(&[], |parts| e.request(locale, R::ID, parts, false))
                 .map(|_| ())
         }

@@ -116,6 +116,16 @@ pub(crate) struct Block {
 }
 
 impl Block {
+    /// Its number in its area.
+    pub(crate) fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Its payload's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
     /// The note that names it, for the ring.
     pub(crate) fn note(&self) -> [u8; NOTE_LEN] {
         let mut n = [0u8; NOTE_LEN];
@@ -142,6 +152,11 @@ pub(crate) struct Outbound {
     next: usize,
     /// The newest block's number.
     number: u64,
+    /// The newest block, when its sender writes it in place before
+    /// sending it (a *staged* block: rule S of `README.md`): until it is
+    /// sent or given back, no other block is allocated, so its note is
+    /// still the next in number order whenever it goes.
+    staged: Option<u64>,
 }
 
 /// A block of an [`Outbound`] not yet taken back: where it lies, what it
@@ -186,6 +201,7 @@ impl Outbound {
             held: Arc::new(Mutex::new(Vec::new())),
             next: 0,
             number: 0,
+            staged: None,
         }
     }
 
@@ -249,6 +265,10 @@ impl Outbound {
     /// Allocates a block for `len` payload bytes, or `None` when the area
     /// has no room now (its receiver has not taken enough yet).
     pub(crate) fn try_alloc(&mut self, len: usize) -> Option<Block> {
+        if self.staged.is_some() {
+            // Rule S: a staged block's note must be the next one.
+            return None;
+        }
         let size = footprint(len);
         self.reclaim();
         let offset = self.place(size)?;
@@ -298,6 +318,95 @@ impl Outbound {
             Some(b) => b.offset + footprint(b.len),
             None => 0,
         };
+    }
+
+    /// Allocates a block for up to `len` payload bytes that its sender
+    /// writes in place before sending it (rule S of `README.md`): staged
+    /// until [`send_staged`](Self::send_staged) or
+    /// [`unstage`](Self::unstage); meanwhile `try_alloc` allocates
+    /// nothing. `None` if the area has no room now, or a block is staged.
+    pub(crate) fn stage(&mut self, len: usize) -> Option<Block> {
+        let block = self.try_alloc(len)?;
+        self.staged = Some(block.number);
+        Some(block)
+    }
+
+    /// The staged block, if `number` is it.
+    fn staged(&self, number: u64) -> Option<Live> {
+        let last = self.live.back().copied()?;
+        (self.staged == Some(number) && last.number == number).then_some(last)
+    }
+
+    /// Makes the staged `block` (the newest) `len` payload bytes long,
+    /// keeping its first bytes where they are, if the area has room for
+    /// it: false (the block unchanged) if not, or if `block` is not the
+    /// staged one.
+    pub(crate) fn resize_staged(&mut self, block: &mut Block, len: usize) -> bool {
+        self.reclaim();
+        let Some(last) = self.staged(block.number) else {
+            return false;
+        };
+        // The room after the block: to the area's end, or (when it lies
+        // before the oldest live block, after a wrap) to that block.
+        let end = match self.live.front() {
+            Some(head) if head.offset > last.offset => head.offset,
+            _ => self.cap,
+        };
+        if last.offset + footprint(len) > end {
+            return false;
+        }
+        block.len = len;
+        self.live.back_mut().expect("the staged block is live").len = len;
+        self.next = last.offset + footprint(len);
+        // SAFETY: the block is ours alone until its note is sent (staged);
+        // its header lies inside the area (allocation made it so).
+        unsafe {
+            let h = self.base.as_ptr().add(last.offset).cast::<BlockHeader>();
+            std::ptr::addr_of_mut!((*h).len).write(len as u64);
+        }
+        true
+    }
+
+    /// The staged `block` is being sent (its note goes on the ring under
+    /// the caller's lock of this area): it becomes a block like any other.
+    /// Its length must be final (`resize_staged`).
+    pub(crate) fn send_staged(&mut self, block: &Block) {
+        debug_assert!(
+            self.staged(block.number)
+                .is_some_and(|b| b.len == block.len)
+        );
+        self.staged = None;
+    }
+
+    /// Gives back the staged block numbered `number`, never sent; nothing
+    /// if it is not the staged one (it was sent).
+    pub(crate) fn unstage(&mut self, number: u64) {
+        if let Some(last) = self.staged(number) {
+            self.staged = None;
+            self.unalloc(Block {
+                offset: last.offset,
+                len: last.len,
+                number,
+            });
+        }
+    }
+
+    /// The staged block's payload, if `number` is it: its address.
+    pub(crate) fn staged_payload(&self, number: u64) -> Option<NonNull<u8>> {
+        let last = self.staged(number)?;
+        // SAFETY: the block's payload lies inside the area at `base`.
+        Some(unsafe { NonNull::new_unchecked(self.base.as_ptr().add(last.offset + BLOCK_HEADER)) })
+    }
+
+    /// The staged block, if any: where it is and how long.
+    pub(crate) fn staged_block(&self) -> Option<Block> {
+        let number = self.staged?;
+        let last = self.staged(number)?;
+        Some(Block {
+            offset: last.offset,
+            len: last.len,
+            number,
+        })
     }
 
     /// Checks a return note (`RETURN_TAG`) from this area's receiver

@@ -10,11 +10,13 @@
 use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
 use super::rendezvous::{
-    self, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound, RETURN_TAG, Returned,
+    self, Block, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound, RETURN_TAG, Returned,
 };
 use super::ring::{self, Consumer, Producer};
 use crate::comm::symmetric::{AREA_ALIGN, Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
-use crate::comm::transport::{Arrival, Lent, Nets, Network, SendError, TakeBack, Transport};
+use crate::comm::transport::{
+    Arrival, Lent, Nets, Network, SendError, Staged, StagedFrame, TakeBack, Transport,
+};
 use crate::error::{Error, ErrorKind, Locales};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering, fence};
@@ -166,8 +168,9 @@ pub(crate) struct ShmTransport {
     /// The largest frame that goes through a ring; larger ones go by
     /// rendezvous.
     ring_frame: usize,
-    /// Our rendezvous areas, by destination (`None`: ourselves, or off).
-    bulk_out: Vec<Option<Mutex<Outbound>>>,
+    /// Our rendezvous areas, by destination (`None`: ourselves, or off);
+    /// shared with the staged blocks ([`ShmStage`]).
+    bulk_out: Vec<Option<Arc<Mutex<Outbound>>>>,
     /// The others' areas for us, by source.
     bulk_in: Vec<Option<Mutex<Inbound>>>,
     /// Where lent blocks go back.
@@ -317,13 +320,13 @@ impl ShmTransport {
             rendezvous_bytes > 0 && rendezvous::max_payload(rendezvous_bytes) > ring_frame;
         let area =
             |src: usize, dst: usize| plan.rendezvous[src * locales + dst].filter(|_| rendezvous_on);
-        let bulk_out: Vec<Option<Mutex<Outbound>>> = (0..locales)
+        let bulk_out: Vec<Option<Arc<Mutex<Outbound>>>> = (0..locales)
             .map(|dst| {
                 area(here, dst).map(|a| {
                     // SAFETY: the area was carved for (here, dst) alone, a
                     // page-aligned piece of the region, which the transport
                     // keeps mapped; this is its only sender.
-                    Mutex::new(unsafe { Outbound::new(region.ptr(a), a.len()) })
+                    Arc::new(Mutex::new(unsafe { Outbound::new(region.ptr(a), a.len()) }))
                 })
             })
             .collect();
@@ -392,6 +395,11 @@ impl ShmTransport {
         // go onto each ring in the order of their blocks' numbers (which
         // the receiver checks).
         let mut area = area.lock().unwrap();
+        if let Some(staged) = area.staged_block() {
+            // Rule S: the staged block goes next, with the frame written
+            // in it; any other frame waits for large room.
+            return self.send_staged(&mut area, staged, parts, len, producer);
+        }
         let block = area.try_alloc(len).ok_or(SendError::NoLargeRoom)?;
         write_parts(area.payload_mut(&block), parts);
         let mut p = producer.lock().unwrap();
@@ -408,6 +416,68 @@ impl ShmTransport {
                 Err(SendError::Full)
             }
         }
+    }
+
+    /// Sends the frame `parts` (`len` bytes) in the area's staged block
+    /// (rule S of `README.md`), if it is the frame written there: its
+    /// parts that lie in the block lie where the frame puts them (the
+    /// staged bytes, not copied), and the others are copied around them.
+    /// `NoLargeRoom` for any other frame (it waits, as for an area with
+    /// no room, until the staged one went or was given back), or if the
+    /// block cannot grow to the frame; `Full` if the ring has no room for
+    /// the note (the block stays staged, the frame written in it).
+    fn send_staged(
+        &self,
+        area: &mut Outbound,
+        mut block: Block,
+        parts: &[&[u8]],
+        len: usize,
+        producer: &Mutex<Outgoing>,
+    ) -> Result<(), SendError> {
+        let payload = area
+            .staged_payload(block.number())
+            .expect("the staged block")
+            .as_ptr();
+        let room = payload as usize..payload as usize + block.len().max(len);
+        let mut in_place = 0;
+        let mut at = 0;
+        for part in parts {
+            let p = part.as_ptr() as usize;
+            let overlaps = !part.is_empty() && p < room.end && room.start < p + part.len();
+            if overlaps {
+                if p != payload as usize + at {
+                    // Bytes of the block, not where the frame puts them.
+                    return Err(SendError::NoLargeRoom);
+                }
+                in_place += 1;
+            }
+            at += part.len();
+        }
+        if in_place == 0 || !area.resize_staged(&mut block, len) {
+            return Err(SendError::NoLargeRoom);
+        }
+        let mut at = 0;
+        for part in parts {
+            if part.as_ptr() as usize != payload as usize + at {
+                // SAFETY: the block's payload is `len` bytes at `payload`,
+                // ours alone while it is staged (`resize_staged` made it
+                // that long); this part lies outside it (checked above),
+                // and `at + part.len() <= len`.
+                unsafe { crate::copy::copy_raw(part.as_ptr(), payload.add(at), part.len()) };
+            }
+            at += part.len();
+        }
+        let mut p = producer.lock().unwrap();
+        let p = &mut *p;
+        let mut slot = p
+            .ring
+            .try_reserve(NOTE_TAG, NOTE_LEN)
+            .map_err(|_| SendError::Full)?;
+        area.send_staged(&block);
+        slot.payload_mut().copy_from_slice(&block.note());
+        slot.commit();
+        p.taken += 1;
+        Ok(())
     }
 
     /// The block a note from `src` names, checked, lent to the receiver.
@@ -528,6 +598,48 @@ impl ShmTransport {
 
 /// Copies `parts` one after another into `buf` (exactly their total
 /// length): a frame's bytes, into a ring slot or a rendezvous block.
+/// A staged block of one of our areas (`Transport::stage`): given back
+/// when dropped, unless it was sent (`ShmTransport::send_staged`).
+struct ShmStage {
+    area: Arc<Mutex<Outbound>>,
+    /// Keeps the block's memory mapped while the room may be written.
+    _region: Arc<Region>,
+    block: Block,
+    /// The longest frame a block takes.
+    max: usize,
+}
+
+impl StagedFrame for ShmStage {
+    fn as_mut_ptr(&self) -> *mut u8 {
+        let area = self.area.lock().unwrap_or_else(|e| e.into_inner());
+        area.staged_payload(self.block.number())
+            .expect("a staged block is written only before it is sent")
+            .as_ptr()
+    }
+
+    fn len(&self) -> usize {
+        self.block.len()
+    }
+
+    fn resize(&mut self, len: usize) -> bool {
+        len <= self.max
+            && self
+                .area
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .resize_staged(&mut self.block, len)
+    }
+}
+
+impl Drop for ShmStage {
+    fn drop(&mut self) {
+        self.area
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .unstage(self.block.number());
+    }
+}
+
 fn write_parts(buf: &mut [u8], parts: &[&[u8]]) {
     let mut at = 0;
     for part in parts {
@@ -574,6 +686,20 @@ impl Transport for ShmTransport {
 
     fn eager_frame(&self) -> usize {
         self.ring_frame
+    }
+
+    fn stage(&self, dest: usize, len: usize) -> Option<Staged> {
+        if len <= self.ring_frame || len > self.max_frame {
+            return None;
+        }
+        let area = self.bulk_out.get(dest)?.as_ref()?;
+        let block = area.lock().unwrap().stage(len)?;
+        Some(Box::new(ShmStage {
+            area: area.clone(),
+            _region: self.region.clone(),
+            block,
+            max: self.max_frame,
+        }))
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {

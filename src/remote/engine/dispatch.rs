@@ -61,6 +61,10 @@ impl Engine {
             Some((lent, start)) => Body::Lent(lent, start),
             None => Body::Borrowed(args),
         };
+        if token != 0 {
+            // The result goes back to `src` as soon as it is made.
+            out.stage_for(src);
+        }
         let outcome = handler.run(args, out);
         self.report(src, token, handler, &outcome);
         if token != 0 {
