@@ -168,6 +168,14 @@ pub mod __test {
         crate::pgas::mapped_locales()
     }
 
+    /// How many frames this process sent from shared-memory rendezvous
+    /// blocks their encoder wrote in place (`comm/shm/README.md`,
+    /// "Rendezvous", rule S).
+    #[cfg(not(loom))]
+    pub fn staged_frames() -> u64 {
+        crate::comm::shm::transport::staged_frames()
+    }
+
     /// In an MPI job, the locales this rank shares a node's memory with
     /// (itself included; just itself where it is alone on its node or
     /// every frame goes through MPI), once the job started.

@@ -434,16 +434,17 @@ pub(crate) trait Transport: Send + Sync + 'static {
         Err(lent)
     }
 
-    /// Reserves room for a frame of `len` bytes to `dest`, which its
+    /// Reserves room for a frame to `dest` of at least `need` bytes, and
+    /// up to `want` if the transport takes frames that long, which its
     /// sender writes in place (its encoding, straight into the memory the
     /// frame is sent from) and then sends as any frame, with the staged
     /// bytes among its parts *where they lie* in the room: the transport
     /// copies the other parts around them and nothing else. On shared
     /// memory a rendezvous block (`comm/shm/README.md`, "Rendezvous",
-    /// rule S): `None` unless `len` is more than a ring frame and no more
+    /// rule S): `None` unless `need` is more than a ring frame and no more
     /// than a block, and the pair's area has room and no staged block.
     /// Dropped unsent, the room is given back. By default, `None`.
-    fn stage(&self, _dest: usize, _len: usize) -> Option<Staged> {
+    fn stage(&self, _dest: usize, _need: usize, _want: usize) -> Option<Staged> {
         None
     }
 

@@ -586,7 +586,9 @@ impl<'env> Window<'env> {
 pub fn send_value<T: Serialize>(to: TaskId, tag: u32, value: T) -> Result<(), Error> {
     // Encoded where it starts in its frame: after the header and the tag.
     let at = super::wire::HEADER_LEN + super::wire::TAG_LEN;
-    let mut bytes = super::encode::encode(&value, at).map_err(|e| {
+    // Sent at once: its large plain arrays may be written straight into
+    // the room the transport reserves for the frame.
+    let mut bytes = super::encode::encode_for(&value, at, to.locale).map_err(|e| {
         Error::new(
             ErrorKind::Message,
             format!(

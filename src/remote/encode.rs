@@ -18,6 +18,26 @@
 //! array's first byte at a multiple of 64 from the frame's start, so that
 //! the receiver can keep it in place, aligned (`bulk.rs`).
 //!
+//! **Staging.** A frame sent as soon as it is encoded (a call's
+//! arguments, a result, a Chant message by value) is encoded for its
+//! destination ([`encode_for`], [`Encoding::stage_for`]). Where the codec
+//! then hands over a large plain array ([`STAGE_MIN`] bytes or more: a
+//! `Vec<f64>`'s bytes, a string's; not a `Bulk`, which is pinned), and no
+//! array was pinned before it, the encoder asks the destination's
+//! transport for room for the whole frame (`Transport::stage`: on shared
+//! memory, a rendezvous block reserved for it, `comm/shm/README.md`,
+//! rule S) and writes the bytes so far and the array straight into it,
+//! at the place they take in the frame; later large arrays go there too,
+//! the room made longer. The rest of the encoding (after the last staged
+//! array) stays in the bytes, and the transport copies it, and the
+//! frame's header, around the staged part when the frame is sent: the
+//! array is copied once, from the value into the memory it is sent from,
+//! instead of into a buffer and from there. An encoding whose room cannot
+//! take its end is moved back into its bytes (one copy more, as before);
+//! one dropped unsent gives its room back. The encoder does not hold the
+//! room's lock while it runs (a `Serialize` may send, or wait); the
+//! transport allocates no other block of the pair meanwhile.
+//!
 //! In debug builds, an encoding of 64 KiB or more that the codec wrote
 //! in small pieces (a large `Vec<u32>` or `Vec<[f64; 3]>`, which serde
 //! moves element by element; a `Vec` of `u8`, `i8`, `f32` or `f64` goes
@@ -392,11 +412,11 @@ impl Gather<'_> {
             return false;
         }
         let from = self.at + *self.staged_len;
-        let room = from + self.bytes.len() + data.len() + STAGE_TAIL;
+        let need = from + self.bytes.len() + data.len();
         let reserved = match self.staged.as_mut() {
-            Some(r) => r.len() >= room || r.resize(room),
+            Some(r) => r.len() >= need || r.resize(need + STAGE_TAIL) || r.resize(need),
             None => {
-                *self.staged = super::engine().and_then(|e| e.stage(dest, room));
+                *self.staged = super::engine().and_then(|e| e.stage(dest, need, need + STAGE_TAIL));
                 self.staged.is_some()
             }
         };
@@ -407,9 +427,9 @@ impl Gather<'_> {
         }
         let base = self.staged.as_ref().expect("reserved").as_mut_ptr();
         let head = self.bytes.len();
-        // SAFETY: the room is at least `room` bytes at `base` (reserved
+        // SAFETY: the room is at least `need` bytes at `base` (reserved
         // or resized just now), this encoding's alone until it is sent or
-        // dropped; `from + head + data.len() <= room`; neither source (the
+        // dropped; `from + head + data.len() == need`; neither source (the
         // bytes' buffer, the serialized value's memory) lies in it.
         unsafe {
             crate::copy::copy_raw(self.bytes.as_ptr(), base.add(from), head);
@@ -528,32 +548,36 @@ impl Drop for Encoded {
     }
 }
 
-/// Encodes `value` for sending, into this thread's reused buffer, pinning
-/// large `Bulk`s; `at` is where it starts in its frame (after the header).
-pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, at: usize) -> Result<Encoded, codec::Error> {
-    let bytes = SPARE.try_with(Cell::take).unwrap_or_default();
-    let mut out = Encoded(Encoding {
-        bytes,
-        ..Encoding::default()
-    });
-    encode_into(value, &mut out.0, at)?;
-    Ok(out)
-}
-
-/// [`encode`] for a frame to `dest`, sent as soon as it is made: its
-/// large plain arrays may be written straight into the room `dest`'s
-/// transport reserves for it (*Staging* in the module doc).
+/// Encodes `value` for sending to `dest`, into this thread's reused
+/// buffer, pinning large `Bulk`s; `at` is where it starts in its frame
+/// (after the header). For a frame sent as soon as it is made: its large
+/// plain arrays may be written straight into the room `dest`'s transport
+/// reserves for it (*Staging* in the module doc).
 pub(crate) fn encode_for<T: Serialize + ?Sized>(
     value: &T,
     at: usize,
     dest: usize,
 ) -> Result<Encoded, codec::Error> {
+    encode_to(value, at, Some(dest))
+}
+
+/// [`encode_for`] with no destination: never staged.
+#[cfg(test)]
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, at: usize) -> Result<Encoded, codec::Error> {
+    encode_to(value, at, None)
+}
+
+fn encode_to<T: Serialize + ?Sized>(
+    value: &T,
+    at: usize,
+    dest: Option<usize>,
+) -> Result<Encoded, codec::Error> {
     let bytes = SPARE.try_with(Cell::take).unwrap_or_default();
     let mut out = Encoded(Encoding {
         bytes,
+        stage_to: dest,
         ..Encoding::default()
     });
-    out.0.stage_for(dest);
     encode_into(value, &mut out.0, at)?;
     Ok(out)
 }

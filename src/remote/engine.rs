@@ -194,11 +194,16 @@ impl Engine {
         self.here
     }
 
-    /// Room for a `len`-byte frame to `dest` that its sender writes in
-    /// place before sending it (`Transport::stage`), if the transport
-    /// has it to give.
-    pub(crate) fn stage(&self, dest: usize, len: usize) -> Option<crate::comm::transport::Staged> {
-        self.transport.stage(dest, len)
+    /// Room for a frame to `dest` of `need` to `want` bytes that its
+    /// sender writes in place before sending it (`Transport::stage`), if
+    /// the transport has it to give.
+    pub(crate) fn stage(
+        &self,
+        dest: usize,
+        need: usize,
+        want: usize,
+    ) -> Option<crate::comm::transport::Staged> {
+        self.transport.stage(dest, need, want)
     }
 
     pub(crate) fn locales(&self) -> usize {

@@ -199,10 +199,15 @@ impl Transport for RoutingTransport {
         self.on_this_node(dest).is_none() && self.mpi.sends_borrowed(dest, len)
     }
 
-    fn stage(&self, dest: usize, len: usize) -> Option<crate::comm::transport::Staged> {
+    fn stage(
+        &self,
+        dest: usize,
+        need: usize,
+        want: usize,
+    ) -> Option<crate::comm::transport::Staged> {
         // The node's rendezvous blocks only; MPI sends from where a frame
         // lies.
-        self.shm.stage(self.on_this_node(dest)?, len)
+        self.shm.stage(self.on_this_node(dest)?, need, want)
     }
 
     unsafe fn expect_landing(&self, src: usize, place: *mut u8, len: usize) -> Option<Landing> {

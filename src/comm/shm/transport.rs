@@ -19,7 +19,7 @@ use crate::comm::transport::{
 };
 use crate::error::{Error, ErrorKind, Locales};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -477,6 +477,7 @@ impl ShmTransport {
         slot.payload_mut().copy_from_slice(&block.note());
         slot.commit();
         p.taken += 1;
+        STAGED_SENT.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
@@ -598,6 +599,15 @@ impl ShmTransport {
 
 /// Copies `parts` one after another into `buf` (exactly their total
 /// length): a frame's bytes, into a ring slot or a rendezvous block.
+/// Frames this process sent from staged blocks (`__test::staged_frames`).
+static STAGED_SENT: AtomicU64 = AtomicU64::new(0);
+
+/// Frames this process sent from blocks staged for them (rule S), for
+/// tests.
+pub(crate) fn staged_frames() -> u64 {
+    STAGED_SENT.load(Ordering::Relaxed)
+}
+
 /// A staged block of one of our areas (`Transport::stage`): given back
 /// when dropped, unless it was sent (`ShmTransport::send_staged`).
 struct ShmStage {
@@ -688,12 +698,15 @@ impl Transport for ShmTransport {
         self.ring_frame
     }
 
-    fn stage(&self, dest: usize, len: usize) -> Option<Staged> {
-        if len <= self.ring_frame || len > self.max_frame {
+    fn stage(&self, dest: usize, need: usize, want: usize) -> Option<Staged> {
+        if need <= self.ring_frame || need > self.max_frame {
             return None;
         }
         let area = self.bulk_out.get(dest)?.as_ref()?;
-        let block = area.lock().unwrap().stage(len)?;
+        let block = area
+            .lock()
+            .unwrap()
+            .stage(want.clamp(need, self.max_frame))?;
         Some(Box::new(ShmStage {
             area: area.clone(),
             _region: self.region.clone(),

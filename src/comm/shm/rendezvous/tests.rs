@@ -288,3 +288,91 @@ fn a_block_taken_before_its_return_is_refused() {
         .unwrap_err();
     assert!(e.contains("not out"), "{e}");
 }
+
+/// Rule S: a staged block holds up every other allocation until it is
+/// sent or given back, may grow into free space only, and goes with the
+/// next number whenever it goes.
+#[test]
+fn a_staged_block_is_the_next_to_go_and_grows_only_into_free_space() {
+    let (region, mut out, mut inb, blocks) = area();
+    let first = send(&mut out, 100, 1).unwrap();
+    let mut staged = out.stage(1000).unwrap();
+    assert_eq!(staged.number, first.number + 1);
+    assert!(
+        out.try_alloc(10).is_none(),
+        "nothing is allocated behind it"
+    );
+    assert!(out.stage(10).is_none(), "nor staged");
+    // Written without the lock a sender would hold: the payload is ours.
+    let p = out.staged_payload(staged.number()).unwrap();
+    // SAFETY: the staged block's payload is 1000 bytes at `p`, ours.
+    unsafe { std::ptr::write_bytes(p.as_ptr(), 5, 1000) };
+    assert!(out.resize_staged(&mut staged, 3000), "room after it");
+    // SAFETY: now 3000 bytes, the first 1000 kept where they were.
+    unsafe { std::ptr::write_bytes(p.as_ptr().add(1000), 6, 2000) };
+    assert_eq!(out.staged_payload(staged.number()), Some(p));
+    // No further than the area's end.
+    assert!(!out.resize_staged(&mut staged, CAP), "past the area");
+    assert_eq!(staged.len(), 3000);
+    // Cut to the frame's length and sent.
+    assert!(out.resize_staged(&mut staged, 2500));
+    out.send_staged(&staged);
+    assert_eq!(out.staged_block().map(|b| b.number), None);
+    let t1 = inb.check(&region, 0, &first.note()).unwrap();
+    let t2 = inb.check(&region, 0, &staged.note()).unwrap();
+    let mut want = vec![5; 1000];
+    want.resize(2500, 6);
+    assert_eq!(payload(&region, &t2), want);
+    // Sent: giving it back does nothing, and blocks follow it again.
+    out.unstage(staged.number);
+    let next = send(&mut out, 10, 7).unwrap();
+    assert_eq!(next.number, staged.number + 1);
+    assert_eq!(next.offset, staged.offset + footprint(2500));
+    blocks.take_back(t1.state);
+    blocks.take_back(t2.state);
+}
+
+#[test]
+fn a_staged_block_given_back_leaves_the_area_as_it_was() {
+    let (region, mut out, mut inb, _blocks) = area();
+    let a = send(&mut out, 100, 1).unwrap();
+    let s = out.stage(5000).unwrap();
+    out.unstage(s.number + 1);
+    assert!(out.staged_block().is_some(), "another number: still staged");
+    out.unstage(s.number);
+    assert!(out.staged_block().is_none());
+    assert_eq!(out.live(), 1);
+    let b = send(&mut out, 100, 2).unwrap();
+    assert_eq!((b.offset, b.number), (s.offset, s.number));
+    inb.check(&region, 0, &a.note()).unwrap();
+    let t = inb.check(&region, 0, &b.note()).unwrap();
+    assert_eq!(payload(&region, &t), vec![2; 100]);
+}
+
+#[test]
+fn a_staged_block_after_a_wrap_grows_no_further_than_the_oldest() {
+    let (region, mut out, mut inb, blocks) = area();
+    let len = CAP / 4 - BLOCK_HEADER;
+    let bs: Vec<Block> = (0..3).map(|i| send(&mut out, len, i).unwrap()).collect();
+    let ts: Vec<Taken> = bs
+        .iter()
+        .map(|b| inb.check(&region, 0, &b.note()).unwrap())
+        .collect();
+    // The first comes back: a block wraps to the area's start, before the
+    // second, which is still out.
+    blocks.take_back(ts[0].state);
+    let _fourth = send(&mut out, len, 3).unwrap();
+    let mut s = out.stage(1000).unwrap();
+    assert_eq!(s.offset, 0, "wrapped");
+    assert!(out.resize_staged(&mut s, len - BLOCK_HEADER));
+    assert!(
+        !out.resize_staged(&mut s, len + 64),
+        "the second block, still out, lies after it"
+    );
+    blocks.take_back(ts[1].state);
+    assert!(
+        out.resize_staged(&mut s, 2 * len),
+        "the second taken back: its room is free"
+    );
+    blocks.take_back(ts[2].state);
+}
