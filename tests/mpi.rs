@@ -89,6 +89,18 @@ impl Remote for InPlaceF64 {
     }
 }
 
+/// Sends back its plain `Vec<f64>` negated, with the frames its locale
+/// sent from staged blocks so far (`comm/shm/README.md`, rule S).
+#[derive(Serialize, Deserialize)]
+struct NegateVec(Vec<f64>);
+impl Remote for NegateVec {
+    type Output = (Vec<f64>, u64);
+    fn run(self) -> (Vec<f64>, u64) {
+        let staged = cantus::__test::staged_frames();
+        (self.0.into_iter().map(|x| -x).collect(), staged)
+    }
+}
+
 /// [`Digest`] with its bytes as a `Bulk` (one copy to encode, one to
 /// decode, where a `Vec<u8>` goes byte by byte).
 #[derive(Serialize, Deserialize)]
@@ -360,8 +372,8 @@ impl Remote for Sink {
 }
 
 cantus::remote!(
-    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, NegateBack, Explode, Echo, Sink, Die,
-    GlobalWork
+    AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, NegateVec, NegateBack, Explode, Echo,
+    Sink, Die, GlobalWork
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -572,6 +584,21 @@ fn large_messages_everywhere() {
             let (in_place, back) = cantus::on(l, InPlaceF64(v.clone().into())).join().unwrap();
             assert!(in_place, "1 MiB of f64 received in place on locale {l}");
             assert!(common::negated(&back, &v), "from locale {l}");
+        }
+        // As a plain `Vec`, both ways: encoded straight into its block
+        // between the ranks of a node (rule S), through MPI otherwise.
+        let node = cantus::__test::mpi_node_members().expect("the job started");
+        for l in 1..n {
+            let before = cantus::__test::staged_frames();
+            let (back, there) = cantus::on(l, NegateVec(v.clone())).join().unwrap();
+            assert!(common::negated(&back, &v), "a Vec from locale {l}");
+            let (_, after_there) = cantus::on(l, NegateVec(Vec::new())).join().unwrap();
+            let staged = (
+                cantus::__test::staged_frames() - before,
+                after_there - there,
+            );
+            let want = u64::from(node.contains(&l));
+            assert_eq!(staged, (want, want), "a Vec to locale {l}, staged or not");
         }
         // The same array through Chant, negated and sent back given up.
         for l in 1..n {
