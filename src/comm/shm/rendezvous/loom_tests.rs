@@ -172,3 +172,118 @@ fn calls_answered_in_their_block(frames: u64) {
 fn loom_rendezvous_calls_answered_in_their_block() {
     model(None, || calls_answered_in_their_block(2));
 }
+
+/// The sender's side of an area in the model (`Outbound` under its lock):
+/// the newest block's number, and whether it is staged.
+#[derive(Default)]
+struct AreaModel {
+    number: u64,
+    staged: bool,
+}
+
+/// Rule S: one sender stages a block (allocated under the area's lock,
+/// written without it, its note sent under it later) while another sender
+/// of the same locale sends a large frame: refused a block while one is
+/// staged, it goes as a ring frame (B3's fragments, here one frame of tag
+/// 0), else in a block of its own, written under the lock. The receiver
+/// must see notes in their blocks' number order (B5) and every staged
+/// write before it reads the block: a staged write outside the lock that
+/// the note's Release did not order is a race loom reports.
+fn a_staged_block_beside_another_sender() {
+    use loom::sync::Mutex;
+    let (producer, mut consumer) = loom_pair(64);
+    let producer = Arc::new(Mutex::new(producer));
+    let area = Arc::new(Mutex::new(AreaModel::default()));
+    let blocks: Arc<[LoomBlock; 2]> = Arc::new(std::array::from_fn(|_| LoomBlock {
+        state: AtomicU32::new(TAKEN),
+        number: UnsafeCell::new(0),
+        payload: UnsafeCell::new(0),
+    }));
+    let note = |n: u64| {
+        Block {
+            offset: 0,
+            len: 8,
+            number: n,
+        }
+        .note()
+    };
+    let (a, p, b) = (area.clone(), producer.clone(), blocks.clone());
+    let stager = thread::spawn(move || {
+        // `Outbound::stage`: a number, WRITTEN, under the lock.
+        let n = {
+            let mut a = a.lock().unwrap();
+            a.number += 1;
+            a.staged = true;
+            a.number
+        };
+        let blk = &b[n as usize - 1];
+        blk.state.store(WRITTEN, order::MARK_WRITTEN);
+        // SAFETY: loom checks that no access races with these writes.
+        blk.number.with_mut(|q| unsafe { *q = n });
+        // The encoder writes the payload without the area's lock.
+        blk.payload.with_mut(|q| unsafe { *q = value(n) });
+        // `send_staged`: the note under the area's lock, then no longer
+        // staged.
+        let mut a = a.lock().unwrap();
+        while p.lock().unwrap().try_send(NOTE_TAG, &note(n)).is_err() {
+            thread::yield_now();
+        }
+        a.staged = false;
+    });
+    let (a, p, b) = (area.clone(), producer.clone(), blocks.clone());
+    let other = thread::spawn(move || {
+        let mut a = a.lock().unwrap();
+        if a.staged {
+            // `try_alloc` refuses: the frame goes in the ring itself.
+            drop(a);
+            while p.lock().unwrap().try_send(0, &[7; 8]).is_err() {
+                thread::yield_now();
+            }
+            return;
+        }
+        // `send_block`: allocated, written and noted under the lock.
+        a.number += 1;
+        let n = a.number;
+        let blk = &b[n as usize - 1];
+        blk.state.store(WRITTEN, order::MARK_WRITTEN);
+        // SAFETY: loom checks that no access races with these writes.
+        blk.number.with_mut(|q| unsafe { *q = n });
+        blk.payload.with_mut(|q| unsafe { *q = value(n) });
+        while p.lock().unwrap().try_send(NOTE_TAG, &note(n)).is_err() {
+            thread::yield_now();
+        }
+    });
+    let mut last = 0;
+    for _ in 0..2 {
+        let (tag, bytes) = loop {
+            match consumer.try_peek().unwrap() {
+                Some(f) => {
+                    let got = (f.tag(), f.to_vec());
+                    f.release();
+                    break got;
+                }
+                None => thread::yield_now(),
+            }
+        };
+        if tag == 0 {
+            assert_eq!(bytes, [7; 8]);
+            continue;
+        }
+        assert_eq!(tag, NOTE_TAG);
+        let n = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+        assert!(n > last, "notes come in their blocks' number order");
+        last = n;
+        let blk = &blocks[n as usize - 1];
+        assert_eq!(blk.state.load(order::CHECK_STATE), WRITTEN);
+        // SAFETY: loom checks that no write races with these reads.
+        assert_eq!(blk.number.with(|q| unsafe { *q }), n);
+        assert_eq!(blk.payload.with(|q| unsafe { *q }), value(n));
+    }
+    stager.join().unwrap();
+    other.join().unwrap();
+}
+
+#[test]
+fn loom_rendezvous_a_staged_block_beside_another_sender() {
+    model(None, a_staged_block_beside_another_sender);
+}
