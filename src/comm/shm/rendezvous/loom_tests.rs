@@ -12,7 +12,9 @@
 //! code's order with the code's states and orderings (`super::order`). So
 //! loom reports a read of the block that races with its rewrite (a take
 //! back or a reclaim too weak, or a take back before the reads), and a
-//! check that could see a stale state or number. Run with:
+//! check that could see a stale state or number. A staged block (rule S)
+//! is modelled beside another sender of the locale, with the area's lock
+//! a loom mutex. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom_rendezvous`
 
 use super::{Block, NOTE_LEN, NOTE_TAG, RETURN_TAG, TAKEN, WRITTEN, order};

@@ -1,6 +1,7 @@
 //! Tests of the rendezvous areas: allocation first in, first out, taking
-//! back only the oldest blocks, the restart at 0, the wrap, and the
-//! receiver's checks of every note (`README.md`, "Rendezvous").
+//! back only the oldest blocks, the restart at 0, the wrap, staged blocks
+//! (rule S), and the receiver's checks of every note (`README.md`,
+//! "Rendezvous").
 
 use super::*;
 use crate::comm::shm::region::{Area, Layout, MAX_ALIGN};
