@@ -429,8 +429,12 @@ impl Gather<'_> {
         let head = self.bytes.len();
         // SAFETY: the room is at least `need` bytes at `base` (reserved
         // or resized just now), this encoding's alone until it is sent or
-        // dropped; `from + head + data.len() == need`; neither source (the
-        // bytes' buffer, the serialized value's memory) lies in it.
+        // dropped; `from + head + data.len() == need`. Neither source lies
+        // in it: the bytes' buffer is this process's heap, and the
+        // value's memory, wherever it lies (the heap, or shared memory: a
+        // frame lent to this locale, a block of ours returned and still
+        // held, a segment), is not the free space of our area the room
+        // was just made of.
         unsafe {
             crate::copy::copy_raw(self.bytes.as_ptr(), base.add(from), head);
             crate::copy::copy_raw(data.as_ptr(), base.add(from + head), data.len());
