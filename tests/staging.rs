@@ -108,6 +108,7 @@ enum Meddle {
     #[default]
     Nothing,
     CallsTheSameLocale,
+    CallsThenFails,
     Sleeps,
     Fails,
     Panics,
@@ -120,10 +121,15 @@ impl Serialize for Meddler {
         st.serialize_field("before", &self.before)?;
         match self.what {
             Meddle::Nothing => {}
-            Meddle::CallsTheSameLocale => {
+            Meddle::CallsTheSameLocale | Meddle::CallsThenFails => {
                 let v = values(200_000, 9);
                 let back = cantus::on(1, negate(v.clone())).join().unwrap();
                 assert!(common::negated(&back, &v), "the call made while staged");
+                if matches!(self.what, Meddle::CallsThenFails) {
+                    // Its staged block, with the call's after it, goes
+                    // back.
+                    return Err(S::Error::custom("this argument does not encode"));
+                }
             }
             Meddle::Sleeps => cantus::task::sleep(std::time::Duration::from_millis(20)),
             Meddle::Fails => return Err(S::Error::custom("this argument does not encode")),
@@ -270,12 +276,13 @@ fn a_sender_that_sends_or_waits_while_staged_stops_no_one() {
         &[],
         || {
             // Its `Serialize` makes a large call to the same locale while
-            // its own frame is staged there: that call goes another way.
+            // its own frame is staged there: that call is staged in a
+            // block of its own, after the first, and goes first.
             let m = meddler(Meddle::CallsTheSameLocale);
             let want = sums(&m);
             let before = staged_now();
             assert_eq!(cantus::on(1, SumMeddler(m)).join().unwrap(), want);
-            assert!(staged_since(before).0 >= 1, "the outer frame was staged");
+            assert!(staged_since(before).0 >= 1, "the inner call was staged");
             // It sleeps while staged; other tasks of this locale send
             // large calls meanwhile, and many at once after it.
             cantus::scope(|s| {
@@ -310,6 +317,12 @@ fn a_frame_that_fails_or_panics_while_staged_gives_its_block_back() {
                 err.to_string().contains("does not encode"),
                 "the encoding's own error: {err}"
             );
+            // Given back with a block after it: passed once that one came
+            // back.
+            let err = cantus::on(1, SumMeddler(meddler(Meddle::CallsThenFails)))
+                .join()
+                .unwrap_err();
+            assert!(err.to_string().contains("does not encode"), "{err}");
             let panicked = std::panic::catch_unwind(|| {
                 cantus::on(1, SumMeddler(meddler(Meddle::Panics))).join()
             });

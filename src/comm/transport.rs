@@ -442,7 +442,7 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// copies the other parts around them and nothing else. On shared
     /// memory a rendezvous block (`comm/shm/README.md`, "Rendezvous",
     /// rule S): `None` unless `need` is more than a ring frame and no more
-    /// than a block, and the pair's area has room and no staged block.
+    /// than a block, and the pair's area has room.
     /// Dropped unsent, the room is given back. By default, `None`.
     fn stage(&self, _dest: usize, _need: usize, _want: usize) -> Option<Staged> {
         None

@@ -35,8 +35,9 @@
 //! instead of into a buffer and from there. An encoding whose room cannot
 //! take its end is moved back into its bytes (one copy more, as before);
 //! one dropped unsent gives its room back. The encoder does not hold the
-//! room's lock while it runs (a `Serialize` may send, or wait); the
-//! transport allocates no other block of the pair meanwhile.
+//! room's lock while it runs (a `Serialize` may send, or wait), and other
+//! frames go meanwhile as ever: the transport numbers the staged block
+//! when it is sent.
 //!
 //! In debug builds, an encoding of 64 KiB or more that the codec wrote
 //! in small pieces (a large `Vec<u32>` or `Vec<[f64; 3]>`, which serde

@@ -116,16 +116,6 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    /// Its number in its area.
-    pub(crate) fn number(&self) -> u64 {
-        self.number
-    }
-
-    /// Its payload's length in bytes.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
     /// The note that names it, for the ring.
     pub(crate) fn note(&self) -> [u8; NOTE_LEN] {
         let mut n = [0u8; NOTE_LEN];
@@ -152,11 +142,10 @@ pub(crate) struct Outbound {
     next: usize,
     /// The newest block's number.
     number: u64,
-    /// The newest block, when its sender writes it in place before
-    /// sending it (a *staged* block: rule S of `README.md`): until it is
-    /// sent or given back, no other block is allocated, so its note is
-    /// still the next in number order whenever it goes.
-    staged: Option<u64>,
+    /// Staged blocks (rule S of `README.md`) among `live`, and the last
+    /// stage number given (each staged block's own, never reused).
+    staged: usize,
+    stages: u64,
 }
 
 /// A block of an [`Outbound`] not yet taken back: where it lies, what it
@@ -166,7 +155,11 @@ pub(crate) struct Outbound {
 struct Live {
     offset: usize,
     len: usize,
+    /// Its number; 0 while it is staged, and once a staged block was
+    /// given back (never a note's: numbers start at 1).
     number: u64,
+    /// Its stage number while it is staged (rule S), else 0.
+    stage: u64,
 }
 
 /// A return checked against the sender's records: the frame is the `len`
@@ -201,7 +194,8 @@ impl Outbound {
             held: Arc::new(Mutex::new(Vec::new())),
             next: 0,
             number: 0,
-            staged: None,
+            staged: 0,
+            stages: 0,
         }
     }
 
@@ -265,10 +259,6 @@ impl Outbound {
     /// Allocates a block for `len` payload bytes, or `None` when the area
     /// has no room now (its receiver has not taken enough yet).
     pub(crate) fn try_alloc(&mut self, len: usize) -> Option<Block> {
-        if self.staged.is_some() {
-            // Rule S: a staged block's note must be the next one.
-            return None;
-        }
         let size = footprint(len);
         self.reclaim();
         let offset = self.place(size)?;
@@ -290,6 +280,7 @@ impl Outbound {
             offset,
             len,
             number: block.number,
+            stage: 0,
         });
         self.next = offset + size;
         Some(block)
@@ -321,92 +312,152 @@ impl Outbound {
     }
 
     /// Allocates a block for up to `len` payload bytes that its sender
-    /// writes in place before sending it (rule S of `README.md`): staged
-    /// until [`send_staged`](Self::send_staged) or
-    /// [`unstage`](Self::unstage); meanwhile `try_alloc` allocates
-    /// nothing. `None` if the area has no room now, or a block is staged.
-    pub(crate) fn stage(&mut self, len: usize) -> Option<Block> {
-        let block = self.try_alloc(len)?;
-        self.staged = Some(block.number);
-        Some(block)
-    }
-
-    /// The staged block, if `number` is it.
-    fn staged(&self, number: u64) -> Option<Live> {
-        let last = self.live.back().copied()?;
-        (self.staged == Some(number) && last.number == number).then_some(last)
-    }
-
-    /// Makes the staged `block` (the newest) `len` payload bytes long,
-    /// keeping its first bytes where they are, if the area has room for
-    /// it: false (the block unchanged) if not, or if `block` is not the
-    /// staged one.
-    pub(crate) fn resize_staged(&mut self, block: &mut Block, len: usize) -> bool {
+    /// writes in place, without this area's lock, before sending it
+    /// (rule S of `README.md`): staged, with no number yet, until
+    /// [`send_staged`](Self::send_staged) numbers it (its note is then
+    /// the next in number order) or [`unstage`](Self::unstage) gives it
+    /// back. Other blocks are allocated after it meanwhile. Its stage
+    /// number names it; `None` if the area has no room now.
+    pub(crate) fn stage(&mut self, len: usize) -> Option<(u64, NonNull<u8>)> {
+        let size = footprint(len);
         self.reclaim();
-        let Some(last) = self.staged(block.number) else {
-            return false;
-        };
-        // The room after the block: to the area's end, or (when it lies
-        // before the oldest live block, after a wrap) to that block.
-        let end = match self.live.front() {
-            Some(head) if head.offset > last.offset => head.offset,
-            _ => self.cap,
-        };
-        if last.offset + footprint(len) > end {
-            return false;
+        let offset = self.place(size)?;
+        self.stages += 1;
+        // SAFETY: [offset, offset + size) is free space of the area (by
+        // `place`): no receiver reads it. WRITTEN keeps `reclaim` behind
+        // it; the number is written when it is sent.
+        unsafe {
+            let h = self.base.as_ptr().add(offset).cast::<BlockHeader>();
+            (*h).state.store(WRITTEN, order::MARK_WRITTEN);
+            std::ptr::addr_of_mut!((*h).len).write(len as u64);
+            std::ptr::addr_of_mut!((*h).number).write(0);
         }
-        block.len = len;
-        self.live.back_mut().expect("the staged block is live").len = len;
-        self.next = last.offset + footprint(len);
+        self.live.push_back(Live {
+            offset,
+            len,
+            number: 0,
+            stage: self.stages,
+        });
+        self.staged += 1;
+        self.next = offset + size;
+        // SAFETY: the payload lies inside the area at `base`.
+        let payload =
+            unsafe { NonNull::new_unchecked(self.base.as_ptr().add(offset + BLOCK_HEADER)) };
+        Some((self.stages, payload))
+    }
+
+    /// Where the staged block `stage` is among the live ones.
+    fn staged_at(&self, stage: u64) -> Option<usize> {
+        if stage == 0 || self.staged == 0 {
+            return None;
+        }
+        self.live.iter().rposition(|b| b.stage == stage)
+    }
+
+    /// The staged block `stage`, if it still is: its payload's address
+    /// and length.
+    pub(crate) fn staged_payload(&self, stage: u64) -> Option<(NonNull<u8>, usize)> {
+        let b = self.live[self.staged_at(stage)?];
+        // SAFETY: the block's payload lies inside the area at `base`.
+        let p = unsafe { NonNull::new_unchecked(self.base.as_ptr().add(b.offset + BLOCK_HEADER)) };
+        Some((p, b.len))
+    }
+
+    /// The staged block whose payload holds the `len` bytes at `at`, if
+    /// any: its stage number, and where they lie in its payload.
+    pub(crate) fn staged_holding(&self, at: usize, len: usize) -> Option<(u64, usize)> {
+        if self.staged == 0 || len == 0 {
+            return None;
+        }
+        let base = self.base.as_ptr() as usize;
+        self.live.iter().filter(|b| b.stage != 0).find_map(|b| {
+            let payload = base + b.offset + BLOCK_HEADER;
+            (at >= payload && at + len <= payload + b.len).then(|| (b.stage, at - payload))
+        })
+    }
+
+    /// Makes the staged block `stage` `len` payload bytes long, keeping
+    /// its first bytes where they are: longer only while it is the newest
+    /// block and into free space, shorter anywhere. False (the block
+    /// unchanged) if it cannot, or is not staged.
+    pub(crate) fn resize_staged(&mut self, stage: u64, len: usize) -> bool {
+        self.reclaim();
+        let Some(i) = self.staged_at(stage) else {
+            return false;
+        };
+        let b = self.live[i];
+        let newest = i + 1 == self.live.len();
+        if len > b.len {
+            // The room after the block: to the area's end, or (when it
+            // lies before the oldest live block, after a wrap) to that
+            // block.
+            let end = match self.live.front() {
+                Some(head) if head.offset > b.offset => head.offset,
+                _ => self.cap,
+            };
+            if !newest || b.offset + footprint(len) > end {
+                return false;
+            }
+        }
+        self.live[i].len = len;
+        if newest {
+            self.next = b.offset + footprint(len);
+        }
         // SAFETY: the block is ours alone until its note is sent (staged);
         // its header lies inside the area (allocation made it so).
         unsafe {
-            let h = self.base.as_ptr().add(last.offset).cast::<BlockHeader>();
+            let h = self.base.as_ptr().add(b.offset).cast::<BlockHeader>();
             std::ptr::addr_of_mut!((*h).len).write(len as u64);
         }
         true
     }
 
-    /// The staged `block` is being sent (its note goes on the ring under
-    /// the caller's lock of this area): it becomes a block like any other.
-    /// Its length must be final (`resize_staged`).
-    pub(crate) fn send_staged(&mut self, block: &Block) {
-        debug_assert!(
-            self.staged(block.number)
-                .is_some_and(|b| b.len == block.len)
-        );
-        self.staged = None;
-    }
-
-    /// Gives back the staged block numbered `number`, never sent; nothing
-    /// if it is not the staged one (it was sent).
-    pub(crate) fn unstage(&mut self, number: u64) {
-        if let Some(last) = self.staged(number) {
-            self.staged = None;
-            self.unalloc(Block {
-                offset: last.offset,
-                len: last.len,
-                number,
-            });
+    /// Numbers the staged block `stage`, whose note its caller puts on
+    /// the ring now, under this area's lock (so notes still go in number
+    /// order): it becomes a block like any other. Its length is final
+    /// (`resize_staged`).
+    pub(crate) fn send_staged(&mut self, stage: u64) -> Block {
+        let i = self.staged_at(stage).expect("a staged block");
+        self.number += 1;
+        let b = &mut self.live[i];
+        b.number = self.number;
+        b.stage = 0;
+        self.staged -= 1;
+        let block = Block {
+            offset: b.offset,
+            len: b.len,
+            number: b.number,
+        };
+        // SAFETY: the block is ours alone until its note is sent; its
+        // header lies inside the area.
+        unsafe {
+            let h = self.base.as_ptr().add(block.offset).cast::<BlockHeader>();
+            std::ptr::addr_of_mut!((*h).number).write(block.number);
         }
+        block
     }
 
-    /// The staged block's payload, if `number` is it: its address.
-    pub(crate) fn staged_payload(&self, number: u64) -> Option<NonNull<u8>> {
-        let last = self.staged(number)?;
-        // SAFETY: the block's payload lies inside the area at `base`.
-        Some(unsafe { NonNull::new_unchecked(self.base.as_ptr().add(last.offset + BLOCK_HEADER)) })
-    }
-
-    /// The staged block, if any: where it is and how long.
-    pub(crate) fn staged_block(&self) -> Option<Block> {
-        let number = self.staged?;
-        let last = self.staged(number)?;
-        Some(Block {
-            offset: last.offset,
-            len: last.len,
-            number,
-        })
+    /// Gives back the staged block `stage`, never sent; nothing if it is
+    /// not staged any more (it was sent). The newest block leaves the
+    /// area at once; one with blocks after it is marked taken, and
+    /// `reclaim` passes it once the blocks before it came back.
+    pub(crate) fn unstage(&mut self, stage: u64) {
+        let Some(i) = self.staged_at(stage) else {
+            return;
+        };
+        self.staged -= 1;
+        if i + 1 == self.live.len() {
+            self.live.pop_back();
+            self.next = match self.live.back() {
+                Some(b) => b.offset + footprint(b.len),
+                None => 0,
+            };
+        } else {
+            self.live[i].stage = 0;
+            // Under this area's lock, as `reclaim`'s load of it.
+            let offset = self.live[i].offset;
+            self.header(offset).state.store(TAKEN, order::TAKE_BACK);
+        }
     }
 
     /// Checks a return note (`RETURN_TAG`) from this area's receiver
@@ -416,7 +467,10 @@ impl Outbound {
     /// return accepted is held (`held`) until its [`Returned`] take-back.
     pub(crate) fn check_return(&mut self, note: &[u8]) -> Result<Return, String> {
         let [frame, len, number] = note_words(note)?;
-        let Some(block) = self.live.iter().find(|b| b.number == number).copied() else {
+        // Staged blocks, and staged blocks given back, have number 0, which
+        // no note carries.
+        let found = self.live.iter().find(|b| b.number == number && number != 0);
+        let Some(block) = found.copied() else {
             return Err(format!(
                 "a return of block number {number}, which is not out (never sent, or taken back)"
             ));

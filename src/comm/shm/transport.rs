@@ -10,7 +10,7 @@
 use super::futex::{futex_wait, futex_wake};
 use super::region::{Area, HEADER_SIZE, LINE, Layout, MAX_ALIGN, Region};
 use super::rendezvous::{
-    self, Block, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound, RETURN_TAG, Returned,
+    self, Blocks, Inbound, NOTE_LEN, NOTE_TAG, Outbound, RETURN_TAG, Returned,
 };
 use super::ring::{self, Consumer, Producer};
 use crate::comm::symmetric::{AREA_ALIGN, Areas, CONTROL_BYTES, SCRATCH_BYTES, SymmetricAreas};
@@ -395,10 +395,9 @@ impl ShmTransport {
         // go onto each ring in the order of their blocks' numbers (which
         // the receiver checks).
         let mut area = area.lock().unwrap();
-        if let Some(staged) = area.staged_block() {
-            // Rule S: the staged block goes next, with the frame written
-            // in it; any other frame waits for large room.
-            return self.send_staged(&mut area, staged, parts, len, producer);
+        if let Some(sent) = self.send_staged(&mut area, parts, len, producer) {
+            // Rule S: written in its staged block.
+            return sent;
         }
         let block = area.try_alloc(len).ok_or(SendError::NoLargeRoom)?;
         write_parts(area.payload_mut(&block), parts);
@@ -418,67 +417,72 @@ impl ShmTransport {
         }
     }
 
-    /// Sends the frame `parts` (`len` bytes) in the area's staged block
-    /// (rule S of `README.md`), if it is the frame written there: its
-    /// parts that lie in the block lie where the frame puts them (the
-    /// staged bytes, not copied), and the others are copied around them.
-    /// `NoLargeRoom` for any other frame (it waits, as for an area with
-    /// no room, until the staged one went or was given back), or if the
-    /// block cannot grow to the frame; `Full` if the ring has no room for
-    /// the note (the block stays staged, the frame written in it).
+    /// Sends the frame `parts` (`len` bytes) in the staged block it was
+    /// written in (rule S of `README.md`), if it was: one of its parts
+    /// lies in a staged block exactly where the frame puts it (the staged
+    /// bytes, not copied), and the others, copied around it, lie outside
+    /// that block. `None` if not (or if the block cannot grow to the
+    /// frame): the frame goes in a block of its own, as any. `Full` if
+    /// the ring has no room for the note (the block stays staged, the
+    /// frame written in it).
     fn send_staged(
         &self,
         area: &mut Outbound,
-        mut block: Block,
         parts: &[&[u8]],
         len: usize,
         producer: &Mutex<Outgoing>,
-    ) -> Result<(), SendError> {
-        let payload = area
-            .staged_payload(block.number())
-            .expect("the staged block")
-            .as_ptr();
-        let room = payload as usize..payload as usize + block.len().max(len);
-        let mut in_place = 0;
+    ) -> Option<Result<(), SendError>> {
+        let mut at = 0;
+        let stage = parts.iter().find_map(|part| {
+            let held = area.staged_holding(part.as_ptr() as usize, part.len());
+            let found = held.and_then(|(stage, pos)| (pos == at).then_some(stage));
+            at += part.len();
+            found
+        })?;
+        let (payload, room) = area.staged_payload(stage)?;
+        let payload = payload.as_ptr() as usize;
+        let block = payload..payload + room.max(len);
         let mut at = 0;
         for part in parts {
             let p = part.as_ptr() as usize;
-            let overlaps = !part.is_empty() && p < room.end && room.start < p + part.len();
-            if overlaps {
-                if p != payload as usize + at {
-                    // Bytes of the block, not where the frame puts them.
-                    return Err(SendError::NoLargeRoom);
-                }
-                in_place += 1;
+            if !part.is_empty()
+                && p < block.end
+                && block.start < p + part.len()
+                && p != payload + at
+            {
+                // Bytes of the block, not where the frame puts them.
+                return None;
             }
             at += part.len();
         }
-        if in_place == 0 || !area.resize_staged(&mut block, len) {
-            return Err(SendError::NoLargeRoom);
+        if !area.resize_staged(stage, len) {
+            return None;
         }
         let mut at = 0;
         for part in parts {
-            if part.as_ptr() as usize != payload as usize + at {
+            if part.as_ptr() as usize != payload + at {
                 // SAFETY: the block's payload is `len` bytes at `payload`,
                 // ours alone while it is staged (`resize_staged` made it
                 // that long); this part lies outside it (checked above),
                 // and `at + part.len() <= len`.
-                unsafe { crate::copy::copy_raw(part.as_ptr(), payload.add(at), part.len()) };
+                unsafe {
+                    crate::copy::copy_raw(part.as_ptr(), (payload + at) as *mut u8, part.len())
+                };
             }
             at += part.len();
         }
         let mut p = producer.lock().unwrap();
         let p = &mut *p;
-        let mut slot = p
-            .ring
-            .try_reserve(NOTE_TAG, NOTE_LEN)
-            .map_err(|_| SendError::Full)?;
-        area.send_staged(&block);
+        let Ok(mut slot) = p.ring.try_reserve(NOTE_TAG, NOTE_LEN) else {
+            return Some(Err(SendError::Full));
+        };
+        // Numbered now, under the area's lock: its note is the next.
+        let block = area.send_staged(stage);
         slot.payload_mut().copy_from_slice(&block.note());
         slot.commit();
         p.taken += 1;
         STAGED_SENT.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        Some(Ok(()))
     }
 
     /// The block a note from `src` names, checked, lent to the receiver.
@@ -614,39 +618,45 @@ struct ShmStage {
     area: Arc<Mutex<Outbound>>,
     /// Keeps the block's memory mapped while the room may be written.
     _region: Arc<Region>,
-    block: Block,
+    /// Its stage number in the area.
+    stage: u64,
+    /// Its payload's length (as this room last made it).
+    len: usize,
     /// The longest frame a block takes.
     max: usize,
 }
 
+impl ShmStage {
+    fn area(&self) -> std::sync::MutexGuard<'_, Outbound> {
+        self.area.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 impl StagedFrame for ShmStage {
     fn as_mut_ptr(&self) -> *mut u8 {
-        let area = self.area.lock().unwrap_or_else(|e| e.into_inner());
-        area.staged_payload(self.block.number())
+        self.area()
+            .staged_payload(self.stage)
             .expect("a staged block is written only before it is sent")
+            .0
             .as_ptr()
     }
 
     fn len(&self) -> usize {
-        self.block.len()
+        self.len
     }
 
     fn resize(&mut self, len: usize) -> bool {
-        len <= self.max
-            && self
-                .area
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .resize_staged(&mut self.block, len)
+        let done = len <= self.max && self.area().resize_staged(self.stage, len);
+        if done {
+            self.len = len;
+        }
+        done
     }
 }
 
 impl Drop for ShmStage {
     fn drop(&mut self) {
-        self.area
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .unstage(self.block.number());
+        self.area().unstage(self.stage);
     }
 }
 
@@ -703,14 +713,13 @@ impl Transport for ShmTransport {
             return None;
         }
         let area = self.bulk_out.get(dest)?.as_ref()?;
-        let block = area
-            .lock()
-            .unwrap()
-            .stage(want.clamp(need, self.max_frame))?;
+        let len = want.clamp(need, self.max_frame);
+        let (stage, _) = area.lock().unwrap().stage(len)?;
         Some(Box::new(ShmStage {
             area: area.clone(),
             _region: self.region.clone(),
-            block,
+            stage,
+            len,
             max: self.max_frame,
         }))
     }

@@ -14,7 +14,7 @@
 //! back or a reclaim too weak, or a take back before the reads), and a
 //! check that could see a stale state or number. A staged block (rule S)
 //! is modelled beside another sender of the locale, with the area's lock
-//! a loom mutex. Run with:
+//! a loom mutex, numbered when its note goes. Run with:
 //! `RUSTFLAGS="--cfg loom" cargo test --release --lib --target-dir target/loom loom_rendezvous`
 
 use super::{Block, NOTE_LEN, NOTE_TAG, RETURN_TAG, TAKEN, WRITTEN, order};
@@ -175,111 +175,83 @@ fn loom_rendezvous_calls_answered_in_their_block() {
     model(None, || calls_answered_in_their_block(2));
 }
 
-/// The sender's side of an area in the model (`Outbound` under its lock):
-/// the newest block's number, and whether it is staged.
-#[derive(Default)]
-struct AreaModel {
-    number: u64,
-    staged: bool,
-}
-
 /// Rule S: one sender stages a block (allocated under the area's lock,
-/// written without it, its note sent under it later) while another sender
-/// of the same locale sends a large frame: refused a block while one is
-/// staged, it goes as a ring frame (B3's fragments, here one frame of tag
-/// 0), else in a block of its own, written under the lock. The receiver
-/// must see notes in their blocks' number order (B5) and every staged
-/// write before it reads the block: a staged write outside the lock that
-/// the note's Release did not order is a race loom reports.
+/// written without it, numbered and noted under it later) while another
+/// sender of the same locale allocates, numbers, writes and notes a block
+/// of its own under the lock, before or after. The receiver must see
+/// notes in number order (B5), each block's header repeating its note,
+/// and every staged write before it reads the block: a staged write
+/// outside the lock that the note's Release did not order, or a number
+/// written after the note, is a race loom reports.
 fn a_staged_block_beside_another_sender() {
     use loom::sync::Mutex;
     let (producer, mut consumer) = loom_pair(64);
     let producer = Arc::new(Mutex::new(producer));
-    let area = Arc::new(Mutex::new(AreaModel::default()));
+    // The area's newest number (`Outbound::number`), under its lock.
+    let area = Arc::new(Mutex::new(0u64));
+    // Block 0 is the staged one, block 1 the other sender's.
     let blocks: Arc<[LoomBlock; 2]> = Arc::new(std::array::from_fn(|_| LoomBlock {
         state: AtomicU32::new(TAKEN),
         number: UnsafeCell::new(0),
         payload: UnsafeCell::new(0),
     }));
-    let note = |n: u64| {
+    let note = |block: usize, n: u64| {
         Block {
-            offset: 0,
+            offset: block * 64,
             len: 8,
             number: n,
         }
         .note()
     };
-    let (a, p, b) = (area.clone(), producer.clone(), blocks.clone());
-    let stager = thread::spawn(move || {
-        // `Outbound::stage`: a number, WRITTEN, under the lock.
-        let n = {
-            let mut a = a.lock().unwrap();
-            a.number += 1;
-            a.staged = true;
-            a.number
-        };
-        let blk = &b[n as usize - 1];
-        blk.state.store(WRITTEN, order::MARK_WRITTEN);
-        // SAFETY: loom checks that no access races with these writes.
+    // Numbers the block under the area's lock and sends its note.
+    let number_and_send = move |blk: &LoomBlock, p: &Mutex<Producer>, n: u64, block: usize| {
+        // SAFETY: loom checks that no access races with this write.
         blk.number.with_mut(|q| unsafe { *q = n });
-        // The encoder writes the payload without the area's lock.
-        blk.payload.with_mut(|q| unsafe { *q = value(n) });
-        // `send_staged`: the note under the area's lock, then no longer
-        // staged.
-        let mut a = a.lock().unwrap();
-        while p.lock().unwrap().try_send(NOTE_TAG, &note(n)).is_err() {
+        while p
+            .lock()
+            .unwrap()
+            .try_send(NOTE_TAG, &note(block, n))
+            .is_err()
+        {
             thread::yield_now();
         }
-        a.staged = false;
+    };
+    let (a, p, b) = (area.clone(), producer.clone(), blocks.clone());
+    let stager = thread::spawn(move || {
+        // `Outbound::stage`: WRITTEN, no number, under the lock.
+        drop(a.lock().unwrap());
+        b[0].state.store(WRITTEN, order::MARK_WRITTEN);
+        // The encoder writes the payload without the area's lock.
+        // SAFETY: loom checks that no access races with this write.
+        b[0].payload.with_mut(|q| unsafe { *q = value(0) });
+        // `send_staged`: numbered and noted under the area's lock.
+        let mut n = a.lock().unwrap();
+        *n += 1;
+        number_and_send(&b[0], &p, *n, 0);
     });
     let (a, p, b) = (area.clone(), producer.clone(), blocks.clone());
     let other = thread::spawn(move || {
-        let mut a = a.lock().unwrap();
-        if a.staged {
-            // `try_alloc` refuses: the frame goes in the ring itself.
-            drop(a);
-            while p.lock().unwrap().try_send(0, &[7; 8]).is_err() {
-                thread::yield_now();
-            }
-            return;
-        }
-        // `send_block`: allocated, written and noted under the lock.
-        a.number += 1;
-        let n = a.number;
-        let blk = &b[n as usize - 1];
-        blk.state.store(WRITTEN, order::MARK_WRITTEN);
-        // SAFETY: loom checks that no access races with these writes.
-        blk.number.with_mut(|q| unsafe { *q = n });
-        blk.payload.with_mut(|q| unsafe { *q = value(n) });
-        while p.lock().unwrap().try_send(NOTE_TAG, &note(n)).is_err() {
-            thread::yield_now();
-        }
+        // `send_block`: allocated, numbered, written and noted under the
+        // lock.
+        let mut n = a.lock().unwrap();
+        *n += 1;
+        b[1].state.store(WRITTEN, order::MARK_WRITTEN);
+        // SAFETY: loom checks that no access races with this write.
+        b[1].payload.with_mut(|q| unsafe { *q = value(1) });
+        number_and_send(&b[1], &p, *n, 1);
     });
     let mut last = 0;
     for _ in 0..2 {
-        let (tag, bytes) = loop {
-            match consumer.try_peek().unwrap() {
-                Some(f) => {
-                    let got = (f.tag(), f.to_vec());
-                    f.release();
-                    break got;
-                }
-                None => thread::yield_now(),
-            }
-        };
-        if tag == 0 {
-            assert_eq!(bytes, [7; 8]);
-            continue;
-        }
-        assert_eq!(tag, NOTE_TAG);
+        let bytes = next_note(&mut consumer, NOTE_TAG);
+        let block = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize / 64;
         let n = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
-        assert!(n > last, "notes come in their blocks' number order");
+        assert!(n > last, "notes come in number order");
         last = n;
-        let blk = &blocks[n as usize - 1];
+        let blk = &blocks[block];
         assert_eq!(blk.state.load(order::CHECK_STATE), WRITTEN);
         // SAFETY: loom checks that no write races with these reads.
         assert_eq!(blk.number.with(|q| unsafe { *q }), n);
-        assert_eq!(blk.payload.with(|q| unsafe { *q }), value(n));
+        assert_eq!(blk.payload.with(|q| unsafe { *q }), value(block as u64));
     }
     stager.join().unwrap();
     other.join().unwrap();

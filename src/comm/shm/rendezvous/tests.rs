@@ -290,64 +290,99 @@ fn a_block_taken_before_its_return_is_refused() {
     assert!(e.contains("not out"), "{e}");
 }
 
-/// Rule S: a staged block holds up every other allocation until it is
-/// sent or given back, may grow into free space only, and goes with the
-/// next number whenever it goes.
+/// Writes `len` bytes of `byte` from `from` into the staged block
+/// `stage` (without a lock, as its encoder does).
+fn write_staged(out: &Outbound, stage: u64, from: usize, len: usize, byte: u8) {
+    let (p, room) = out.staged_payload(stage).expect("staged");
+    assert!(from + len <= room);
+    // SAFETY: the staged block's payload is `room` bytes at `p`, ours
+    // until it is sent; the range is inside it (asserted).
+    unsafe { std::ptr::write_bytes(p.as_ptr().add(from), byte, len) };
+}
+
+/// Rule S: a staged block is numbered when it is sent, so blocks
+/// allocated and sent after it come first in number order; it grows only
+/// while it is the newest, into free space, and shrinks anywhere.
 #[test]
-fn a_staged_block_is_the_next_to_go_and_grows_only_into_free_space() {
+fn a_staged_block_is_numbered_when_it_goes_and_grows_only_while_newest() {
     let (region, mut out, mut inb, blocks) = area();
     let first = send(&mut out, 100, 1).unwrap();
-    let mut staged = out.stage(1000).unwrap();
-    assert_eq!(staged.number, first.number + 1);
-    assert!(
-        out.try_alloc(10).is_none(),
-        "nothing is allocated behind it"
-    );
-    assert!(out.stage(10).is_none(), "nor staged");
-    // Written without the lock a sender would hold: the payload is ours.
-    let p = out.staged_payload(staged.number()).unwrap();
-    // SAFETY: the staged block's payload is 1000 bytes at `p`, ours.
-    unsafe { std::ptr::write_bytes(p.as_ptr(), 5, 1000) };
-    assert!(out.resize_staged(&mut staged, 3000), "room after it");
-    // SAFETY: now 3000 bytes, the first 1000 kept where they were.
-    unsafe { std::ptr::write_bytes(p.as_ptr().add(1000), 6, 2000) };
-    assert_eq!(out.staged_payload(staged.number()), Some(p));
-    // No further than the area's end.
-    assert!(!out.resize_staged(&mut staged, CAP), "past the area");
-    assert_eq!(staged.len(), 3000);
-    // Cut to the frame's length and sent.
-    assert!(out.resize_staged(&mut staged, 2500));
-    out.send_staged(&staged);
-    assert_eq!(out.staged_block().map(|b| b.number), None);
-    let t1 = inb.check(&region, 0, &first.note()).unwrap();
-    let t2 = inb.check(&region, 0, &staged.note()).unwrap();
+    let (stage, p) = out.stage(1000).unwrap();
+    write_staged(&out, stage, 0, 1000, 5);
+    assert!(out.resize_staged(stage, 3000), "the newest: room after it");
+    write_staged(&out, stage, 1000, 2000, 6);
+    assert_eq!(out.staged_payload(stage), Some((p, 3000)), "kept in place");
+    assert!(!out.resize_staged(stage, CAP), "not past the area");
+    // Another sender's block goes after it, and before it.
+    let other = send(&mut out, 200, 7).unwrap();
+    assert_eq!(other.number, first.number + 1, "numbered at once");
+    assert!(!out.resize_staged(stage, 4000), "not the newest: no longer");
+    assert!(out.resize_staged(stage, 2500), "but shorter");
+    // A return naming number 0 (a staged block's) names nothing.
+    assert!(out.check_return(&return_note(64, 8, 0)).is_err());
+    let staged = out.send_staged(stage);
+    assert_eq!(staged.number, other.number + 1, "numbered when sent");
+    assert_eq!(out.staged_payload(stage), None, "no longer staged");
+    let ts: Vec<Taken> = [first, other, staged]
+        .iter()
+        .map(|b| inb.check(&region, 0, &b.note()).unwrap())
+        .collect();
     let mut want = vec![5; 1000];
     want.resize(2500, 6);
-    assert_eq!(payload(&region, &t2), want);
-    // Sent: giving it back does nothing, and blocks follow it again.
-    out.unstage(staged.number);
-    let next = send(&mut out, 10, 7).unwrap();
-    assert_eq!(next.number, staged.number + 1);
-    assert_eq!(next.offset, staged.offset + footprint(2500));
-    blocks.take_back(t1.state);
-    blocks.take_back(t2.state);
+    assert_eq!(payload(&region, &ts[2]), want);
+    // Sent: giving it back does nothing.
+    out.unstage(stage);
+    assert_eq!(out.live(), 3);
+    for t in &ts {
+        blocks.take_back(t.state);
+    }
+    let again = send(&mut out, 10, 8).unwrap();
+    assert_eq!(again.offset, 0, "all taken back: the area restarts");
 }
 
 #[test]
 fn a_staged_block_given_back_leaves_the_area_as_it_was() {
     let (region, mut out, mut inb, _blocks) = area();
     let a = send(&mut out, 100, 1).unwrap();
-    let s = out.stage(5000).unwrap();
-    out.unstage(s.number + 1);
-    assert!(out.staged_block().is_some(), "another number: still staged");
-    out.unstage(s.number);
-    assert!(out.staged_block().is_none());
+    let (s, _) = out.stage(5000).unwrap();
+    out.unstage(s + 1);
+    assert!(
+        out.staged_payload(s).is_some(),
+        "another stage: still staged"
+    );
+    out.unstage(s);
+    assert!(out.staged_payload(s).is_none());
     assert_eq!(out.live(), 1);
     let b = send(&mut out, 100, 2).unwrap();
-    assert_eq!((b.offset, b.number), (s.offset, s.number));
+    assert_eq!(
+        b.offset,
+        footprint(100),
+        "the newest went: its room is free"
+    );
+    assert_eq!(b.number, a.number + 1);
     inb.check(&region, 0, &a.note()).unwrap();
     let t = inb.check(&region, 0, &b.note()).unwrap();
     assert_eq!(payload(&region, &t), vec![2; 100]);
+}
+
+/// A staged block given back with blocks after it stays until the blocks
+/// before it came back, then is passed as a taken one.
+#[test]
+fn a_staged_block_given_back_between_others_is_passed_once_they_are_back() {
+    let (region, mut out, mut inb, blocks) = area();
+    let len = CAP / 4 - BLOCK_HEADER;
+    let a = send(&mut out, len, 1).unwrap();
+    let (s, _) = out.stage(len).unwrap();
+    let c = send(&mut out, len, 3).unwrap();
+    out.unstage(s);
+    assert_eq!(out.live(), 3, "between two live blocks: kept");
+    let ta = inb.check(&region, 0, &a.note()).unwrap();
+    let tc = inb.check(&region, 0, &c.note()).unwrap();
+    blocks.take_back(tc.state);
+    blocks.take_back(ta.state);
+    let d = send(&mut out, 10, 4).unwrap();
+    assert_eq!(d.offset, 0, "all three passed: the area restarts");
+    assert_eq!(out.live(), 1);
 }
 
 #[test]
@@ -363,16 +398,17 @@ fn a_staged_block_after_a_wrap_grows_no_further_than_the_oldest() {
     // second, which is still out.
     blocks.take_back(ts[0].state);
     let _fourth = send(&mut out, len, 3).unwrap();
-    let mut s = out.stage(1000).unwrap();
-    assert_eq!(s.offset, 0, "wrapped");
-    assert!(out.resize_staged(&mut s, len - BLOCK_HEADER));
+    let (s, p) = out.stage(1000).unwrap();
+    let first_payload = region.ptr(Area::new(ts[0].payload, 1)).as_ptr();
+    assert_eq!(p.as_ptr(), first_payload, "wrapped to the area's start");
+    assert!(out.resize_staged(s, len - BLOCK_HEADER));
     assert!(
-        !out.resize_staged(&mut s, len + 64),
+        !out.resize_staged(s, len + 64),
         "the second block, still out, lies after it"
     );
     blocks.take_back(ts[1].state);
     assert!(
-        out.resize_staged(&mut s, 2 * len),
+        out.resize_staged(s, 2 * len),
         "the second taken back: its room is free"
     );
     blocks.take_back(ts[2].state);
