@@ -259,31 +259,57 @@ impl Outbound {
     /// Allocates a block for `len` payload bytes, or `None` when the area
     /// has no room now (its receiver has not taken enough yet).
     pub(crate) fn try_alloc(&mut self, len: usize) -> Option<Block> {
-        let size = footprint(len);
-        self.reclaim();
-        let offset = self.place(size)?;
+        let offset = self.alloc(len, self.number + 1, 0)?;
         self.number += 1;
-        let block = Block {
+        Some(Block {
             offset,
             len,
             number: self.number,
-        };
+        })
+    }
+
+    /// Places a WRITTEN block of `len` payload bytes, numbered `number`
+    /// (0: not yet) and staged as `stage` (0: not staged), after the
+    /// newest: its offset, or `None` when the area has no room now.
+    fn alloc(&mut self, len: usize, number: u64, stage: u64) -> Option<usize> {
+        let size = footprint(len);
+        self.reclaim();
+        let offset = self.place(size)?;
         // SAFETY: [offset, offset + size) is free space of the area (by
         // `place`): no receiver reads it (it was taken, or never sent).
         unsafe {
             let h = self.base.as_ptr().add(offset).cast::<BlockHeader>();
             (*h).state.store(WRITTEN, order::MARK_WRITTEN);
-            std::ptr::addr_of_mut!((*h).len).write(len as u64);
-            std::ptr::addr_of_mut!((*h).number).write(block.number);
         }
+        self.set_header(offset, len, number);
         self.live.push_back(Live {
             offset,
             len,
-            number: block.number,
-            stage: 0,
+            number,
+            stage,
         });
         self.next = offset + size;
-        Some(block)
+        Some(offset)
+    }
+
+    /// Writes the length and number words of the header of the block at
+    /// `offset`, one of ours not sent yet (allocated or staged).
+    fn set_header(&mut self, offset: usize, len: usize, number: u64) {
+        // SAFETY: `offset` is a block's, with its header inside the area
+        // (allocation made it so); until its note is sent the block is
+        // ours alone, and these two words only this side writes.
+        unsafe {
+            let h = self.base.as_ptr().add(offset).cast::<BlockHeader>();
+            std::ptr::addr_of_mut!((*h).len).write(len as u64);
+            std::ptr::addr_of_mut!((*h).number).write(number);
+        }
+    }
+
+    /// The first payload byte of the block at `offset`.
+    fn payload_ptr(&self, offset: usize) -> NonNull<u8> {
+        // SAFETY: a block's payload lies inside the area at `base`
+        // (allocation made it so), which is not null.
+        unsafe { NonNull::new_unchecked(self.base.as_ptr().add(offset + BLOCK_HEADER)) }
     }
 
     /// The payload of `block`, the newest block, to write.
@@ -292,23 +318,27 @@ impl Outbound {
         // SAFETY: the block was allocated by `try_alloc` and not sent yet,
         // so its payload (inside the area, by `place`) is ours alone.
         unsafe {
-            std::slice::from_raw_parts_mut(
-                self.base.as_ptr().add(block.offset + BLOCK_HEADER),
-                block.len,
-            )
+            std::slice::from_raw_parts_mut(self.payload_ptr(block.offset).as_ptr(), block.len)
         }
     }
 
     /// Gives back `block`, the newest block, never sent (its note found no
     /// room in the ring).
     pub(crate) fn unalloc(&mut self, block: Block) {
-        let last = self.live.pop_back();
+        let last = self.pop_newest();
         debug_assert_eq!(last.map(|b| b.offset), Some(block.offset));
         self.number -= 1;
+    }
+
+    /// Takes the newest block out of the area (never sent): the next one
+    /// goes where it was.
+    fn pop_newest(&mut self) -> Option<Live> {
+        let last = self.live.pop_back();
         self.next = match self.live.back() {
             Some(b) => b.offset + footprint(b.len),
             None => 0,
         };
+        last
     }
 
     /// Allocates a block for up to `len` payload bytes that its sender
@@ -318,32 +348,13 @@ impl Outbound {
     /// the next in number order) or [`unstage`](Self::unstage) gives it
     /// back. Other blocks are allocated after it meanwhile. Its stage
     /// number names it; `None` if the area has no room now.
-    pub(crate) fn stage(&mut self, len: usize) -> Option<(u64, NonNull<u8>)> {
-        let size = footprint(len);
-        self.reclaim();
-        let offset = self.place(size)?;
+    pub(crate) fn stage(&mut self, len: usize) -> Option<u64> {
+        // WRITTEN keeps `reclaim` behind it; its number is written when it
+        // is sent.
+        self.alloc(len, 0, self.stages + 1)?;
         self.stages += 1;
-        // SAFETY: [offset, offset + size) is free space of the area (by
-        // `place`): no receiver reads it. WRITTEN keeps `reclaim` behind
-        // it; the number is written when it is sent.
-        unsafe {
-            let h = self.base.as_ptr().add(offset).cast::<BlockHeader>();
-            (*h).state.store(WRITTEN, order::MARK_WRITTEN);
-            std::ptr::addr_of_mut!((*h).len).write(len as u64);
-            std::ptr::addr_of_mut!((*h).number).write(0);
-        }
-        self.live.push_back(Live {
-            offset,
-            len,
-            number: 0,
-            stage: self.stages,
-        });
         self.staged += 1;
-        self.next = offset + size;
-        // SAFETY: the payload lies inside the area at `base`.
-        let payload =
-            unsafe { NonNull::new_unchecked(self.base.as_ptr().add(offset + BLOCK_HEADER)) };
-        Some((self.stages, payload))
+        Some(self.stages)
     }
 
     /// Where the staged block `stage` is among the live ones.
@@ -358,9 +369,7 @@ impl Outbound {
     /// and length.
     pub(crate) fn staged_payload(&self, stage: u64) -> Option<(NonNull<u8>, usize)> {
         let b = self.live[self.staged_at(stage)?];
-        // SAFETY: the block's payload lies inside the area at `base`.
-        let p = unsafe { NonNull::new_unchecked(self.base.as_ptr().add(b.offset + BLOCK_HEADER)) };
-        Some((p, b.len))
+        Some((self.payload_ptr(b.offset), b.len))
     }
 
     /// The staged block whose payload holds the `len` bytes at `at`, if
@@ -369,9 +378,8 @@ impl Outbound {
         if self.staged == 0 || len == 0 {
             return None;
         }
-        let base = self.base.as_ptr() as usize;
         self.live.iter().filter(|b| b.stage != 0).find_map(|b| {
-            let payload = base + b.offset + BLOCK_HEADER;
+            let payload = self.payload_ptr(b.offset).as_ptr() as usize;
             (at >= payload && at + len <= payload + b.len).then(|| (b.stage, at - payload))
         })
     }
@@ -403,12 +411,7 @@ impl Outbound {
         if newest {
             self.next = b.offset + footprint(len);
         }
-        // SAFETY: the block is ours alone until its note is sent (staged);
-        // its header lies inside the area (allocation made it so).
-        unsafe {
-            let h = self.base.as_ptr().add(b.offset).cast::<BlockHeader>();
-            std::ptr::addr_of_mut!((*h).len).write(len as u64);
-        }
+        self.set_header(b.offset, len, 0);
         true
     }
 
@@ -428,12 +431,7 @@ impl Outbound {
             len: b.len,
             number: b.number,
         };
-        // SAFETY: the block is ours alone until its note is sent; its
-        // header lies inside the area.
-        unsafe {
-            let h = self.base.as_ptr().add(block.offset).cast::<BlockHeader>();
-            std::ptr::addr_of_mut!((*h).number).write(block.number);
-        }
+        self.set_header(block.offset, block.len, block.number);
         block
     }
 
@@ -447,11 +445,7 @@ impl Outbound {
         };
         self.staged -= 1;
         if i + 1 == self.live.len() {
-            self.live.pop_back();
-            self.next = match self.live.back() {
-                Some(b) => b.offset + footprint(b.len),
-                None => 0,
-            };
+            self.pop_newest();
         } else {
             self.live[i].stage = 0;
             // Under this area's lock, as `reclaim`'s load of it.

@@ -714,7 +714,7 @@ impl Transport for ShmTransport {
         }
         let area = self.bulk_out.get(dest)?.as_ref()?;
         let len = want.clamp(need, self.max_frame);
-        let (stage, _) = area.lock().unwrap().stage(len)?;
+        let stage = area.lock().unwrap().stage(len)?;
         Some(Box::new(ShmStage {
             area: area.clone(),
             _region: self.region.clone(),

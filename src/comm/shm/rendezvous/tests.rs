@@ -307,7 +307,8 @@ fn write_staged(out: &Outbound, stage: u64, from: usize, len: usize, byte: u8) {
 fn a_staged_block_is_numbered_when_it_goes_and_grows_only_while_newest() {
     let (region, mut out, mut inb, blocks) = area();
     let first = send(&mut out, 100, 1).unwrap();
-    let (stage, p) = out.stage(1000).unwrap();
+    let stage = out.stage(1000).unwrap();
+    let p = out.staged_payload(stage).unwrap().0;
     write_staged(&out, stage, 0, 1000, 5);
     assert!(out.resize_staged(stage, 3000), "the newest: room after it");
     write_staged(&out, stage, 1000, 2000, 6);
@@ -344,7 +345,7 @@ fn a_staged_block_is_numbered_when_it_goes_and_grows_only_while_newest() {
 fn a_staged_block_given_back_leaves_the_area_as_it_was() {
     let (region, mut out, mut inb, _blocks) = area();
     let a = send(&mut out, 100, 1).unwrap();
-    let (s, _) = out.stage(5000).unwrap();
+    let s = out.stage(5000).unwrap();
     out.unstage(s + 1);
     assert!(
         out.staged_payload(s).is_some(),
@@ -372,7 +373,7 @@ fn a_staged_block_given_back_between_others_is_passed_once_they_are_back() {
     let (region, mut out, mut inb, blocks) = area();
     let len = CAP / 4 - BLOCK_HEADER;
     let a = send(&mut out, len, 1).unwrap();
-    let (s, _) = out.stage(len).unwrap();
+    let s = out.stage(len).unwrap();
     let c = send(&mut out, len, 3).unwrap();
     out.unstage(s);
     assert_eq!(out.live(), 3, "between two live blocks: kept");
@@ -398,7 +399,8 @@ fn a_staged_block_after_a_wrap_grows_no_further_than_the_oldest() {
     // second, which is still out.
     blocks.take_back(ts[0].state);
     let _fourth = send(&mut out, len, 3).unwrap();
-    let (s, p) = out.stage(1000).unwrap();
+    let s = out.stage(1000).unwrap();
+    let p = out.staged_payload(s).unwrap().0;
     let first_payload = region.ptr(Area::new(ts[0].payload, 1)).as_ptr();
     assert_eq!(p.as_ptr(), first_payload, "wrapped to the area's start");
     assert!(out.resize_staged(s, len - BLOCK_HEADER));
