@@ -176,6 +176,14 @@ pub mod __test {
         crate::comm::shm::transport::staged_frames()
     }
 
+    /// How many Chant messages this process kept where MPI received them,
+    /// lent out of a batch of several frames (`comm/mpi/README.md`,
+    /// "Messages", 7).
+    #[cfg(not(loom))]
+    pub fn frames_lent_from_batches() -> u64 {
+        crate::remote::engine::frames_lent_from_batches()
+    }
+
     /// In an MPI job, the locales this rank shares a node's memory with
     /// (itself included; just itself where it is alone on its node or
     /// every frame goes through MPI), once the job started.

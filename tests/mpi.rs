@@ -371,9 +371,69 @@ impl Remote for Sink {
     }
 }
 
+/// Sizes of the messages a [`Keeper`] keeps: short ones, lent out of
+/// their batch where MPI carries them (`comm/mpi/README.md`, "Messages",
+/// 7), and tiny ones between, copied.
+const KEPT_SIZES: [usize; 7] = [1024, 1500, 600, 2048, 8, 0, 4000];
+
+/// The `i`th message a [`Keeper`] gets: its size and bytes.
+fn kept_message(i: usize) -> Vec<u8> {
+    pattern(KEPT_SIZES[i % KEPT_SIZES.len()] + i % 13)
+}
+
+/// Receives two windows of `count` messages each (tags in order) and
+/// keeps every one until the end: checks them all once the first window
+/// is in, drops every other one, checks the rest again while the second
+/// window comes in and after it. Returns how many messages this locale
+/// kept lent out of a batch meanwhile.
+#[derive(Serialize, Deserialize)]
+struct Keeper {
+    boss: chant::TaskId,
+    count: usize,
+}
+impl Remote for Keeper {
+    type Output = u64;
+    fn run(self) -> u64 {
+        let before = cantus::__test::frames_lent_from_batches();
+        chant::send(self.boss, HELLO, &[]).expect("hello");
+        let take = |first: usize| -> Vec<chant::Message> {
+            (first..first + self.count)
+                .map(|i| {
+                    let m = chant::recv(Source::Task(self.boss), Tag::Any);
+                    assert_eq!(m.tag() as usize, i, "order");
+                    m
+                })
+                .collect()
+        };
+        let check = |kept: &[(usize, chant::Message)], what: &str| {
+            for (i, m) in kept {
+                assert!(
+                    m.bytes() == kept_message(*i).as_slice(),
+                    "message {i} ({} bytes) changed {what}",
+                    m.bytes().len()
+                );
+            }
+        };
+        let first: Vec<(usize, chant::Message)> = take(0).into_iter().enumerate().collect();
+        check(&first, "once all came");
+        let odd: Vec<(usize, chant::Message)> =
+            first.into_iter().filter(|(i, _)| i % 2 == 1).collect();
+        check(&odd, "after the others went");
+        chant::send(self.boss, HELLO, &[]).expect("ready for more");
+        let second: Vec<(usize, chant::Message)> = take(self.count)
+            .into_iter()
+            .enumerate()
+            .map(|(i, m)| (i + self.count, m))
+            .collect();
+        check(&odd, "while others came");
+        check(&second, "once all came");
+        cantus::__test::frames_lent_from_batches() - before
+    }
+}
+
 cantus::remote!(
     AddInline, Bump, Bumps, Digest, DigestBulk, InPlaceF64, NegateVec, NegateBack, Explode, Echo,
-    Sink, Die, GlobalWork
+    Sink, Die, GlobalWork, Keeper
 );
 
 fn fnv(bytes: &[u8]) -> u64 {
@@ -807,6 +867,59 @@ fn chant_windows_from_many_tasks_at_once_arrive_whole_and_in_order() {
         &[2, 3],
         &[],
         chant_windows_at_once,
+    );
+}
+
+/// Short Chant messages sent in windows (so in batches over MPI) and
+/// kept by their receiver, some while later batches come in: each stays
+/// whole; where the ranks talk through MPI, messages were kept where
+/// they arrived, lent out of their batch.
+fn chant_messages_kept() {
+    const COUNT: usize = 300;
+    let rt = job();
+    let n = cantus::num_locales();
+    rt.block_on(|| {
+        let me = chant::me();
+        let messages: Vec<Vec<u8>> = (0..2 * COUNT).map(kept_message).collect();
+        for l in 1..n {
+            let keeper = cantus::on(
+                l,
+                Keeper {
+                    boss: me,
+                    count: COUNT,
+                },
+            );
+            let to = chant::recv(Source::Any, Tag::Is(HELLO)).source();
+            for half in 0..2 {
+                if half == 1 {
+                    chant::recv(Source::Task(to), Tag::Is(HELLO));
+                }
+                chant::window(|w| {
+                    let first = half * COUNT;
+                    for (i, m) in messages[first..first + COUNT].iter().enumerate() {
+                        w.send(to, (first + i) as u32, m).unwrap();
+                    }
+                });
+            }
+            let lent = keeper.join().unwrap();
+            if !node_of(0, n).contains(&l) {
+                assert!(
+                    lent > 0,
+                    "locale {l} received through MPI: some messages lent out of their batch"
+                );
+            }
+        }
+    });
+    rt.shutdown();
+}
+
+#[test]
+fn chant_messages_kept_where_they_arrived_stay_whole() {
+    on_ranks(
+        "chant_messages_kept_where_they_arrived_stay_whole",
+        &[2, 3],
+        &[],
+        chant_messages_kept,
     );
 }
 

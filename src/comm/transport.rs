@@ -120,6 +120,53 @@ pub(crate) struct Arrival<'a> {
     /// its reply) and read it in place; the memory is freed when it is
     /// dropped.
     pub(crate) lent: Option<Lent>,
+    /// A frame the transport can lend on request where it did not lend
+    /// it already ([`Lendable::lend`]): a short frame of a batch that MPI
+    /// received, the batch's buffer shared by the frames lent from it
+    /// (`mpi/README.md`, "Messages", 7). Lending one keeps its whole batch,
+    /// so the transport offers it only for a frame that is a large enough
+    /// share of that batch; the receiver takes it where it keeps the frame
+    /// anyway (a Chant message waiting in its mailbox), instead of copying
+    /// it out of `bytes`. Once lent, `bytes` is not read again.
+    pub(crate) lendable: Option<Lendable<'a>>,
+}
+
+/// A frame its transport lends on request ([`Arrival::lendable`]).
+pub(crate) struct Lendable<'a> {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    owner: &'a std::sync::Arc<dyn TakeBack>,
+}
+
+impl<'a> Lendable<'a> {
+    /// The `len` bytes at `ptr`, lent on request with `owner` keeping them
+    /// alive.
+    ///
+    /// # Safety
+    ///
+    /// As [`Lent::new`]'s, from the moment [`lend`](Self::lend) is called:
+    /// the bytes stay valid while `owner` lives, and once lent nobody but
+    /// the receiver reads or writes them (the transport reads them only
+    /// before, to hand them on); `ptr` may be written through.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) unsafe fn new(
+        ptr: std::ptr::NonNull<u8>,
+        len: usize,
+        owner: &'a std::sync::Arc<dyn TakeBack>,
+    ) -> Lendable<'a> {
+        Lendable { ptr, len, owner }
+    }
+
+    /// Lends the frame past the callback: held until the `Lent` is
+    /// dropped. The caller reads the arrival's `bytes` no more.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn lend(self) -> Lent {
+        // SAFETY: `new`'s contract: the bytes stay valid while `owner`
+        // lives (the `Lent` holds a clone of it), and from now on only the
+        // `Lent`'s holder reads or writes them; the token is unused by such
+        // owners (their memory goes when the last holder does).
+        unsafe { Lent::new(self.ptr, self.len, self.owner.clone(), 0) }
+    }
 }
 
 /// Where a transport takes back the memory of a frame it lent

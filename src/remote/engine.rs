@@ -239,6 +239,17 @@ impl Engine {
     }
 }
 
+/// Chant messages kept where the transport received them, lent out of a
+/// batch of several frames (`Arrival::lendable`).
+static LENT_FROM_BATCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many messages this process kept lent out of a batch (a test's
+/// count: `cantus::__test::frames_lent_from_batches`).
+#[cfg(not(loom))]
+pub(crate) fn frames_lent_from_batches() -> u64 {
+    LENT_FROM_BATCHES.load(Ordering::Relaxed)
+}
+
 /// The engine as the driver's dispatcher.
 impl Dispatch for Engine {
     fn deliver(&self, frame: Arrival<'_>, cx: &DriverContext<'_>) {
@@ -247,6 +258,7 @@ impl Dispatch for Engine {
             net,
             bytes,
             lent,
+            lendable,
         } = frame;
         let (h, start) = {
             let whole = lent.as_deref().unwrap_or(bytes);
@@ -274,16 +286,27 @@ impl Dispatch for Engine {
         // mailbox, lent, until received (a block of the sender's area it
         // holds up makes the sender's later large frames go in eager
         // pieces: rule L). Everything else is read during this call.
-        let lent = match (h.kind, lent) {
-            (Kind::Request | Kind::Reply, Some(l)) => {
+        // A message that the transport can lend (a short frame of an MPI
+        // batch, `Arrival::lendable`) is kept so too, instead of being
+        // copied into a buffer of its own; other kinds are read now.
+        let lent = match (h.kind, lent, lendable) {
+            (Kind::Request | Kind::Reply, Some(l), _) => {
                 return self.hand_on(src, h, &[], Body::Lent(l, start), cx);
             }
-            (Kind::Message, Some(l)) => {
+            (Kind::Message, Some(l), _) => {
                 let mut tag = [0u8; TAG_LEN];
                 tag.copy_from_slice(&l[start..start + TAG_LEN]);
                 return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
             }
-            (_, lent) => lent,
+            (Kind::Message, None, Some(l)) => {
+                // `bytes` is not read after this (`Lendable::lend`).
+                let l = l.lend();
+                LENT_FROM_BATCHES.fetch_add(1, Ordering::Relaxed);
+                let mut tag = [0u8; TAG_LEN];
+                tag.copy_from_slice(&l[start..start + TAG_LEN]);
+                return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
+            }
+            (_, lent, _) => lent,
         };
         let payload = &lent.as_deref().unwrap_or(bytes)[start..];
         match h.kind {

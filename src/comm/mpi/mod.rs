@@ -26,6 +26,7 @@
 //! `README.md` beside this file states the protocols and why no locale
 //! can deadlock.
 
+mod batch;
 mod collective;
 mod inline;
 mod landing;

@@ -578,16 +578,7 @@ impl Progress {
                     Ok(0) => false,
                     Ok(n) => {
                         self.delivered = true;
-                        s.arrive(
-                            net,
-                            n,
-                            Batch {
-                                src: m.src,
-                                bytes: m.bytes,
-                                start: m.start,
-                                at: m.start,
-                            },
-                        );
+                        s.arrive(net, n, Batch::new(m.src, m.bytes, m.start));
                         true
                     }
                     Err(why) => {

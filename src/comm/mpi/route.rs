@@ -97,6 +97,7 @@ impl RoutingTransport {
                 net: a.net,
                 bytes: a.bytes,
                 lent: a.lent,
+                lendable: a.lendable,
             })
         })
     }

@@ -7,10 +7,11 @@
 //! the protocols (credits, batches, waking each side) and why no locale
 //! can deadlock.
 
+pub(super) use super::batch::Batch;
 use super::inline::Inline;
 use super::landing;
 use crate::comm::transport::{
-    Arrival, LANDING_WAITING, Landing, LandingKey, Lent, Nets, Network, SendError, Transport,
+    Arrival, LANDING_WAITING, Landing, LandingKey, Nets, Network, SendError, Transport,
 };
 use crate::comm::wake_bell::Bell;
 use crate::error::{Error, ErrorKind, Locales};
@@ -89,16 +90,6 @@ pub(super) struct Outbox {
     pub(super) count: usize,
     /// Frames taken in all (`frames_taken`).
     pub(super) taken: u64,
-}
-
-/// Frames received in one MPI message (a batch), handed on one by one.
-pub(super) struct Batch {
-    pub(super) src: usize,
-    /// The message is `bytes[start..]`.
-    pub(super) bytes: Vec<u8>,
-    pub(super) start: usize,
-    /// Where the next frame's length prefix starts.
-    pub(super) at: usize,
 }
 
 /// What a sender may still put in flight towards one (destination,
@@ -715,8 +706,8 @@ impl Transport for MpiTransport {
                 let Some(mut batch) = s.arrived[net as usize].lock().unwrap().pop_front() else {
                     break;
                 };
-                while handled < budget && batch.at < batch.bytes.len() {
-                    let (src, frame) = next_frame(&mut batch).map_err(|why| {
+                while handled < budget && !batch.is_done() {
+                    let frame = batch.next_frame().map_err(|why| {
                         Error::new(
                             ErrorKind::Locale,
                             format!(
@@ -725,33 +716,36 @@ impl Transport for MpiTransport {
                             ),
                         )
                     })?;
+                    let src = batch.src;
                     // Alone in its batch (a large frame travels so): lent
                     // whole, so that whoever keeps it reads it where MPI
-                    // received it, without a copy.
-                    let lent = (frame.start == batch.start + FRAME_PREFIX
-                        && frame.end == batch.bytes.len())
-                    .then(|| {
-                        Lent::recycled(
-                            std::mem::take(&mut batch.bytes),
-                            frame.clone(),
-                            super::spare::give_back,
-                        )
-                    });
+                    // received it, without a copy. One of several: lendable
+                    // if a large enough share of the batch (Messages, 7),
+                    // else read during the callback.
+                    let lent = batch
+                        .is_alone(&frame)
+                        .then(|| batch.take_alone(frame.clone(), super::spare::give_back));
+                    let lendable = lent.is_none() && batch.share(&frame);
                     deliver(Arrival {
                         src,
                         net,
                         bytes: if lent.is_some() {
                             &[]
                         } else {
-                            &batch.bytes[frame.clone()]
+                            batch.frame(frame.clone())
                         },
                         lent,
+                        lendable: if lendable {
+                            batch.lendable(frame.clone())
+                        } else {
+                            None
+                        },
                     });
                     s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
                     self.handed_on(src, net, frame.len());
                     handled += 1;
                 }
-                if batch.at < batch.bytes.len() {
+                if !batch.is_done() {
                     // Budget spent: the rest first next time.
                     s.arrived[net as usize].lock().unwrap().push_front(batch);
                 }
@@ -846,7 +840,7 @@ impl MpiTransport {
 
 /// The frame whose length prefix starts at byte `at` of `bytes`: its
 /// byte range, checked to lie inside `bytes`.
-fn frame_at(bytes: &[u8], at: usize) -> Result<std::ops::Range<usize>, String> {
+pub(super) fn frame_at(bytes: &[u8], at: usize) -> Result<std::ops::Range<usize>, String> {
     let Some(prefix) = bytes.get(at..at + FRAME_PREFIX) else {
         return Err(format!("a length prefix cut at byte {at}"));
     };
@@ -857,13 +851,6 @@ fn frame_at(bytes: &[u8], at: usize) -> Result<std::ops::Range<usize>, String> {
         .filter(|&e| e <= bytes.len())
         .ok_or_else(|| format!("a {len}-byte frame at byte {at} runs past the batch's end"))?;
     Ok(start..end)
-}
-
-/// The next frame of `batch`: its source and its byte range; advances.
-pub(super) fn next_frame(batch: &mut Batch) -> Result<(usize, std::ops::Range<usize>), String> {
-    let frame = frame_at(&batch.bytes, batch.at)?;
-    batch.at = frame.end;
-    Ok((batch.src, frame))
 }
 
 /// Counts the frames of a received batch, checking its structure, so that
@@ -881,49 +868,6 @@ pub(super) fn count_frames(bytes: &[u8]) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn batch_of(frames: &[&[u8]]) -> Vec<u8> {
-        let mut v = Vec::new();
-        for f in frames {
-            v.extend_from_slice(&(f.len() as u32).to_le_bytes());
-            v.extend_from_slice(f);
-        }
-        v
-    }
-
-    #[test]
-    fn batches_split_into_their_frames_and_bad_ones_are_refused() {
-        let bytes = batch_of(&[b"abc", b"", b"0123456789"]);
-        assert_eq!(count_frames(&bytes), Ok(3));
-        let mut b = Batch {
-            src: 2,
-            bytes,
-            start: 0,
-            at: 0,
-        };
-        let mut got = Vec::new();
-        while b.at < b.bytes.len() {
-            let (src, r) = next_frame(&mut b).unwrap();
-            got.push((src, b.bytes[r].to_vec()));
-        }
-        assert_eq!(
-            got,
-            vec![
-                (2, b"abc".to_vec()),
-                (2, vec![]),
-                (2, b"0123456789".to_vec())
-            ]
-        );
-        let mut cut = batch_of(&[b"abc"]);
-        cut.pop();
-        assert!(
-            count_frames(&cut)
-                .unwrap_err()
-                .contains("past the batch's end")
-        );
-        assert!(count_frames(&[1, 0]).unwrap_err().contains("prefix cut"));
-        assert_eq!(count_frames(&[]), Ok(0));
-    }
 
     #[test]
     fn credit_is_never_overdrawn_nor_created() {

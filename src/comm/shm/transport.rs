@@ -885,6 +885,7 @@ impl Transport for ShmTransport {
                             net,
                             bytes: frame.payload(),
                             lent: None,
+                            lendable: None,
                         }),
                         tag @ (NOTE_TAG | RETURN_TAG) => {
                             let lent = if tag == NOTE_TAG {
@@ -898,6 +899,7 @@ impl Transport for ShmTransport {
                                 net,
                                 bytes: &[],
                                 lent: Some(lent),
+                                lendable: None,
                             });
                         }
                         tag => {
