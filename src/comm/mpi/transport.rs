@@ -492,21 +492,45 @@ impl MpiTransport {
         }
     }
 
-    /// Counts `len` bytes of a frame from `src` on `net` as handed on;
-    /// asks the MPI thread to return the credit once a quarter window is
-    /// owed. Only the poller calls it.
-    fn handed_on(&self, src: usize, net: Network, len: usize) {
+    /// Counts `frames` frames of `bytes` bytes from `src` on `net` as
+    /// handed on; asks the MPI thread to return the credit once a quarter
+    /// window is owed. Only the poller calls it.
+    fn handed_on(&self, src: usize, net: Network, frames: u64, bytes: u64) {
         let s = &*self.shared;
         let owed = &s.owed[src][net as usize];
         // Written by the poller only, taken (swapped) by the MPI thread:
         // read-modify-writes, since both change it.
-        let frames = owed.frames.fetch_add(1, Ordering::AcqRel) + 1;
-        let bytes = owed.bytes.fetch_add(len as u64, Ordering::AcqRel) + len as u64;
+        let frames = owed.frames.fetch_add(frames, Ordering::AcqRel) + frames;
+        let bytes = owed.bytes.fetch_add(bytes, Ordering::AcqRel) + bytes;
         if (frames >= s.window_frames / 4 || bytes >= s.window_bytes / 4)
             && !s.owing.swap(true, Ordering::AcqRel)
         {
             s.mpi_bell.ring_if_sleeping();
         }
+    }
+}
+
+/// The frames of one batch a poll handed on, counted once the poll is
+/// done with the batch (or unwinds out of a delivery): as arrivals no
+/// longer waiting (`arrived_frames`) and as credit owed to their sender,
+/// three read-modify-writes a batch instead of three a frame.
+struct HandedOn<'a> {
+    transport: &'a MpiTransport,
+    src: usize,
+    net: Network,
+    frames: u64,
+    bytes: u64,
+}
+
+impl Drop for HandedOn<'_> {
+    fn drop(&mut self) {
+        if self.frames == 0 {
+            return;
+        }
+        self.transport.shared.arrived_frames[self.net as usize]
+            .fetch_sub(self.frames as usize, Ordering::AcqRel);
+        self.transport
+            .handed_on(self.src, self.net, self.frames, self.bytes);
     }
 }
 
@@ -706,6 +730,13 @@ impl Transport for MpiTransport {
                 let Some(mut batch) = s.arrived[net as usize].lock().unwrap().pop_front() else {
                     break;
                 };
+                let mut counted = HandedOn {
+                    transport: self,
+                    src: batch.src,
+                    net,
+                    frames: 0,
+                    bytes: 0,
+                };
                 while handled < budget && !batch.is_done() {
                     let frame = batch.next_frame().map_err(|why| {
                         Error::new(
@@ -741,10 +772,11 @@ impl Transport for MpiTransport {
                             None
                         },
                     });
-                    s.arrived_frames[net as usize].fetch_sub(1, Ordering::AcqRel);
-                    self.handed_on(src, net, frame.len());
+                    counted.frames += 1;
+                    counted.bytes += frame.len() as u64;
                     handled += 1;
                 }
+                drop(counted);
                 if !batch.is_done() {
                     // Budget spent: the rest first next time.
                     s.arrived[net as usize].lock().unwrap().push_front(batch);
