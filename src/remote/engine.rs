@@ -301,7 +301,13 @@ impl Dispatch for Engine {
             (Kind::Message, None, Some(l)) => {
                 // `bytes` is not read after this (`Lendable::lend`).
                 let l = l.lend();
-                LENT_FROM_BATCHES.fetch_add(1, Ordering::Relaxed);
+                // Only the poll token's holder delivers: one writer at a
+                // time, so a load and a store (as `count_received`), not a
+                // read-modify-write on every message.
+                LENT_FROM_BATCHES.store(
+                    LENT_FROM_BATCHES.load(Ordering::Relaxed) + 1,
+                    Ordering::Relaxed,
+                );
                 let mut tag = [0u8; TAG_LEN];
                 tag.copy_from_slice(&l[start..start + TAG_LEN]);
                 return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
