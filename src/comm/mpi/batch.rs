@@ -2,12 +2,14 @@
 //! frames of one MPI message, handed on one by one, and lent where their
 //! receiver keeps them.
 //!
-//! A batch's buffer is its own until the first of its frames is lent
-//! short of the whole (a Chant message that waits in its mailbox): then it
-//! becomes [`SharedBatch`], whose heap block the batch and every frame
-//! lent from it hold (an `Arc`), freed when the last of them goes. Frames
-//! are handed on in order and each at most once, so the bytes from the
-//! next frame on (what the batch still reads) never overlap a frame lent.
+//! A batch's buffer is its own until one of several frames in it is
+//! offered lendable (`Batch::share`: a frame a large enough share of the
+//! batch; the engine lends Chant messages, which wait in their mailbox):
+//! then it becomes a [`SharedBatch`], whose heap block the batch and every
+//! frame lent from it hold (an `Arc`), freed when the last of them goes.
+//! Frames are handed on in order and each at most once, so the bytes from
+//! the next frame on (what the batch still reads) never overlap a frame
+//! lent.
 
 use super::transport::{FRAME_PREFIX, frame_at};
 use crate::comm::transport::{Lendable, Lent, TakeBack};
@@ -23,7 +25,7 @@ use std::sync::Arc;
 pub(super) const LEND_SHARE: usize = 32;
 
 /// Frames received in one MPI message (a batch), handed on one by one.
-pub(crate) struct Batch {
+pub(super) struct Batch {
     pub(super) src: usize,
     /// The message is the bytes from `start` on.
     bytes: Bytes,
@@ -142,8 +144,8 @@ impl Batch {
         true
     }
 
-    /// The frame `range` as [`share`](Self::share) made it lendable (none
-    /// if it did not).
+    /// The frame `range`, which [`share`](Self::share) accepted, as a
+    /// lendable frame (none if the batch's buffer is not shared).
     pub(super) fn lendable(&self, range: Range<usize>) -> Option<Lendable<'_>> {
         let Bytes::Shared { owner, ptr, len } = &self.bytes else {
             return None;
