@@ -293,21 +293,23 @@ impl Dispatch for Engine {
             (Kind::Request | Kind::Reply, Some(l), _) => {
                 return self.hand_on(src, h, &[], Body::Lent(l, start), cx);
             }
-            (Kind::Message, Some(l), _) => {
-                let mut tag = [0u8; TAG_LEN];
-                tag.copy_from_slice(&l[start..start + TAG_LEN]);
-                return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
-            }
-            (Kind::Message, None, Some(l)) => {
-                // `bytes` is not read after this (`Lendable::lend`).
-                let l = l.lend();
-                // Only the poll token's holder delivers: one writer at a
-                // time, so a load and a store (as `count_received`), not a
-                // read-modify-write on every message.
-                LENT_FROM_BATCHES.store(
-                    LENT_FROM_BATCHES.load(Ordering::Relaxed) + 1,
-                    Ordering::Relaxed,
-                );
+            (Kind::Message, lent, lendable) if lent.is_some() || lendable.is_some() => {
+                let l = match (lent, lendable) {
+                    (Some(l), _) => l,
+                    (None, Some(l)) => {
+                        // Only the poll token's holder delivers: one writer
+                        // at a time, so a load and a store (as
+                        // `count_received`), not a read-modify-write on
+                        // every message.
+                        LENT_FROM_BATCHES.store(
+                            LENT_FROM_BATCHES.load(Ordering::Relaxed) + 1,
+                            Ordering::Relaxed,
+                        );
+                        // `bytes` is not read after this (`Lendable::lend`).
+                        l.lend()
+                    }
+                    (None, None) => unreachable!("one of them, by the guard"),
+                };
                 let mut tag = [0u8; TAG_LEN];
                 tag.copy_from_slice(&l[start..start + TAG_LEN]);
                 return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
