@@ -287,34 +287,32 @@ impl Dispatch for Engine {
         // holds up makes the sender's later large frames go in eager
         // pieces: rule L). Everything else is read during this call.
         // A message that the transport can lend (a short frame of an MPI
-        // batch, `Arrival::lendable`) is kept so too, instead of being
-        // copied into a buffer of its own; other kinds are read now.
+        // batch, `Arrival::lendable`) is kept lent too, instead of being
+        // copied into a buffer of its own.
         let lent = match (h.kind, lent, lendable) {
-            (Kind::Request | Kind::Reply, Some(l), _) => {
+            (Kind::Message, None, Some(l)) => {
+                // Only the poll token's holder delivers: one writer at a
+                // time, so a load and a store (as `count_received`), not a
+                // read-modify-write on every message.
+                LENT_FROM_BATCHES.store(
+                    LENT_FROM_BATCHES.load(Ordering::Relaxed) + 1,
+                    Ordering::Relaxed,
+                );
+                // `bytes` is not read after this (`Lendable::lend`).
+                Some(l.lend())
+            }
+            (_, lent, _) => lent,
+        };
+        let lent = match (h.kind, lent) {
+            (Kind::Request | Kind::Reply, Some(l)) => {
                 return self.hand_on(src, h, &[], Body::Lent(l, start), cx);
             }
-            (Kind::Message, lent, lendable) if lent.is_some() || lendable.is_some() => {
-                let l = match (lent, lendable) {
-                    (Some(l), _) => l,
-                    (None, Some(l)) => {
-                        // Only the poll token's holder delivers: one writer
-                        // at a time, so a load and a store (as
-                        // `count_received`), not a read-modify-write on
-                        // every message.
-                        LENT_FROM_BATCHES.store(
-                            LENT_FROM_BATCHES.load(Ordering::Relaxed) + 1,
-                            Ordering::Relaxed,
-                        );
-                        // `bytes` is not read after this (`Lendable::lend`).
-                        l.lend()
-                    }
-                    (None, None) => unreachable!("one of them, by the guard"),
-                };
+            (Kind::Message, Some(l)) => {
                 let mut tag = [0u8; TAG_LEN];
                 tag.copy_from_slice(&l[start..start + TAG_LEN]);
                 return self.hand_on(src, h, &tag, Body::Lent(l, start + TAG_LEN), cx);
             }
-            (_, lent, _) => lent,
+            (_, lent) => lent,
         };
         let payload = &lent.as_deref().unwrap_or(bytes)[start..];
         match h.kind {

@@ -5,7 +5,7 @@
 //! A batch's buffer is its own until one of several frames in it is
 //! offered lendable (`Batch::share`: a frame a large enough share of the
 //! batch; the engine lends Chant messages, which wait in their mailbox):
-//! then it becomes a [`SharedBatch`], whose heap block the batch and every
+//! then it becomes a `SharedBatch`, whose heap block the batch and every
 //! frame lent from it hold (an `Arc`), freed when the last of them goes.
 //! Frames are handed on in order and each at most once, so the bytes from
 //! the next frame on (what the batch still reads) never overlap a frame
@@ -46,10 +46,11 @@ enum Bytes {
     },
 }
 
-// SAFETY: `Shared`'s pointer is into the heap block its `owner` (a
-// `SharedBatch`, `Send + Sync`) keeps alive, and the batch only reads the
-// frames not yet handed on, which nobody else touches (module doc); so a
-// batch may move to another thread as the `Vec` of `Own` may.
+// SAFETY: `Shared`'s pointer is into the heap block its `owner` keeps
+// alive (a `SharedBatch`: a `Vec` nobody touches until it is dropped),
+// and the batch only reads the frames not yet handed on, which nobody
+// else touches (module doc); so a batch may move to another thread as the
+// `Vec` of `Own` may.
 unsafe impl Send for Bytes {}
 
 impl Batch {
@@ -133,10 +134,13 @@ impl Batch {
             return false;
         }
         if let Bytes::Own(v) = &mut self.bytes {
-            let shared = SharedBatch::new(std::mem::take(v));
-            let (ptr, len) = (shared.ptr, shared.len);
+            let mut v = std::mem::take(v);
+            // From the vector's own pointer, not a shared borrow of it, so
+            // a frame's receiver may write the bytes it alone holds.
+            let ptr = NonNull::new(v.as_mut_ptr()).expect("a vector's pointer is never null");
+            let len = v.len();
             self.bytes = Bytes::Shared {
-                owner: Arc::new(shared),
+                owner: Arc::new(SharedBatch { _buffer: v }),
                 ptr,
                 len,
             };
@@ -167,44 +171,19 @@ impl Batch {
     }
 }
 
-/// A batch's heap block, shared by the batch and the frames lent from
-/// it: freed when the last of them lets go.
+/// A batch's buffer, shared by the batch and the frames lent from it:
+/// freed when the last of them lets go. Its bytes are reached only through
+/// the pointer taken from the vector before it was moved here (moving a
+/// `Vec` does not move its heap block, as `Lent::recycled` relies on too).
 struct SharedBatch {
-    ptr: NonNull<u8>,
-    len: usize,
-    capacity: usize,
-}
-
-// SAFETY: it owns its heap block as the `Vec` it came from did (which is
-// `Send + Sync`); the bytes are read and written only through the frames
-// lent from it and the batch, each its own range (module doc).
-unsafe impl Send for SharedBatch {}
-// SAFETY: as for `Send`: `&SharedBatch` reads nothing.
-unsafe impl Sync for SharedBatch {}
-
-impl SharedBatch {
-    fn new(bytes: Vec<u8>) -> SharedBatch {
-        let mut bytes = std::mem::ManuallyDrop::new(bytes);
-        SharedBatch {
-            ptr: NonNull::new(bytes.as_mut_ptr()).expect("a vector's pointer is never null"),
-            len: bytes.len(),
-            capacity: bytes.capacity(),
-        }
-    }
+    /// Held to be dropped with the last holder.
+    _buffer: Vec<u8>,
 }
 
 impl TakeBack for SharedBatch {
     /// A frame's holder let go of it: nothing to do but drop the `Arc` it
-    /// held (the block goes with the last).
+    /// held (the buffer goes with the last).
     fn take_back(&self, _token: usize) {}
-}
-
-impl Drop for SharedBatch {
-    fn drop(&mut self) {
-        // SAFETY: the parts of the vector `new` took apart, which nothing
-        // else frees; the last holder is gone, so nobody reads them now.
-        drop(unsafe { Vec::from_raw_parts(self.ptr.as_ptr(), self.len, self.capacity) });
-    }
 }
 
 #[cfg(test)]

@@ -730,9 +730,10 @@ impl Transport for MpiTransport {
                 let Some(mut batch) = s.arrived[net as usize].lock().unwrap().pop_front() else {
                     break;
                 };
+                let src = batch.src;
                 let mut counted = HandedOn {
                     transport: self,
-                    src: batch.src,
+                    src,
                     net,
                     frames: 0,
                     bytes: 0,
@@ -747,7 +748,6 @@ impl Transport for MpiTransport {
                             ),
                         )
                     })?;
-                    let src = batch.src;
                     // Alone in its batch (a large frame travels so): lent
                     // whole, so that whoever keeps it reads it where MPI
                     // received it, without a copy. One of several: lendable
