@@ -793,6 +793,24 @@ fn chant_both_ways() {
                 let m = chant::recv(Source::Task(to), Tag::Is(300));
                 assert_eq!(m.bytes(), b"ping");
             });
+            // So may its large ones (queued, to leave together at the
+            // window's next wait), and any wait of the calling task sends
+            // them too: a receive inside the window gets the echo of
+            // each, the window's limit in flight passed and not.
+            let large: Vec<Vec<u8>> = [200usize << 10, 70 << 10, 1 << 20]
+                .iter()
+                .map(|&size| pattern(size + l))
+                .collect();
+            chant::window(|w| {
+                for (i, m) in large.iter().enumerate() {
+                    w.send(to, 310 + i as u32, m).unwrap();
+                    let back = chant::recv(Source::Task(to), Tag::Is(310 + i as u32));
+                    assert!(
+                        back.bytes() == m.as_slice(),
+                        "a large message echoed inside its window via locale {l}"
+                    );
+                }
+            });
             // A panic inside a window waits for its sends before it goes
             // on: the bytes arrive whole.
             let big = pattern((512 << 10) + l);
@@ -817,7 +835,7 @@ fn chant_both_ways() {
         for e in echoes {
             assert_eq!(
                 e.join().unwrap(),
-                (sizes.len() + 9 + 12 + 300 + 1 + 2) as u64
+                (sizes.len() + 9 + 12 + 300 + 1 + 3 + 2) as u64
             );
         }
     });

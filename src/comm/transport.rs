@@ -425,7 +425,9 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// does, but may read `parts` after it returns instead of copying them
     /// first (MPI, for a frame sent alone as a message of its own): then it
     /// returns the flag it sets (Release) once it is done with them, and
-    /// the caller waits for it, polling. `None`: the parts were copied.
+    /// the caller waits for it, polling (the frame may wait queued until
+    /// that wait's first poll, to leave with the frames offered after it).
+    /// `None`: the parts were copied.
     ///
     /// # Safety
     ///

@@ -436,7 +436,9 @@ unsafe fn send_parts_from(
 ///   the next one is sent while the first travels, to the same task or to
 ///   others (a halo to each neighbour at once), up to 512 KiB of them in
 ///   flight, or four messages where that is more (a send that would pass
-///   that first waits for the oldest).
+///   that first waits for the oldest). They leave together, with the
+///   window's next wait (that send's, or the window's end) or the next
+///   pass that sends (the calling task waiting for anything makes one).
 /// - Shorter messages are copied, and may wait to travel together in one
 ///   MPI message with the window's next ones: they leave with the next
 ///   pass that sends (the calling task waiting for anything makes one),

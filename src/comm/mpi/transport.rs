@@ -587,7 +587,11 @@ impl Transport for MpiTransport {
         }
         self.admit(dest, net, len)?;
         let done = Arc::new(AtomicBool::new(false));
-        self.queue(Outgoing {
+        // Queued without a pass of its own (README, I3): its sender waits
+        // for `done` polling, and a poll passes while frames are queued.
+        // A Chant window's frames so leave together, at the window's next
+        // wait, each saving a pass.
+        self.push(Outgoing {
             dest,
             net,
             bytes: (len as u32).to_le_bytes().to_vec(),
@@ -601,6 +605,10 @@ impl Transport for MpiTransport {
             }),
             landing_tag: None,
         });
+        if self.inline.is_none() {
+            // The MPI thread passes: woken if it sleeps.
+            self.ask_for_pass();
+        }
         Ok(Some(done))
     }
 
@@ -712,8 +720,11 @@ impl Transport for MpiTransport {
         let s = &*self.shared;
         if let Some(inline) = &self.inline {
             // Frames already received go first (`ready` just passed);
-            // else a pass may find some.
-            if !s.has_arrivals() {
+            // else a pass may find some. Frames or credit queued to be
+            // sent always get a pass: a sender waiting for its frame to
+            // leave polls (`try_send_borrowed`), maybe only for replies,
+            // with requests waiting here.
+            if !s.has_arrivals() || s.outgoing_len.load(Ordering::Relaxed) > 0 {
                 inline.progress();
             }
         }
