@@ -22,7 +22,10 @@
  *   and reused in turn, as a runtime recycles its receive buffers:
  *   `stream_own_us_SIZE`, per message (a figure to read `stream_us_SIZE`
  *   by: there every message of a window lands in the same buffer, which
- *   stays in cache);
+ *   stays in cache); and the same with OPEN_OWN_MANY being received at
+ *   once (a pool of OPEN_OWN_MANY + 1): `stream_own16_us_SIZE` (more
+ *   rendezvous overlapping: the most a runtime that receives as it
+ *   probes gets here);
  * - MPI_Barrier: `barrier_us`, per barrier (the peer of pgas's barrier).
  * Run as `mpirun -np 2 mpi_pingpong ROUNDS`; `mpi_pingpong ROUNDS barrier`
  * times MPI_Barrier alone, on any number of ranks. */
@@ -35,6 +38,8 @@
 #define WINDOW 64
 /* Messages being received at once in the `stream_own` rows. */
 #define OPEN_OWN 4
+/* The same, many at once (`stream_own16_us_SIZE`). */
+#define OPEN_OWN_MANY 16
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -206,15 +211,18 @@ int main(int argc, char **argv) {
         }
         if (rank == 0) printf("stream_us_%d %.4f\n", size, per * 1e6);
     }
-    /* The same streams, each message into a buffer of its own. */
-    for (int s = 0; s < 3; s++) {
+    /* The same streams, each message into a buffer of its own, OPEN_OWN
+     * and then OPEN_OWN_MANY being received at once. */
+    for (int v = 0; v < 6; v++) {
+        int s = v % 3;
+        int open = v < 3 ? OPEN_OWN : OPEN_OWN_MANY;
         int size = stream_sizes[s];
         long n_windows = rounds / ((long)WINDOW * (1 + size / 1024));
         if (n_windows < 10) n_windows = 10;
         uint32_t ack = 0;
         int changed = 0;
-        unsigned char *pool[OPEN_OWN + 1];
-        for (int i = 0; i < OPEN_OWN + 1; i++) {
+        unsigned char *pool[OPEN_OWN_MANY + 1];
+        for (int i = 0; i < open + 1; i++) {
             pool[i] = malloc(size);
             if (!pool[i]) MPI_Abort(MPI_COMM_WORLD, 1);
             memset(pool[i], 0, size);
@@ -234,7 +242,7 @@ int main(int argc, char **argv) {
             unsigned char *own[WINDOW];
             int probed = 0, done = 0;
             while (done < WINDOW) {
-                while (probed < WINDOW && probed - done < OPEN_OWN) {
+                while (probed < WINDOW && probed - done < open) {
                     int flag = 0, count = 0;
                     MPI_Message m;
                     MPI_Status st;
@@ -242,7 +250,7 @@ int main(int argc, char **argv) {
                     if (!flag) break;
                     MPI_Get_count(&st, MPI_BYTE, &count);
                     if (count != size) changed = 1;
-                    own[probed] = pool[(taken + probed) % (OPEN_OWN + 1)];
+                    own[probed] = pool[(taken + probed) % (open + 1)];
                     MPI_Imrecv(own[probed], count, MPI_BYTE, &m, &reqs[probed]);
                     probed++;
                 }
@@ -260,12 +268,14 @@ int main(int argc, char **argv) {
             MPI_Send(&ack, 1, MPI_UINT32_T, 0, 7, MPI_COMM_WORLD);
         }
         double per = (MPI_Wtime() - start) / (double)(n_windows * WINDOW);
-        for (int i = 0; i < OPEN_OWN + 1; i++) free(pool[i]);
+        for (int i = 0; i < open + 1; i++) free(pool[i]);
         if (changed) {
             fprintf(stderr, "mpi_pingpong: a %d-byte message received into its own buffer changed\n", size);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        if (rank == 0) printf("stream_own_us_%d %.4f\n", size, per * 1e6);
+        if (rank == 0)
+            printf(open == OPEN_OWN ? "stream_own_us_%d %.4f\n" : "stream_own16_us_%d %.4f\n", size,
+                   per * 1e6);
     }
     free(buf);
     long barriers = rounds / 10 < 100 ? 100 : rounds / 10;
