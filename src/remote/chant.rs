@@ -315,7 +315,7 @@ pub fn try_me() -> Option<TaskId> {
 /// The longest message [`send`] can send to another locale (local
 /// messages have no limit).
 pub fn max_message_len() -> usize {
-    if super::engine().is_some() {
+    if super::with_engine(|e| e.is_some()) {
         MAX_PAYLOAD - TAG_LEN
     } else {
         usize::MAX
@@ -363,7 +363,29 @@ unsafe fn send_parts_from(
     // (whatever task's poll runs it), and a send may wait for room.
     crate::sched::no_wait::check_task("cantus::chant::send");
     let from = me();
-    let n = super::num_locales();
+    // The engine borrowed for the send, not its `Arc` cloned: a send of a
+    // short message is a few hundred nanoseconds, of which each clone and
+    // drop would be two locked instructions on a line every sender shares.
+    // SAFETY: passed on from this function's contract.
+    super::with_engine(|e| unsafe { send_with(e.map(|e| &**e), to, from, tag, parts, in_flight) })
+}
+
+/// [`send_parts_from`] with the locale's engine (`None` in a job of one
+/// locale).
+///
+/// # Safety
+///
+/// As [`send_parts_from`]'s.
+#[track_caller]
+unsafe fn send_with(
+    engine: Option<&super::engine::Engine>,
+    to: TaskId,
+    from: TaskId,
+    tag: u32,
+    parts: &[&[u8]],
+    in_flight: Option<&mut VecDeque<InFlight>>,
+) -> Result<(), Error> {
+    let n = engine.map_or(1, |e| e.locales());
     assert!(
         to.locale < n,
         "cantus::chant::send: locale {} does not exist (the job has {})",
@@ -371,9 +393,9 @@ unsafe fn send_parts_from(
         Locales(n)
     );
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    match super::engine() {
+    match engine {
         Some(e) if to.locale != e.here() => {
-            let max = max_message_len();
+            let max = MAX_PAYLOAD - TAG_LEN;
             if len > max {
                 return Err(Error::new(
                     ErrorKind::Message,
@@ -545,11 +567,15 @@ impl<'env> Window<'env> {
     #[track_caller]
     pub fn send(&self, to: TaskId, tag: u32, bytes: &'env [u8]) -> Result<(), Error> {
         let mut in_flight = self.in_flight.borrow_mut();
-        if let Some(e) = super::engine() {
-            // At most WINDOW_BYTES in flight with this one, or
-            // WINDOW_MESSAGES of its size where that is more.
-            let limit = WINDOW_BYTES.max(WINDOW_MESSAGES.saturating_mul(bytes.len()));
-            e.wait_sent(&mut in_flight, limit - bytes.len());
+        if !in_flight.is_empty() {
+            super::with_engine(|e| {
+                if let Some(e) = e {
+                    // At most WINDOW_BYTES in flight with this one, or
+                    // WINDOW_MESSAGES of its size where that is more.
+                    let limit = WINDOW_BYTES.max(WINDOW_MESSAGES.saturating_mul(bytes.len()));
+                    e.wait_sent(&mut in_flight, limit - bytes.len());
+                }
+            });
         }
         // SAFETY: `bytes` is borrowed (shared) for `'env`, the whole call
         // of `window`, which waits for every frame pushed on `in_flight`
@@ -838,9 +864,11 @@ impl Drop for RecvHandle {
 /// Polls both networks of the transport once, under the driver's poll
 /// token (nothing if a worker holds it now, or on a job of one locale).
 fn poll_once() {
-    if let Some(e) = super::engine() {
-        e.poll_while_blocked(Network::Request);
-    }
+    super::with_engine(|e| {
+        if let Some(e) = e {
+            e.poll_while_blocked(Network::Request);
+        }
+    });
 }
 
 /// A posted receive as its mailbox holds it.
