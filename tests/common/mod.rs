@@ -63,7 +63,12 @@ pub const MPIRUN_LIMIT: std::time::Duration = std::time::Duration::from_secs(90)
 /// `env` on every rank (the ranks see `CANTUS_CHILD=1`); returns
 /// (success, stdout, stderr). mpirun ends the job after 80 s
 /// (`--timeout`); past [`MPIRUN_LIMIT`] it is killed, with the whole
-/// process group, and the test panics.
+/// process group, and the test panics. Each mpirun keeps its session
+/// files under a directory of its own (`orte_tmpdir_base`), removed after:
+/// Open MPI 4.1's mpiruns started at the same moment (the tests of a
+/// binary run in parallel) race to create their shared one
+/// (`/tmp/ompi.HOST.UID`), and the loser fails in `orte_init` ("A call to
+/// mkdir was unable to create the desired directory ... File exists").
 pub fn mpirun(
     test: &str,
     ranks: usize,
@@ -72,8 +77,16 @@ pub fn mpirun(
 ) -> (bool, String, String) {
     use std::os::unix::process::CommandExt;
     use std::process::Stdio;
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let exe = std::env::current_exe().unwrap();
+    let session = std::env::temp_dir().join(format!(
+        "cantus-mpirun-{}-{}",
+        std::process::id(),
+        RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&session).expect("a session directory for mpirun");
     let mut cmd = std::process::Command::new("mpirun");
+    cmd.env("OMPI_MCA_orte_tmpdir_base", &session);
     cmd.args([
         "--oversubscribe",
         "--timeout",
@@ -111,8 +124,10 @@ pub fn mpirun(
         // SAFETY: signals the process group this test started, which its
         // ranks keep alive while any runs.
         unsafe { libc::kill(-group, libc::SIGKILL) };
+        let _ = std::fs::remove_dir_all(&session);
         std::panic::resume_unwind(p)
     });
+    let _ = std::fs::remove_dir_all(&session);
     (status.success(), stdout, stderr)
 }
 
