@@ -315,7 +315,7 @@ pub fn try_me() -> Option<TaskId> {
 /// The longest message [`send`] can send to another locale (local
 /// messages have no limit).
 pub fn max_message_len() -> usize {
-    if super::with_engine(|e| e.is_some()) {
+    if super::engine().is_some() {
         MAX_PAYLOAD - TAG_LEN
     } else {
         usize::MAX
@@ -363,11 +363,14 @@ unsafe fn send_parts_from(
     // (whatever task's poll runs it), and a send may wait for room.
     crate::sched::no_wait::check_task("cantus::chant::send");
     let from = me();
-    // The engine borrowed for the send, not its `Arc` cloned: a send of a
-    // short message is a few hundred nanoseconds, of which each clone and
-    // drop would be two locked instructions on a line every sender shares.
+    // The engine looked up once for the send (an `Arc` cloned, not
+    // borrowed: the send may poll, which runs handlers, and may yield):
+    // a short message's send is a few hundred nanoseconds, and each
+    // clone and drop two locked instructions on a line every sender
+    // shares.
+    let engine = super::engine();
     // SAFETY: passed on from this function's contract.
-    super::with_engine(|e| unsafe { send_with(e.map(|e| &**e), to, from, tag, parts, in_flight) })
+    unsafe { send_with(engine.as_deref(), to, from, tag, parts, in_flight) }
 }
 
 /// [`send_parts_from`] with the locale's engine (`None` in a job of one
@@ -567,15 +570,15 @@ impl<'env> Window<'env> {
     #[track_caller]
     pub fn send(&self, to: TaskId, tag: u32, bytes: &'env [u8]) -> Result<(), Error> {
         let mut in_flight = self.in_flight.borrow_mut();
-        if !in_flight.is_empty() {
-            super::with_engine(|e| {
-                if let Some(e) = e {
-                    // At most WINDOW_BYTES in flight with this one, or
-                    // WINDOW_MESSAGES of its size where that is more.
-                    let limit = WINDOW_BYTES.max(WINDOW_MESSAGES.saturating_mul(bytes.len()));
-                    e.wait_sent(&mut in_flight, limit - bytes.len());
-                }
-            });
+        // Only with frames in flight (a large message's, over MPI) is there
+        // a limit to wait for: the engine is looked up then alone.
+        if !in_flight.is_empty()
+            && let Some(e) = super::engine()
+        {
+            // At most WINDOW_BYTES in flight with this one, or
+            // WINDOW_MESSAGES of its size where that is more.
+            let limit = WINDOW_BYTES.max(WINDOW_MESSAGES.saturating_mul(bytes.len()));
+            e.wait_sent(&mut in_flight, limit - bytes.len());
         }
         // SAFETY: `bytes` is borrowed (shared) for `'env`, the whole call
         // of `window`, which waits for every frame pushed on `in_flight`
@@ -864,11 +867,9 @@ impl Drop for RecvHandle {
 /// Polls both networks of the transport once, under the driver's poll
 /// token (nothing if a worker holds it now, or on a job of one locale).
 fn poll_once() {
-    super::with_engine(|e| {
-        if let Some(e) = e {
-            e.poll_while_blocked(Network::Request);
-        }
-    });
+    if let Some(e) = super::engine() {
+        e.poll_while_blocked(Network::Request);
+    }
 }
 
 /// A posted receive as its mailbox holds it.
