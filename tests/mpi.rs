@@ -796,7 +796,7 @@ fn chant_both_ways() {
             // So may its large ones (queued, to leave together at the
             // window's next wait), and any wait of the calling task sends
             // them too: a receive inside the window gets the echo of
-            // each, the window's limit in flight passed and not.
+            // each, of sizes on both sides of the window's 512 KiB.
             let large: Vec<Vec<u8>> = [200usize << 10, 70 << 10, 1 << 20]
                 .iter()
                 .map(|&size| pattern(size + l))

@@ -720,10 +720,10 @@ impl Transport for MpiTransport {
         let s = &*self.shared;
         if let Some(inline) = &self.inline {
             // Frames already received go first (`ready` just passed);
-            // else a pass may find some. Frames or credit queued to be
-            // sent always get a pass: a sender waiting for its frame to
-            // leave polls (`try_send_borrowed`), maybe only for replies,
-            // with requests waiting here.
+            // else a pass may find some. Frames queued to be sent always
+            // get a pass: a sender waiting for its frame to leave polls
+            // (`try_send_borrowed`), maybe only for replies, with
+            // requests waiting here.
             if !s.has_arrivals() || s.outgoing_len.load(Ordering::Relaxed) > 0 {
                 inline.progress();
             }
