@@ -312,11 +312,14 @@ pub fn try_me() -> Option<TaskId> {
     })
 }
 
+/// The longest message to another locale: a frame's payload, less the tag.
+const MAX_REMOTE_MESSAGE: usize = MAX_PAYLOAD - TAG_LEN;
+
 /// The longest message [`send`] can send to another locale (local
 /// messages have no limit).
 pub fn max_message_len() -> usize {
     if super::engine().is_some() {
-        MAX_PAYLOAD - TAG_LEN
+        MAX_REMOTE_MESSAGE
     } else {
         usize::MAX
     }
@@ -369,26 +372,7 @@ unsafe fn send_parts_from(
     // clone and drop two locked instructions on a line every sender
     // shares.
     let engine = super::engine();
-    // SAFETY: passed on from this function's contract.
-    unsafe { send_with(engine.as_deref(), to, from, tag, parts, in_flight) }
-}
-
-/// [`send_parts_from`] with the locale's engine (`None` in a job of one
-/// locale).
-///
-/// # Safety
-///
-/// As [`send_parts_from`]'s.
-#[track_caller]
-unsafe fn send_with(
-    engine: Option<&super::engine::Engine>,
-    to: TaskId,
-    from: TaskId,
-    tag: u32,
-    parts: &[&[u8]],
-    in_flight: Option<&mut VecDeque<InFlight>>,
-) -> Result<(), Error> {
-    let n = engine.map_or(1, |e| e.locales());
+    let n = engine.as_ref().map_or(1, |e| e.locales());
     assert!(
         to.locale < n,
         "cantus::chant::send: locale {} does not exist (the job has {})",
@@ -396,9 +380,9 @@ unsafe fn send_with(
         Locales(n)
     );
     let len: usize = parts.iter().map(|p| p.len()).sum();
-    match engine {
+    match engine.as_deref() {
         Some(e) if to.locale != e.here() => {
-            let max = MAX_PAYLOAD - TAG_LEN;
+            let max = MAX_REMOTE_MESSAGE;
             if len > max {
                 return Err(Error::new(
                     ErrorKind::Message,
