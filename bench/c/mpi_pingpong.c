@@ -11,9 +11,10 @@
  *   the peer of `am_stream`;
  * - ping-pongs of 1 B, 1 KiB, 64 KiB and 1 MiB messages (MPI_Send/Recv):
  *   `oneway_us_SIZE`, half the round trip, the peer of `chant_sizes`;
- * - streams of 1 KiB, 64 KiB and 1 MiB messages from rank 0 to rank 1:
- *   windows of 64 MPI_Isend that rank 1 receives into 64 MPI_Irecv posted
- *   before the window, then a 4-byte ack (osu_bw's scheme):
+ * - streams of 1 KiB, 64 KiB, 1 MiB and 16 MiB messages from rank 0 to
+ *   rank 1: windows of 64 MPI_Isend that rank 1 receives into 64
+ *   MPI_Irecv posted before the window, then a 4-byte ack (osu_bw's
+ *   scheme; at least 10 windows, 2 of 16 MiB when ROUNDS is under 1000):
  *   `stream_us_SIZE`, per message, the peer of `chant_stream`;
  * - the same streams received as a runtime that hands each message to its
  *   receiver must: each probed (MPI_Improbe), then received into a buffer
@@ -40,6 +41,19 @@
 #define OPEN_OWN 4
 /* The same, many at once (`stream_own16_us_SIZE`). */
 #define OPEN_OWN_MANY 16
+/* The stream sizes, and the largest. */
+#define STREAM_SIZES 4
+#define STREAM_MAX (16 << 20)
+static const int stream_sizes[STREAM_SIZES] = {1 << 10, 64 << 10, 1 << 20, STREAM_MAX};
+
+/* Windows of a stream of `size`-byte messages: as many as make ROUNDS
+ * messages of 1 KiB-equivalents, at least 10 (2 in a quick run, ROUNDS
+ * under 1000, of the 16 MiB messages: each window moves 1 GiB). */
+static long stream_windows(long rounds, int size) {
+    long n = rounds / ((long)WINDOW * (1 + size / 1024));
+    long least = rounds < 1000 && size >= STREAM_MAX ? 2 : 10;
+    return n < least ? least : n;
+}
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
@@ -151,7 +165,9 @@ int main(int argc, char **argv) {
     }
     /* Ping-pongs of each size, bytes checked at the end. */
     static const int sizes[] = {1, 1 << 10, 64 << 10, 1 << 20};
-    unsigned char *buf = malloc(1 << 20);
+    /* The largest message: the last of the stream sizes. */
+    unsigned char *buf = malloc(STREAM_MAX);
+    if (!buf) MPI_Abort(MPI_COMM_WORLD, 1);
     for (int s = 0; s < 4; s++) {
         int size = sizes[s];
         long n_size = rounds / (1 + size / 1024);
@@ -179,11 +195,9 @@ int main(int argc, char **argv) {
     }
     /* Streams of each size, windows of WINDOW messages then an ack; the
      * last window's bytes checked. */
-    static const int stream_sizes[] = {1 << 10, 64 << 10, 1 << 20};
-    for (int s = 0; s < 3; s++) {
+    for (int s = 0; s < STREAM_SIZES; s++) {
         int size = stream_sizes[s];
-        long n_windows = rounds / ((long)WINDOW * (1 + size / 1024));
-        if (n_windows < 10) n_windows = 10;
+        long n_windows = stream_windows(rounds, size);
         for (int i = 0; i < size; i++) buf[i] = rank == 0 ? (unsigned char)(i * 5 + s) : 0;
         uint32_t ack = 0;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -213,12 +227,11 @@ int main(int argc, char **argv) {
     }
     /* The same streams, each message into a buffer of its own, OPEN_OWN
      * and then OPEN_OWN_MANY being received at once. */
-    for (int v = 0; v < 6; v++) {
-        int s = v % 3;
-        int open = v < 3 ? OPEN_OWN : OPEN_OWN_MANY;
+    for (int v = 0; v < 2 * STREAM_SIZES; v++) {
+        int s = v % STREAM_SIZES;
+        int open = v < STREAM_SIZES ? OPEN_OWN : OPEN_OWN_MANY;
         int size = stream_sizes[s];
-        long n_windows = rounds / ((long)WINDOW * (1 + size / 1024));
-        if (n_windows < 10) n_windows = 10;
+        long n_windows = stream_windows(rounds, size);
         uint32_t ack = 0;
         int changed = 0;
         unsigned char *pool[OPEN_OWN_MANY + 1];

@@ -49,8 +49,8 @@
 //!
 //! - `chant_sizes_*`: Chant messages of 1 B, 1 KiB, 64 KiB and 1 MiB, one
 //!   way (the MPI peer's `oneway_us_*` are the same sizes' ping-pongs).
-//! - `chant_stream_*`: Chant messages of 1 KiB, 64 KiB and 1 MiB streamed
-//!   to a task on locale 1, in windows of 64 that it acknowledges (time
+//! - `chant_stream_*`: Chant messages of 1 KiB, 64 KiB, 1 MiB and 16 MiB
+//!   streamed to a task on locale 1, in windows of 64 that it acknowledges (time
 //!   per message, and GB/s); the MPI peer's `stream_us_*` are the same
 //!   windows of `MPI_Isend` into `MPI_Irecv`s posted before them
 //!   (osu_bw's scheme): a bandwidth, where `chant_sizes` is a latency.
@@ -644,7 +644,11 @@ fn chant_sizes(rt: &cantus::Runtime, reps: usize, quick: bool) {
 }
 
 /// Sizes of the `chant_stream` rows (the MPI peer's `stream_us_SIZE`).
-const STREAM_SIZES: [usize; 3] = [1 << 10, 64 << 10, 1 << 20];
+const STREAM_SIZES: [usize; 4] = [1 << 10, 64 << 10, 1 << 20, STREAM_MAX];
+/// The largest stream size: 16 MiB, the top of issue 28's range for Chant
+/// over MPI. A window of it moves 1 GiB, so a quick run takes 2 windows
+/// of it, not 10 (the MPI peer's `stream_windows` does the same).
+const STREAM_MAX: usize = 16 << 20;
 /// Messages in flight in a stream, before the receiver's acknowledgement
 /// (osu_bw's window; the MPI peer's too).
 const STREAM_WINDOW: usize = 64;
@@ -676,8 +680,9 @@ fn stream_sweep(rt: &cantus::Runtime, name: &str, reps: usize, quick: bool, in_w
         true,
         |size, base| {
             // Messages per size: as the MPI peer's (ROUNDS / (1 + KiB)),
-            // at least 10 windows.
-            let windows = (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(10);
+            // at least 10 windows (2 of the largest in a quick run).
+            let least = if quick && size >= STREAM_MAX { 2 } else { 10 };
+            let windows = (base / (STREAM_WINDOW as u64 * (1 + size as u64 / 1024))).max(least);
             streamed_to_drain(size, windows, in_window).as_secs_f64() * 1e6
         },
     );
