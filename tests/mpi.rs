@@ -615,9 +615,9 @@ fn remote_calls_cross_ranks_over_tcp() {
 
 /// Large arguments and results between every pair of ranks: sizes on
 /// both sides of each threshold (a batch-sized frame, 64 KiB; the largest
-/// frame that travels as an MPI message of its own, or a rendezvous block
-/// between the ranks of a node, 2 MiB less 64 bytes), 8 MiB (in pieces
-/// of that size), and many at once from concurrent tasks.
+/// rendezvous block between the ranks of a node, 2 MiB less 64 bytes,
+/// past which messages go there in pieces of that size, and over MPI
+/// still whole), 3 MiB, and many at once from concurrent tasks.
 fn large_messages_everywhere() {
     let rt = job();
     let n = cantus::num_locales();
@@ -645,9 +645,24 @@ fn large_messages_everywhere() {
             assert!(in_place, "1 MiB of f64 received in place on locale {l}");
             assert!(common::negated(&back, &v), "from locale {l}");
         }
+        let node = cantus::__test::mpi_node_members().expect("the job started");
+        // Past the node's largest rendezvous block: to another node still
+        // one MPI message, read where it arrived; between the ranks of a
+        // node in blocks' worth of fragments, copied back together.
+        let big: Vec<f64> = (0..(3 << 17) + 5).map(|i| i as f64 - 7.5).collect();
+        for l in 1..n {
+            let (in_place, back) = cantus::on(l, InPlaceF64(big.clone().into()))
+                .join()
+                .unwrap();
+            assert_eq!(
+                in_place,
+                !node.contains(&l),
+                "3 MiB of f64 to locale {l}: whole over MPI, in pieces within a node"
+            );
+            assert!(common::negated(&back, &big), "3 MiB from locale {l}");
+        }
         // As a plain `Vec`, both ways: encoded straight into its block
         // between the ranks of a node (rule S), through MPI otherwise.
-        let node = cantus::__test::mpi_node_members().expect("the job started");
         for l in 1..n {
             let before = cantus::__test::staged_frames();
             let (back, there) = cantus::on(l, NegateVec(v.clone())).join().unwrap();

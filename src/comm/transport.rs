@@ -408,8 +408,20 @@ pub(crate) trait Transport: Send + Sync + 'static {
     /// The number of locales in the job.
     fn locales(&self) -> usize;
 
-    /// The largest frame `try_send` accepts, in bytes.
+    /// The largest frame `try_send` accepts for every destination, in
+    /// bytes: the size long transfers are cut to where one piece must
+    /// fit any way (the global address space's pieces over messages).
     fn max_frame(&self) -> usize;
+
+    /// The largest frame `try_send` accepts for `dest`: at least
+    /// [`max_frame`](Self::max_frame), more where the way to `dest`
+    /// carries a large frame whole (over MPI, as a message of its own:
+    /// `comm/mpi/README.md`, Messages 2). The engine cuts only messages
+    /// larger than this into fragments, which the receiver copies back
+    /// together.
+    fn max_frame_to(&self, _dest: usize) -> usize {
+        self.max_frame()
+    }
 
     /// The largest frame that never needs the memory of
     /// [`SendError::NoLargeRoom`] (on shared memory, a ring frame): a

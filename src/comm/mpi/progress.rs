@@ -49,6 +49,11 @@ const OPEN_BYTES: usize = 512 << 10;
 /// `spare.rs`, three or more at once made each 1.5-4x slower: the blocks
 /// freed together were given back to the system and faulted in again.)
 const OPEN_MESSAGES: usize = 4;
+/// The most bytes being received from one source at once however many
+/// messages that is (one is always let in): a frame may be as large as
+/// `transport::LARGEST_FRAME`, and four of those at once would hold 4 GiB
+/// of receive buffers. Four 16 MiB messages still come in together.
+const OPEN_MOST: usize = 64 << 20;
 /// Bytes of a credit message: network, frames, bytes.
 const CREDIT_BYTES: usize = 24;
 
@@ -718,10 +723,10 @@ enum Incoming {
 }
 
 /// Whether a batch of `len` bytes may start being received from a source
-/// with `open` bytes being received ([`OPEN_BYTES`], [`OPEN_MESSAGES`]:
-/// one always may).
+/// with `open` bytes being received ([`OPEN_BYTES`], [`OPEN_MESSAGES`],
+/// [`OPEN_MOST`]: one always may).
 fn may_open(open: usize, len: usize) -> bool {
-    open == 0 || open + len <= OPEN_BYTES.max(OPEN_MESSAGES * len)
+    open == 0 || open + len <= OPEN_BYTES.max(OPEN_MESSAGES * len).min(OPEN_MOST)
 }
 
 /// Starts receiving a matched batch, its turn come: a long one without
@@ -765,5 +770,20 @@ mod tests {
         assert_eq!(parse_credit(&m[..23]), None);
         m[0] = 9;
         assert_eq!(parse_credit(&m), None);
+    }
+
+    #[test]
+    fn receives_open_together_within_bounds() {
+        // One always may.
+        assert!(may_open(0, 1 << 30));
+        // 512 KiB of batches, or four messages where that is more.
+        assert!(may_open(448 << 10, 64 << 10));
+        assert!(!may_open(480 << 10, 64 << 10));
+        assert!(may_open(3 << 20, 1 << 20));
+        assert!(!may_open(4 << 20, 1 << 20));
+        // Four of 16 MiB, but no more than 64 MiB however large.
+        assert!(may_open(48 << 20, 16 << 20));
+        assert!(!may_open(64 << 20, 16 << 20));
+        assert!(!may_open(32 << 20, 64 << 20));
     }
 }

@@ -156,6 +156,13 @@ impl Transport for RoutingTransport {
         self.max_frame
     }
 
+    fn max_frame_to(&self, dest: usize) -> usize {
+        match self.on_this_node(dest) {
+            Some(_) => self.shm.max_frame(),
+            None => self.mpi.max_frame_to(dest),
+        }
+    }
+
     fn eager_frame(&self) -> usize {
         self.shm.eager_frame().min(self.mpi.eager_frame())
     }

@@ -27,8 +27,9 @@ use std::sync::Mutex;
 const SPARE_BLOCKS: usize = 16;
 /// Most bytes kept. The receiving rank of a stream of 1 MiB messages in
 /// windows (`cantus-bench comm --only chant_window`) had up to 14 blocks
-/// out at once; 16 MiB keeps that many, or eight of the largest frames
-/// (`max_frame`, 2 MiB by default).
+/// out at once; 16 MiB keeps that many, or eight 2 MiB frames (the
+/// largest between the ranks of a node); a block larger than 16 MiB is
+/// never kept.
 pub(super) const SPARE_BYTES: usize = 16 << 20;
 
 /// Blocks of more than this capacity are kept (those of frames that

@@ -46,6 +46,17 @@ pub(super) struct Borrowed {
     pub(super) done: Arc<AtomicBool>,
 }
 
+/// The largest frame MPI carries whole, as a message of its own (with
+/// rendezvous on, its default): 1 GiB. Larger messages are cut into
+/// fragments of this size. MPI counts a message's bytes in a C `int`, so
+/// a message must stay under 2 GiB; above a few MiB a fragment's
+/// reassembly copy no longer matters beside its transfer. Before, frames
+/// over MPI stopped at the node's rendezvous block (2 MiB by default),
+/// and a 16 MiB Chant message was received in eight pieces and copied
+/// back together: 1.9x its time now (BENCHMARKS.md, "Large frames whole
+/// over MPI").
+pub(super) const LARGEST_FRAME: usize = 1 << 30;
+
 /// The least frame sent from its sender's parts rather than copied into
 /// the queue: one that travels alone anyway (larger than a batch).
 const BORROW_FROM: usize = super::progress::BATCH_BYTES;
@@ -164,7 +175,15 @@ pub(super) struct NodeHooks {
 pub(super) struct Shared {
     pub(super) here: usize,
     pub(super) locales: usize,
+    /// The largest frame every transport of the job takes (a frame of
+    /// `frame_bytes`, or a rendezvous block of the node's shared memory),
+    /// and the most bytes a frame takes from its credit window ([`charge`]).
+    ///
+    /// [`charge`]: Shared::charge
     pub(super) max_frame: usize,
+    /// The largest frame MPI carries whole, as a message of its own
+    /// ([`LARGEST_FRAME`], or `max_frame` with rendezvous off).
+    pub(super) largest_frame: usize,
     /// Credit windows per (destination, network), and their sizes.
     pub(super) credit: Vec<[Credit; 2]>,
     pub(super) window_frames: u64,
@@ -220,6 +239,17 @@ pub(super) struct Shared {
 }
 
 impl Shared {
+    /// The bytes a frame of `len` bytes takes from its credit window (C1)
+    /// and gives back once handed on (C2): all of them, up to
+    /// `max_frame`. A larger frame (up to `largest_frame`) is charged as
+    /// the largest of the window's size: it travels alone by MPI's own
+    /// rendezvous, far past any eager size, so its bytes stay with its
+    /// sender until the receiver starts its receive, which the receiver
+    /// bounds itself (`progress.rs`, `OPEN_MOST`; README.md, "Credit").
+    pub(super) fn charge(&self, len: usize) -> u64 {
+        len.min(self.max_frame) as u64
+    }
+
     pub(super) fn new(
         here: usize,
         locales: usize,
@@ -227,12 +257,13 @@ impl Shared {
         large_frame: usize,
     ) -> Shared {
         // A frame up to `frame_bytes` goes in batches; a larger one, up to
-        // `large_frame`, as a message of its own (README.md, "Messages").
-        // A window of 8 batch-sized frames (and at least two of the
-        // largest, so a large frame finds credit once those before it are
-        // handed on), or 4096 frames, per (peer, network): enough that
-        // credit returns (a quarter window at a time) stay off a stream's
-        // path.
+        // `LARGEST_FRAME` (`large_frame` is the node's largest rendezvous
+        // block, 0 with rendezvous off), as a message of its own
+        // (README.md, "Messages"). A window of 8 batch-sized frames (and
+        // at least two of `max_frame`, the most a frame is charged, so a
+        // large frame finds credit once those before it are handed on),
+        // or 4096 frames, per (peer, network): enough that credit returns
+        // (a quarter window at a time) stay off a stream's path.
         let max_frame = frame_bytes.max(large_frame);
         let window_bytes = (8 * frame_bytes).max(2 * max_frame) as u64;
         let window_frames = 4096;
@@ -240,6 +271,11 @@ impl Shared {
             here,
             locales,
             max_frame,
+            largest_frame: if large_frame > 0 {
+                LARGEST_FRAME.max(max_frame)
+            } else {
+                max_frame
+            },
             credit: (0..locales)
                 .map(|_| {
                     [
@@ -353,7 +389,7 @@ pub(crate) struct MpiTransport {
 
 impl MpiTransport {
     /// Checks a frame of `len` bytes for `dest` (a locale of the job, not
-    /// this one; at most `max_frame`) and takes its credit (C1): `Failed`
+    /// this one; at most `largest_frame`) and takes its credit (C1): `Failed`
     /// saying why it can never go, `Full` if the window has no room now.
     fn admit(&self, dest: usize, net: Network, len: usize) -> Result<(), SendError> {
         let s = &*self.shared;
@@ -367,16 +403,16 @@ impl MpiTransport {
                 ),
             )));
         }
-        if len > s.max_frame {
+        if len > s.largest_frame {
             return Err(SendError::Failed(Error::new(
                 ErrorKind::InvalidConfig,
                 format!(
                     "cantus: a {len}-byte frame is larger than the MPI transport's {} bytes",
-                    s.max_frame
+                    s.largest_frame
                 ),
             )));
         }
-        if !s.credit[dest][net as usize].take(len as u64) {
+        if !s.credit[dest][net as usize].take(s.charge(len)) {
             return Err(SendError::Full);
         }
         Ok(())
@@ -545,6 +581,10 @@ impl Transport for MpiTransport {
 
     fn max_frame(&self) -> usize {
         self.shared.max_frame
+    }
+
+    fn max_frame_to(&self, _dest: usize) -> usize {
+        self.shared.largest_frame
     }
 
     fn try_send(&self, dest: usize, net: Network, parts: &[&[u8]]) -> Result<(), SendError> {
@@ -784,7 +824,7 @@ impl Transport for MpiTransport {
                         },
                     });
                     counted.frames += 1;
-                    counted.bytes += frame.len() as u64;
+                    counted.bytes += s.charge(frame.len());
                     handled += 1;
                 }
                 drop(counted);
@@ -926,5 +966,26 @@ mod tests {
         assert!(c.take(100));
         assert_eq!(c.frames.load(Ordering::Relaxed), 1);
         assert_eq!(c.bytes.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn frames_past_the_window_size_go_whole_charged_as_its_largest() {
+        // Rendezvous on: 32 KiB batch frames, 2 MiB blocks.
+        let s = Shared::new(0, 2, 32 << 10, 2 << 20);
+        assert_eq!((s.max_frame, s.largest_frame), (2 << 20, LARGEST_FRAME));
+        assert_eq!(s.window_bytes, 4 << 20);
+        assert_eq!(s.charge(1000), 1000);
+        assert_eq!(s.charge(2 << 20), 2 << 20);
+        assert_eq!(s.charge(16 << 20), 2 << 20);
+        // Two such frames fill a window; handed on, they give back what
+        // they took.
+        let c = &s.credit[1][0];
+        assert!(c.take(s.charge(16 << 20)) && c.take(s.charge(LARGEST_FRAME)));
+        assert!(!c.take(s.charge(1)));
+        c.give(2, s.charge(16 << 20) + s.charge(LARGEST_FRAME));
+        assert!(c.take(s.window_bytes));
+        // Rendezvous off: frames stop at the batch frame.
+        let s = Shared::new(0, 2, 32 << 10, 0);
+        assert_eq!((s.max_frame, s.largest_frame), (32 << 10, 32 << 10));
     }
 }

@@ -127,7 +127,7 @@ impl Engine {
         use crate::remote::encode::with_head;
         let len: usize = head.iter().chain(body).map(|p| p.len()).sum();
         if len > self.max_message.load(Ordering::Relaxed)
-            || HEADER_LEN + len > self.transport.max_frame()
+            || HEADER_LEN + len > self.transport.max_frame_to(dest)
         {
             return with_head(head, body, |payload| {
                 self.send_parts(dest, net, header, payload)
@@ -225,7 +225,7 @@ impl Engine {
         parts: &[&[u8]],
     ) -> Result<(), Error> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        if len > self.transport.max_frame() {
+        if len > self.transport.max_frame_to(dest) {
             return self.send_fragments(dest, net, parts, len);
         }
         self.send_until_taken(dest, net, parts)
@@ -411,7 +411,7 @@ impl Engine {
         };
         let stream = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let room = HEADER_LEN + FRAGMENT_PREFIX;
-        let mut piece = self.transport.max_frame() - room;
+        let mut piece = self.transport.max_frame_to(dest) - room;
         let eager = self.transport.eager_frame() - room;
         let total = (len as u64).to_le_bytes();
         let mut at = 0;
