@@ -596,12 +596,16 @@ impl Progress {
                 }
             }
             TAG_CREDIT => {
-                match parse_credit(&m.bytes[m.start..]) {
-                    Some((net, frames, bytes)) => s.credit[m.src][net as usize].give(frames, bytes),
-                    None => eprintln!(
+                let given =
+                    parse_credit(&m.bytes[m.start..]).is_some_and(|(net, frames, bytes)| {
+                        s.credit[m.src][net as usize].give(frames, bytes)
+                    });
+                if !given {
+                    // Unreadable, or more than the window ever lent.
+                    eprintln!(
                         "cantus: locale {}: a malformed credit message from locale {} was dropped",
                         s.here, m.src
-                    ),
+                    );
                 }
                 false
             }

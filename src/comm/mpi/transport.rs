@@ -104,48 +104,68 @@ pub(super) struct Outbox {
 }
 
 /// What a sender may still put in flight towards one (destination,
-/// network): frames and bytes its receiver has not yet handed on. The
+/// network): frames and bytes its receiver has not yet handed on, in one
+/// word, so that a frame takes both with one compare-exchange (a locked
+/// instruction on every frame sent; two, when they were two words). The
 /// MPI thread adds back what the receiver reports handed on.
 pub(super) struct Credit {
-    frames: AtomicU64,
-    bytes: AtomicU64,
+    /// Frames `<< FRAMES_AT`, plus bytes.
+    left: AtomicU64,
+    /// The window: the most `left` holds, in the same form.
+    window: u64,
 }
 
+/// Where a credit word's frame count starts: 48 bits of bytes below it
+/// (256 TiB), 16 of frames above (the window is 4096).
+const FRAMES_AT: u32 = 48;
+/// The bytes of a credit word.
+const BYTES: u64 = (1 << FRAMES_AT) - 1;
+
 impl Credit {
+    /// The most bytes a window holds.
+    pub(super) const MOST_BYTES: u64 = BYTES;
+
     fn new(frames: u64, bytes: u64) -> Credit {
+        assert!(
+            frames < 1 << (64 - FRAMES_AT) && bytes <= BYTES,
+            "a credit window of {frames} frames and {bytes} bytes does not fit its word"
+        );
+        let window = frames << FRAMES_AT | bytes;
         Credit {
-            frames: AtomicU64::new(frames),
-            bytes: AtomicU64::new(bytes),
+            left: AtomicU64::new(window),
+            window,
         }
     }
 
-    /// Takes one frame of `len` bytes, if there is credit for it.
+    /// Takes one frame of `len` bytes, if there is credit for both; never
+    /// overdraws either, and takes nothing if it cannot take both.
     fn take(&self, len: u64) -> bool {
-        // Decrement-then-check: a concurrent sender that drives a count
-        // below what it needs undoes its own step, so neither count ever
-        // stays below zero, and credits are never created.
-        if !take_one(&self.frames, 1) {
-            return false;
-        }
-        if !take_one(&self.bytes, len) {
-            self.frames.fetch_add(1, Ordering::AcqRel);
-            return false;
-        }
-        true
+        let one = 1 << FRAMES_AT | len;
+        len <= BYTES
+            && self
+                .left
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                    (v >> FRAMES_AT >= 1 && v & BYTES >= len).then(|| v - one)
+                })
+                .is_ok()
     }
 
     /// Returns `frames` frames of `bytes` bytes (the receiver handed them
-    /// on).
-    pub(super) fn give(&self, frames: u64, bytes: u64) {
-        self.frames.fetch_add(frames, Ordering::AcqRel);
-        self.bytes.fetch_add(bytes, Ordering::AcqRel);
+    /// on). Refuses, returning false and adding nothing, what would fill
+    /// the window past its size: more than was ever taken, which only a
+    /// malformed credit message says.
+    pub(super) fn give(&self, frames: u64, bytes: u64) -> bool {
+        let (most_frames, most_bytes) = (self.window >> FRAMES_AT, self.window & BYTES);
+        if frames > most_frames || bytes > most_bytes {
+            return false;
+        }
+        self.left
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                ((v >> FRAMES_AT) + frames <= most_frames && (v & BYTES) + bytes <= most_bytes)
+                    .then(|| v + (frames << FRAMES_AT | bytes))
+            })
+            .is_ok()
     }
-}
-
-/// Subtracts `n` from `c` if it holds at least `n`.
-fn take_one(c: &AtomicU64, n: u64) -> bool {
-    c.fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| v.checked_sub(n))
-        .is_ok()
 }
 
 /// Frames and bytes this locale handed on from one (source, network) and
@@ -265,7 +285,7 @@ impl Shared {
         // or 4096 frames, per (peer, network): enough that credit returns
         // (a quarter window at a time) stay off a stream's path.
         let max_frame = frame_bytes.max(large_frame);
-        let window_bytes = (8 * frame_bytes).max(2 * max_frame) as u64;
+        let window_bytes = ((8 * frame_bytes).max(2 * max_frame) as u64).min(Credit::MOST_BYTES);
         let window_frames = 4096;
         Shared {
             here,
@@ -956,16 +976,45 @@ mod tests {
     fn credit_is_never_overdrawn_nor_created() {
         let c = Credit::new(2, 100);
         assert!(c.take(60));
-        assert!(
-            !c.take(60),
-            "bytes short: refused, and the frame given back"
-        );
+        assert!(!c.take(60), "bytes short: refused, nothing taken");
         assert!(c.take(40));
         assert!(!c.take(0), "frames short");
-        c.give(2, 100);
+        assert!(c.give(2, 100));
+        assert!(!c.take(101));
         assert!(c.take(100));
-        assert_eq!(c.frames.load(Ordering::Relaxed), 1);
-        assert_eq!(c.bytes.load(Ordering::Relaxed), 0);
+        assert_eq!(c.left.load(Ordering::Relaxed), 1 << FRAMES_AT);
+        // More back than was taken (a malformed credit message): refused,
+        // nothing added.
+        assert!(!c.give(2, 0), "a frame more than the window");
+        assert!(!c.give(0, 101), "bytes past the window");
+        assert!(!c.give(u64::MAX, u64::MAX));
+        assert_eq!(c.left.load(Ordering::Relaxed), 1 << FRAMES_AT);
+        assert!(c.give(1, 100));
+        assert_eq!(c.left.load(Ordering::Relaxed), c.window);
+        assert!(!c.take(u64::MAX), "more bytes than a word holds");
+    }
+
+    #[test]
+    fn credit_taken_by_many_threads_adds_up() {
+        let c = Credit::new(4096, 1 << 20);
+        let taken = AtomicU64::new(0);
+        std::thread::scope(|t| {
+            for k in 0..4u64 {
+                let (c, taken) = (&c, &taken);
+                t.spawn(move || {
+                    for i in 0..2000u64 {
+                        let len = 1 + (i * 7 + k) % 900;
+                        if c.take(len) {
+                            taken.fetch_add(1 << FRAMES_AT | len, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        let taken = taken.load(Ordering::Relaxed);
+        assert_eq!(c.left.load(Ordering::Relaxed) + taken, c.window);
+        assert!(c.give(taken >> FRAMES_AT, taken & BYTES));
+        assert_eq!(c.left.load(Ordering::Relaxed), c.window);
     }
 
     #[test]
@@ -982,7 +1031,7 @@ mod tests {
         let c = &s.credit[1][0];
         assert!(c.take(s.charge(16 << 20)) && c.take(s.charge(LARGEST_FRAME)));
         assert!(!c.take(s.charge(1)));
-        c.give(2, s.charge(16 << 20) + s.charge(LARGEST_FRAME));
+        assert!(c.give(2, s.charge(16 << 20) + s.charge(LARGEST_FRAME)));
         assert!(c.take(s.window_bytes));
         // Rendezvous off: frames stop at the batch frame.
         let s = Shared::new(0, 2, 32 << 10, 0);
