@@ -25,10 +25,12 @@
 //!   lent (a rendezvous block, MPI's receive buffer) keeps its elements
 //!   where they arrived, if they are aligned for `T` (the padding sees to
 //!   it), instead of copying them: it holds the frame until it is
-//!   dropped, and may change its elements there. A `Bulk` that holds up
-//!   a rendezvous area makes its sender's later large frames go in ring
-//!   pieces (`comm/shm/README.md`, rule L): keep such an array long, and
-//!   [`into_vec`](Bulk::into_vec) it.
+//!   dropped, and may change its elements there (a frame that came whole:
+//!   up to a rendezvous block on shared memory, 1 GiB over MPI to another
+//!   node; a larger one comes in fragments, copied together). A `Bulk`
+//!   that holds up a rendezvous area makes its sender's later large
+//!   frames go in ring pieces (`comm/shm/README.md`, rule L): keep such
+//!   an array long, and [`into_vec`](Bulk::into_vec) it.
 //! - **Answered in place.** A remote call that returns such an array
 //!   (changed in place or not), with no clone of it left, sends its reply
 //!   in the request's own block on shared memory, and so does a Chant
