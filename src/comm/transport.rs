@@ -409,8 +409,9 @@ pub(crate) trait Transport: Send + Sync + 'static {
     fn locales(&self) -> usize;
 
     /// The largest frame `try_send` accepts for every destination, in
-    /// bytes: the size long transfers are cut to where one piece must
-    /// fit any way (the global address space's pieces over messages).
+    /// bytes: the size long transfers are cut to where a piece must fit
+    /// whichever way it goes (the global address space's pieces over
+    /// messages).
     fn max_frame(&self) -> usize;
 
     /// The largest frame `try_send` accepts for `dest`: at least

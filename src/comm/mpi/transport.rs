@@ -52,8 +52,8 @@ pub(super) struct Borrowed {
 /// a message must stay under 2 GiB; above a few MiB a fragment's
 /// reassembly copy no longer matters beside its transfer. Before, frames
 /// over MPI stopped at the node's rendezvous block (2 MiB by default),
-/// and a 16 MiB Chant message was received in eight pieces and copied
-/// back together: 1.9x its time now (BENCHMARKS.md, "Large frames whole
+/// and a 16 MiB Chant message, received in eight pieces and copied back
+/// together, took about twice as long (BENCHMARKS.md, "Large frames whole
 /// over MPI").
 pub(super) const LARGEST_FRAME: usize = 1 << 30;
 
@@ -261,11 +261,12 @@ pub(super) struct Shared {
 impl Shared {
     /// The bytes a frame of `len` bytes takes from its credit window (C1)
     /// and gives back once handed on (C2): all of them, up to
-    /// `max_frame`. A larger frame (up to `largest_frame`) is charged as
-    /// the largest of the window's size: it travels alone by MPI's own
-    /// rendezvous, far past any eager size, so its bytes stay with its
-    /// sender until the receiver starts its receive, which the receiver
-    /// bounds itself (`progress.rs`, `OPEN_MOST`; README.md, "Credit").
+    /// `max_frame`. A larger frame (up to `largest_frame`) is charged
+    /// `max_frame`, as the largest the window is sized for: it travels
+    /// alone by MPI's own rendezvous, far past any eager size, so its
+    /// bytes stay with its sender until the receiver starts its receive,
+    /// which the receiver bounds itself (`progress.rs`, `OPEN_MOST`;
+    /// README.md, "Credit").
     pub(super) fn charge(&self, len: usize) -> u64 {
         len.min(self.max_frame) as u64
     }
