@@ -122,9 +122,6 @@ const FRAMES_AT: u32 = 48;
 const BYTES: u64 = (1 << FRAMES_AT) - 1;
 
 impl Credit {
-    /// The most bytes a window holds.
-    pub(super) const MOST_BYTES: u64 = BYTES;
-
     fn new(frames: u64, bytes: u64) -> Credit {
         assert!(
             frames < 1 << (64 - FRAMES_AT) && bytes <= BYTES,
@@ -286,7 +283,7 @@ impl Shared {
         // or 4096 frames, per (peer, network): enough that credit returns
         // (a quarter window at a time) stay off a stream's path.
         let max_frame = frame_bytes.max(large_frame);
-        let window_bytes = ((8 * frame_bytes).max(2 * max_frame) as u64).min(Credit::MOST_BYTES);
+        let window_bytes = ((8 * frame_bytes).max(2 * max_frame) as u64).min(BYTES);
         let window_frames = 4096;
         Shared {
             here,
