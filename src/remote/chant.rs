@@ -62,6 +62,7 @@ use crate::error::{Error, ErrorKind, Locales};
 use crate::sched::Registry;
 use crate::sync::SyncVar;
 use serde::{Deserialize, Serialize};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -671,27 +672,27 @@ pub fn irecv(from: Source, tag: Tag) -> RecvHandle {
             Source::Any => true,
             Source::Task(t) => t.locale != owner.locale,
         };
-    let mut table = TABLE.lock().unwrap();
-    let mailbox = table.mailbox(owner.task);
     // A message already there is the handle's at once: no receive to post,
     // nothing to allocate (a stream's receiver mostly finds its next
     // message queued).
-    let receive = match mailbox.take(from, tag) {
-        Some(m) => Receive::Ready(m),
-        None => {
-            let p = Arc::new(Posted {
-                slot: SyncVar::new(),
-                remote,
-            });
-            mailbox.post(from, tag, p.clone());
-            if remote {
-                // Release: pairs with the Acquire load in `in_flight`.
-                WAITING_REMOTE.fetch_add(1, Ordering::Release);
+    let receive = TABLE
+        .lock()
+        .unwrap()
+        .with(owner.task, |mailbox| match mailbox.take(from, tag) {
+            Some(m) => Receive::Ready(m),
+            None => {
+                let p = Arc::new(Posted {
+                    slot: SyncVar::new(),
+                    remote,
+                });
+                mailbox.post(from, tag, p.clone());
+                if remote {
+                    // Release: pairs with the Acquire load in `in_flight`.
+                    WAITING_REMOTE.fetch_add(1, Ordering::Release);
+                }
+                Receive::Posted(p)
             }
-            Receive::Posted(p)
-        }
-    };
-    table.tidy(owner.task);
+        });
     RecvHandle {
         owner: owner.task,
         receive,
@@ -818,32 +819,23 @@ impl Drop for RecvHandle {
             Receive::Taken => return,
             Receive::Ready(m) => m,
             Receive::Posted(p) => {
-                let mut table = TABLE.lock().unwrap();
-                let cancelled = table
-                    .boxes
-                    .get_mut(&self.owner)
-                    .is_some_and(|mb| mb.cancel(|q| Arc::ptr_eq(q, &p)));
+                let cancelled = TABLE
+                    .lock()
+                    .unwrap()
+                    .with(self.owner, |mb| mb.cancel(|q| Arc::ptr_eq(q, &p)));
                 if cancelled {
-                    table.tidy(self.owner);
-                    drop(table);
                     if p.remote {
                         WAITING_REMOTE.fetch_sub(1, Ordering::Release);
                     }
                     return;
                 }
-                drop(table);
                 // It was matched: its message is in the slot (or about to
                 // be, by the deliverer that matched it).
                 p.slot.read_fe()
             }
         };
         // Its message goes back, for other receives.
-        let hit = {
-            let mut table = TABLE.lock().unwrap();
-            let hit = table.mailbox(self.owner).put_back(m);
-            table.tidy(self.owner);
-            hit
-        };
+        let hit = TABLE.lock().unwrap().with(self.owner, |mb| mb.put_back(m));
         complete(hit);
     }
 }
@@ -891,29 +883,43 @@ struct Table {
 }
 
 impl Table {
-    /// Task `task`'s mailbox, made (or reused) if it had none.
-    fn mailbox(&mut self, task: u64) -> &mut Mailbox<Arc<Posted>> {
-        let spare = &mut self.spare;
-        self.boxes
-            .entry(task)
-            .or_insert_with(|| spare.pop().unwrap_or_default())
+    /// Runs `f` on task `task`'s mailbox, made (or reused) if it had none,
+    /// and removes the mailbox if `f` left it empty, keeping it as a
+    /// spare. One look-up of the task in the table: a stream's receiver
+    /// empties its mailbox at every message, and a message that finds its
+    /// receive posted empties it again, so most messages make and remove
+    /// a mailbox once each.
+    fn with<R>(&mut self, task: u64, f: impl FnOnce(&mut Mailbox<Arc<Posted>>) -> R) -> R {
+        match self.boxes.entry(task) {
+            Entry::Occupied(mut e) => {
+                let r = f(e.get_mut());
+                if e.get().is_empty() {
+                    keep_spare(&mut self.spare, e.remove());
+                }
+                r
+            }
+            Entry::Vacant(e) => {
+                let mut mb = self.spare.pop().unwrap_or_default();
+                let r = f(&mut mb);
+                if mb.is_empty() {
+                    keep_spare(&mut self.spare, mb);
+                } else {
+                    e.insert(mb);
+                }
+                r
+            }
+        }
     }
+}
 
-    /// Removes task `task`'s mailbox if it is empty, keeping it as a
-    /// spare.
-    fn tidy(&mut self, task: u64) {
-        let std::collections::hash_map::Entry::Occupied(e) = self.boxes.entry(task) else {
-            return;
-        };
-        if !e.get().is_empty() {
-            return;
-        }
-        let mut mb = e.remove();
-        if self.spare.len() < SPARE_MAILBOXES {
-            mb.queued.shrink_to(SPARE_QUEUE);
-            mb.posted.shrink_to(SPARE_QUEUE);
-            self.spare.push(mb);
-        }
+/// Keeps an emptied mailbox for the next one made, with its queues'
+/// buffers up to [`SPARE_QUEUE`] entries, if fewer than
+/// [`SPARE_MAILBOXES`] are kept.
+fn keep_spare(spare: &mut Vec<Mailbox<Arc<Posted>>>, mut mb: Mailbox<Arc<Posted>>) {
+    if spare.len() < SPARE_MAILBOXES {
+        mb.queued.shrink_to(SPARE_QUEUE);
+        mb.posted.shrink_to(SPARE_QUEUE);
+        spare.push(mb);
     }
 }
 
@@ -959,12 +965,7 @@ pub(crate) fn in_flight() -> u64 {
 
 /// Puts `m` into task `to`'s mailbox (the task exists).
 fn deliver(to: u64, m: Message) {
-    let hit = {
-        let mut table = TABLE.lock().unwrap();
-        let hit = table.mailbox(to).arrive(m);
-        table.tidy(to);
-        hit
-    };
+    let hit = TABLE.lock().unwrap().with(to, |mb| mb.arrive(m));
     complete(hit);
 }
 
@@ -1234,37 +1235,49 @@ mod tests {
     #[test]
     fn emptied_mailboxes_are_kept_as_spares_and_reused() {
         let mut t = Table::default();
-        t.mailbox(5).queued.push_back(msg(task(1, 2), 0, 1));
-        t.tidy(5);
+        t.with(5, |mb| mb.queued.push_back(msg(task(1, 2), 0, 1)));
         assert!(
             t.boxes.contains_key(&5),
             "a mailbox holding a message stays"
         );
-        let m = t.mailbox(5).queued.pop_front().unwrap();
+        let m = t.with(5, |mb| mb.queued.pop_front()).unwrap();
         assert_eq!(m.bytes(), [1]);
-        t.tidy(5);
         assert!(t.boxes.is_empty(), "an empty mailbox leaves the table");
         assert_eq!(t.spare.len(), 1);
         let kept = t.spare[0].queued.capacity();
         assert!(kept >= 1, "a spare keeps its queue's buffer");
-        // The next task's mailbox is the spare.
-        assert_eq!(t.mailbox(9).queued.capacity(), kept);
-        assert!(t.spare.is_empty());
-        t.tidy(9);
+        // The next task's mailbox is the spare; left empty, it is kept
+        // again rather than entered in the table.
+        assert_eq!(t.with(9, |mb| mb.queued.capacity()), kept);
+        assert!(t.boxes.is_empty());
+        assert_eq!(t.spare.len(), 1);
+        t.with(9, |mb| mb.post(Source::Any, Tag::Any, Arc::new(posted())));
+        assert!(t.spare.is_empty(), "a mailbox with a posted receive stays");
+        assert!(t.with(9, |mb| mb.cancel(|_| true)));
+        assert!(t.boxes.is_empty());
+        assert_eq!(t.spare.len(), 1);
         // At most SPARE_MAILBOXES are kept, each with a bounded queue.
         for id in 100..100 + 2 * SPARE_MAILBOXES as u64 {
-            let mb = t.mailbox(id);
-            for b in 0..200 {
-                mb.queued.push_back(msg(task(1, 2), 0, b as u8));
-            }
-            mb.queued.clear();
+            t.with(id, |mb| {
+                for b in 0..200 {
+                    mb.queued.push_back(msg(task(1, 2), 0, b as u8));
+                }
+            });
         }
+        assert_eq!(t.boxes.len(), 2 * SPARE_MAILBOXES);
         for id in 100..100 + 2 * SPARE_MAILBOXES as u64 {
-            t.tidy(id);
+            t.with(id, |mb| mb.queued.clear());
         }
         assert!(t.boxes.is_empty());
         assert_eq!(t.spare.len(), SPARE_MAILBOXES);
         assert!(t.spare.iter().all(|mb| mb.queued.capacity() < 200));
+    }
+
+    fn posted() -> Posted {
+        Posted {
+            slot: SyncVar::new(),
+            remote: false,
+        }
     }
 
     #[test]
