@@ -926,10 +926,10 @@ fn keep_spare(spare: &mut Vec<Mailbox<Arc<Posted>>>, mut mb: Mailbox<Arc<Posted>
 /// Hashes a task id for the mailbox table: one multiplication by an odd
 /// constant (Knuth's multiplicative hashing: a bijection on the low bits,
 /// which pick the bucket, that also fills the high bits, which tag the
-/// probe), not
-/// SipHash: a message takes and puts back its mailbox several times, and
-/// task ids are this locale's own sequence numbers (a peer's message
-/// reaches the table only for an id this locale issued).
+/// probe), not SipHash: every message looks its mailbox up twice (its
+/// delivery and its receive, `Table::with`), and task ids are this
+/// locale's own sequence numbers (a peer's message reaches the table only
+/// for an id this locale issued).
 #[derive(Default)]
 struct TaskIdHasher(u64);
 
